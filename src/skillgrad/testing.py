@@ -1,0 +1,181 @@
+"""Test doubles that ship with skillgrad, for your tests and ours.
+
+- ``ScriptedBackend``: strict; answers only the calls it was told to expect, fails on an
+  unexpected call, and ``assert_done()`` fails on an expected call that never came.
+- ``FunctionBackend``: answers every call with a Python function of the request.
+- ``ToyTask``: a tiny seeded task (echo a word in upper case) with an exact-match scorer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from skillgrad.tasks.base import ChatTask, Split
+from skillgrad.types import ChatRequest, Completion, Item, Score, Usage
+
+
+class UnexpectedCall(AssertionError):
+    """A strict fake received a call it was not scripted for (or missed one it was)."""
+
+
+def _as_completion(value: str | dict[str, Any] | Completion, request: ChatRequest) -> Completion:
+    if isinstance(value, Completion):
+        return value
+    text = value if isinstance(value, str) else json.dumps(value)
+    prompt = sum(len(m.content.split()) for m in request.messages)
+    return Completion(text=text, usage=Usage(prompt, len(text.split())), model="fake")
+
+
+def request_text(request: ChatRequest) -> str:
+    """All message contents of a request joined: handy for matching in fakes."""
+    return "\n".join(m.content for m in request.messages)
+
+
+def system_text(request: ChatRequest) -> str:
+    """The system prompt (the skill) of a request, or ''."""
+    return next((m.content for m in request.messages if m.role == "system"), "")
+
+
+def user_text(request: ChatRequest) -> str:
+    """The last user message of a request, or ''."""
+    return next((m.content for m in reversed(request.messages) if m.role == "user"), "")
+
+
+@dataclass
+class _Expectation:
+    match: Callable[[ChatRequest], bool]
+    reply: str | dict[str, Any] | Completion | Callable[[ChatRequest], Any]
+    label: str
+    used: bool = False
+
+
+class ScriptedBackend:
+    """A strict scripted model: ``expect(match, reply)`` adds one expected call.
+
+    ``match`` is a substring of the request text or a predicate; ``reply`` is text, a dict
+    (sent as JSON), a Completion, or a function of the request. Each expectation answers once
+    (``times`` adds copies). Calls are matched to the first unused expectation that fits.
+    """
+
+    def __init__(self, name: str = "scripted:fake") -> None:
+        self.name = name
+        self._expected: list[_Expectation] = []
+        self.calls: list[ChatRequest] = []
+
+    def expect(
+        self,
+        match: str | Callable[[ChatRequest], bool],
+        reply: str | dict[str, Any] | Completion | Callable[[ChatRequest], Any],
+        times: int = 1,
+    ) -> ScriptedBackend:
+        if isinstance(match, str):
+            needle = match
+
+            def fn(r: ChatRequest) -> bool:
+                return needle in request_text(r)
+
+            label = repr(match)
+        else:
+            fn, label = match, getattr(match, "__name__", "predicate")
+        for _ in range(times):
+            self._expected.append(_Expectation(fn, reply, label))
+        return self
+
+    async def complete(self, request: ChatRequest) -> Completion:
+        self.calls.append(request)
+        for exp in self._expected:
+            if not exp.used and exp.match(request):
+                exp.used = True
+                reply = exp.reply(request) if callable(exp.reply) else exp.reply
+                return _as_completion(reply, request)
+        raise UnexpectedCall(
+            f"ScriptedBackend {self.name!r} got an unexpected call #{len(self.calls)}:\n"
+            f"{request_text(request)[:800]}"
+        )
+
+    def assert_done(self) -> None:
+        missing = [e.label for e in self._expected if not e.used]
+        if missing:
+            raise UnexpectedCall(f"expected calls never made: {missing}")
+
+
+class FunctionBackend:
+    """Answers every call with ``fn(request)`` (text, dict or Completion); counts its calls.
+
+    ``latency`` (seconds) is slept before answering, to exercise concurrency.
+    """
+
+    def __init__(
+        self,
+        fn: Callable[[ChatRequest], str | dict[str, Any] | Completion],
+        name: str = "function:fake",
+        latency: float = 0.0,
+    ) -> None:
+        self.fn = fn
+        self.name = name
+        self.latency = latency
+        self.calls: list[ChatRequest] = []
+
+    async def complete(self, request: ChatRequest) -> Completion:
+        if self.latency:
+            await asyncio.sleep(self.latency)
+        result = _as_completion(self.fn(request), request)
+        self.calls.append(request)
+        return result
+
+    def count_tokens(self, text: str) -> int:
+        return len(text.split())
+
+
+_WORDS = (
+    "apple river stone cloud maple tiger pencil garden silver rocket lemon candle harbor "
+    "violet meadow falcon copper island thunder velvet"
+).split()
+
+
+@dataclass
+class ToyTask(ChatTask):
+    """Echo a word in UPPER CASE. Seeded; ``n`` items per split, disjoint ids across splits."""
+
+    n_train: int = 8
+    n_val: int = 6
+    n_test: int = 6
+    seed: int = 0
+    name: str = "toy"
+    max_tokens: int = 16
+    _cache: dict[str, list[Item]] = field(default_factory=dict, repr=False)
+
+    def load_split(self, split: Split) -> list[Item]:
+        if split not in self._cache:
+            n = {"train": self.n_train, "val": self.n_val, "test": self.n_test}[split]
+            rng = random.Random(f"{self.seed}:{split}")
+            self._cache[split] = [
+                Item(id=f"{split}-{i}", input=w, reference=w.upper())
+                for i, w in enumerate(rng.choice(_WORDS) for _ in range(n))
+            ]
+        return list(self._cache[split])
+
+    def prompt(self, item: Item) -> str:
+        return f"Word: {item.input}"
+
+    def score(self, output: str, item: Item) -> Score:
+        got = output.strip()
+        if got == item.reference:
+            return Score(1.0, True, "correct")
+        return Score(0.0, False, f"expected {item.reference!r}, got {got!r}")
+
+
+__all__ = [
+    "FunctionBackend",
+    "ScriptedBackend",
+    "ToyTask",
+    "UnexpectedCall",
+    "request_text",
+    "system_text",
+    "user_text",
+]
