@@ -1,0 +1,94 @@
+"""Atomic file writes (temp file, fsync, rename) and JSON / JSONL helpers.
+
+Everything under a run directory is written through these functions, so a kill at any instant
+leaves either the old or the new version of a file, never half of one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from skillgrad.types import to_json
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    _fsync_dir(path.parent)
+
+
+def _fsync_dir(directory: Path) -> None:
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def atomic_write_json(path: Path, value: Any) -> None:
+    atomic_write_text(path, json.dumps(to_json(value), indent=2, ensure_ascii=False) + "\n")
+
+
+def write_jsonl(path: Path, rows: Iterable[Any]) -> None:
+    text = "".join(json.dumps(to_json(r), ensure_ascii=False) + "\n" for r in rows)
+    atomic_write_text(path, text)
+
+
+def append_jsonl(path: Path, row: Any) -> None:
+    """Append one line and fsync. Readers skip a torn last line (see ``read_jsonl``)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a", encoding="utf-8") as fh:
+        fh.write(json.dumps(to_json(row), ensure_ascii=False) + "\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def read_json(path: Path, default: Any = None) -> Any:
+    if not path.exists():
+        return default
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def read_jsonl(path: Path) -> list[Any]:
+    """Read a JSONL file, ignoring a last line torn by a kill mid-write."""
+    if not path.exists():
+        return []
+    rows = []
+    lines = path.read_text(encoding="utf-8").splitlines()
+    for i, line in enumerate(lines):
+        if not line.strip():
+            continue
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError:
+            if i == len(lines) - 1:
+                break
+            raise
+    return rows
+
+
+__all__ = [
+    "append_jsonl",
+    "atomic_write_json",
+    "atomic_write_text",
+    "read_json",
+    "read_jsonl",
+    "write_jsonl",
+]
