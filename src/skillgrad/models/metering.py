@@ -1,0 +1,134 @@
+"""Cost metering, budgets and the cache wrapper: cross-cutting behaviour around any backend.
+
+``MeteredBackend`` is the outermost wrapper of each role's backend: a cache hit is free and
+returns at once; a miss checks the budget, calls the inner backend (itself wrapped in retry and
+rate limiting), prices the usage and writes cache entry and ledger line in one transaction.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from skillgrad.errors import BudgetExceeded
+from skillgrad.models.base import ModelBackend, backend_name
+from skillgrad.models.context import current_context
+from skillgrad.runs.cache import CallCache, call_key
+from skillgrad.types import ChatRequest, Completion, Usage
+
+# USD per million tokens (input, output). Extend or override with `budget.prices` in config.
+DEFAULT_PRICES: dict[str, tuple[float, float]] = {
+    "openai:gpt-4o": (2.5, 10.0),
+    "openai:gpt-4o-mini": (0.15, 0.6),
+    "openai:gpt-4.1": (2.0, 8.0),
+    "openai:gpt-4.1-mini": (0.4, 1.6),
+    "openai:gpt-4.1-nano": (0.1, 0.4),
+    "openai:o3": (2.0, 8.0),
+    "openai:o4-mini": (1.1, 4.4),
+    "openai:gpt-5": (1.25, 10.0),
+    "openai:gpt-5-mini": (0.25, 2.0),
+    "anthropic:claude-sonnet-4-5": (3.0, 15.0),
+    "anthropic:claude-opus-4-1": (15.0, 75.0),
+    "anthropic:claude-haiku-4-5": (1.0, 5.0),
+}
+
+
+@dataclass(frozen=True)
+class PriceTable:
+    prices: dict[str, tuple[float, float]] = field(default_factory=lambda: dict(DEFAULT_PRICES))
+
+    def cost(self, backend: str, usage: Usage) -> float:
+        """USD for one call. Local and unknown models cost 0 (reported as unpriced)."""
+        price = self.prices.get(backend)
+        if price is None:
+            # azure deployments and compatible servers are priced by model name alone
+            model = backend.split(":", 1)[-1]
+            price = next((p for k, p in self.prices.items() if k.split(":", 1)[-1] == model), None)
+        if price is None:
+            return 0.0
+        return (usage.prompt_tokens * price[0] + usage.completion_tokens * price[1]) / 1e6
+
+    def is_priced(self, backend: str) -> bool:
+        model = backend.split(":", 1)[-1]
+        return backend in self.prices or any(k.endswith(":" + model) for k in self.prices)
+
+
+@dataclass(frozen=True)
+class Budget:
+    max_cost_usd: float | None = None
+    max_tokens: int | None = None
+    max_calls: int | None = None
+
+    def check(self, cache: CallCache) -> None:
+        """Raise BudgetExceeded if the ledger has reached any limit (checked before each call)."""
+        t = cache.totals()["all"]
+        tokens = t["prompt_tokens"] + t["completion_tokens"]
+        if self.max_calls is not None and t["calls"] >= self.max_calls:
+            raise BudgetExceeded(
+                f"budget.max_calls={self.max_calls} reached ({int(t['calls'])} calls made). "
+                "Raise it (--set budget.max_calls=N) and re-run the same command to resume."
+            )
+        if self.max_tokens is not None and tokens >= self.max_tokens:
+            raise BudgetExceeded(
+                f"budget.max_tokens={self.max_tokens} reached ({int(tokens)} tokens used). "
+                "Raise it (--set budget.max_tokens=N) and re-run the same command to resume."
+            )
+        if self.max_cost_usd is not None and t["cost"] >= self.max_cost_usd:
+            raise BudgetExceeded(
+                f"budget.max_cost_usd={self.max_cost_usd} reached (${t['cost']:.4f} spent). "
+                "Raise it (--set budget.max_cost_usd=X) and re-run the same command to resume."
+            )
+
+
+class MeteredBackend:
+    """Cache + ledger + budget around ``inner`` for one role (``"optimizer"`` or ``"target"``)."""
+
+    def __init__(
+        self,
+        inner: ModelBackend,
+        cache: CallCache,
+        role: str,
+        prices: PriceTable | None = None,
+        budget: Budget | None = None,
+    ) -> None:
+        self.inner = inner
+        self.cache = cache
+        self.role = role
+        self.prices = prices or PriceTable()
+        self.budget = budget or Budget()
+        self.name = backend_name(inner)
+        self.fresh_calls = 0
+        self.cache_hits = 0
+
+    async def complete(self, request: ChatRequest) -> Completion:
+        key = call_key(self.name, request)
+        hit = self.cache.get(key)
+        if hit is not None:
+            self.cache_hits += 1
+            return hit
+        self.budget.check(self.cache)
+        started = time.monotonic()
+        completion = await self.inner.complete(request)
+        ctx = current_context()
+        self.cache.put(
+            key,
+            self.name,
+            request,
+            completion,
+            role=self.role,
+            stage=ctx.stage,
+            step=ctx.step,
+            cost=self.prices.cost(self.name, completion.usage),
+            latency_s=time.monotonic() - started,
+        )
+        self.fresh_calls += 1
+        return completion
+
+    def count_tokens(self, text: str) -> int:
+        counter = getattr(self.inner, "count_tokens", None)
+        if counter is None:
+            raise AttributeError("count_tokens")
+        return int(counter(text))
+
+
+__all__ = ["DEFAULT_PRICES", "Budget", "MeteredBackend", "PriceTable"]
