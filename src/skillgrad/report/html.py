@@ -1,0 +1,82 @@
+"""The self-contained HTML report of one run: inline CSS, figures as base64 PNG, no URLs.
+
+``write_html_report(run_dir)`` renders ``report.html`` next to the run and saves every figure
+as ``run_dir/figures/<name>.png``. It works on a run still in progress and says what is missing.
+"""
+
+from __future__ import annotations
+
+import base64
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from skillgrad.errors import SkillgradError
+from skillgrad.report.load import RunData, load_run
+from skillgrad.report.plots import CATEGORY_COLORS, render_figures
+from skillgrad.report.provenance import blame, diff_html, skill_at
+
+TEMPLATES = Path(__file__).parent / "templates"
+
+
+def fmt(value: Any, digits: int = 3) -> str:
+    """Numbers to short text; missing values to an en dash."""
+    if value is None or value == "":
+        return "–"
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, (int, float)):
+        return f"{value:.{digits}f}".rstrip("0").rstrip(".") if isinstance(value, float) else str(value)
+    return str(value)
+
+
+def environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(TEMPLATES),
+        autoescape=jinja2.select_autoescape(["html", "j2"], default=True),
+        undefined=jinja2.ChainableUndefined,
+    )
+    env.globals["fmt"] = fmt
+    return env
+
+
+def _initial_vs_best(run: RunData) -> str | None:
+    if 0 not in run.skills:
+        return None
+    best, _ = skill_at(run, None, default="best")
+    return diff_html(run.skills[0], best)
+
+
+def render_html_report(run: RunData, figures: dict[str, bytes]) -> str:
+    """Render the report page for an already loaded run and its PNG figures."""
+    blame_lines, blame_error = [], ""
+    try:
+        blame_lines = blame(run.root)
+    except SkillgradError as exc:  # a run too young to blame is shown, not fatal
+        blame_error = str(exc)
+    cats = list(CATEGORY_COLORS) + sorted(
+        {c for d in run.slow_categories.values() for c in d.get("counts", {})} - set(CATEGORY_COLORS)
+    )
+    return environment().get_template("report.html.j2").render(
+        run=run,
+        figures={k: base64.b64encode(v).decode("ascii") for k, v in figures.items()},
+        diff=_initial_vs_best(run),
+        blame=blame_lines,
+        blame_error=blame_error,
+        slow=run.slow_categories,
+        slow_cats=cats,
+    )
+
+
+def write_html_report(run_dir: Path, out: Path | None = None) -> Path:
+    """Write the HTML report (default ``run_dir/report.html``) and ``run_dir/figures/*.png``."""
+    run = load_run(Path(run_dir))
+    figures = render_figures(run, run.root / "figures")
+    target = Path(out) if out is not None else run.root / "report.html"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(render_html_report(run, figures), encoding="utf-8")
+    return target
+
+
+__all__ = ["environment", "fmt", "render_html_report", "write_html_report"]

@@ -1,0 +1,206 @@
+"""Matplotlib figures of one run's history, rendered headless to PNG bytes.
+
+Uses ``matplotlib.figure.Figure`` directly (no pyplot global state, no display needed). Every
+function takes a ``RunData`` and returns PNG bytes, or None when the run has nothing to plot.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+
+from skillgrad.report.load import RunData
+
+CATEGORY_COLORS = {
+    "improved": "#2ca02c",
+    "regressed": "#d62728",
+    "persistent_fail": "#7f7f7f",
+    "stable_success": "#1f77b4",
+}
+
+
+def _png(fig: Figure) -> bytes:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
+    return buf.getvalue()
+
+
+def _new(title: str, ylabel: str, size: tuple[float, float] = (7.0, 3.2)) -> tuple[Figure, Axes]:
+    fig = Figure(figsize=size)
+    ax = fig.add_subplot(1, 1, 1)
+    ax.set_title(title)
+    ax.set_xlabel("step")
+    ax.set_ylabel(ylabel)
+    ax.grid(alpha=0.3)
+    return fig, ax
+
+
+def _series(history: list[dict[str, Any]], key: str) -> tuple[list[int], list[float]]:
+    xs, ys = [], []
+    for r in history:
+        v = r.get(key)
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            xs.append(int(r["step"]))
+            ys.append(float(v))
+    return xs, ys
+
+
+def plot_scores(run: RunData) -> bytes | None:
+    """Selection score per step, best-so-far and train score; accepted/rejected steps marked."""
+    if not run.history:
+        return None
+    fig, ax = _new("Selection score per step", "score")
+    for key, style in (("val_score", "-"), ("best_score", "--"), ("train_score", ":")):
+        xs, ys = _series(run.history, key)
+        if xs:
+            ax.plot(xs, ys, style, label=key)
+    for accepted, marker, color, label in ((True, "o", "#2ca02c", "accepted"),
+                                           (False, "x", "#d62728", "rejected")):  # fmt: skip
+        rows = [r for r in run.history if bool(r.get("accepted")) == accepted]
+        xs, ys = _series(rows, "val_score")
+        if xs:
+            ax.scatter(xs, ys, marker=marker, color=color, zorder=3, label=label)
+    slow = [int(r["step"]) for r in run.history if r.get("kind") == "slow_update"]
+    for i, s in enumerate(slow):
+        ax.axvline(s, color="#9467bd", alpha=0.4, label="slow update" if i == 0 else None)
+    ax.legend(fontsize=7, loc="lower right")
+    return _png(fig)
+
+
+def plot_skill_tokens(run: RunData) -> bytes | None:
+    """Skill length (tokens) in force and of the candidate, on the step axis."""
+    xs, ys = _series(run.history, "skill_tokens")
+    if not xs:
+        return None
+    fig, ax = _new("Skill length", "tokens")
+    ax.plot(xs, ys, "-o", label="skill in force")
+    cx, cy = _series(run.history, "candidate_tokens")
+    if cx:
+        ax.plot(cx, cy, ":", label="candidate")
+    ax.legend(fontsize=7)
+    return _png(fig)
+
+
+def plot_lr(run: RunData) -> bytes | None:
+    """The learning rate (after rejection decay) and edits allowed per step."""
+    xs, ys = _series(run.history, "lr")
+    if not xs:
+        return None
+    fig, ax = _new("Learning rate used", "lr")
+    ax.step(xs, ys, where="mid", label="lr")
+    kx, ky = _series(run.history, "k")
+    if kx:
+        ax.plot(kx, ky, "s", alpha=0.6, label="k (edits allowed)")
+    ax.legend(fontsize=7)
+    return _png(fig)
+
+
+def acceptance_curve(history: list[dict[str, Any]]) -> tuple[list[int], list[float]]:
+    """Cumulative edit acceptance rate: accepted edits / edits applied to candidates so far."""
+    xs, ys, acc, applied = [], [], 0, 0
+    for r in history:
+        n = int(r.get("n_applied") or 0)
+        applied += n
+        acc += n if r.get("accepted") else 0
+        if applied:
+            xs.append(int(r["step"]))
+            ys.append(acc / applied)
+    return xs, ys
+
+
+def plot_acceptance(run: RunData) -> bytes | None:
+    xs, ys = acceptance_curve(run.history)
+    if not xs:
+        return None
+    fig, ax = _new("Edit acceptance rate (cumulative)", "accepted / applied")
+    ax.plot(xs, ys, "-o")
+    ax.set_ylim(0, 1.05)
+    return _png(fig)
+
+
+def cumulative_by_role(history: list[dict[str, Any]], key: str) -> dict[str, list[float]]:
+    """Running totals of a per-role dict field (``cost`` or ``calls``), one value per step."""
+    roles = sorted({role for r in history for role in (r.get(key) or {})})
+    totals = dict.fromkeys(roles, 0.0)
+    out: dict[str, list[float]] = {role: [] for role in roles}
+    for r in history:
+        for role in roles:
+            totals[role] += float((r.get(key) or {}).get(role) or 0.0)
+            out[role].append(totals[role])
+    return out
+
+
+def plot_usage(run: RunData) -> bytes | None:
+    """Cumulative cost and calls per role over time."""
+    if not run.history:
+        return None
+    steps = [int(r["step"]) for r in run.history]
+    fig = Figure(figsize=(7.0, 3.2))
+    for i, (key, label) in enumerate((("cost", "cost (USD)"), ("calls", "calls"))):
+        ax = fig.add_subplot(1, 2, i + 1)
+        for role, ys in cumulative_by_role(run.history, key).items():
+            ax.plot(steps, ys, label=role)
+        ax.set_title(f"Cumulative {key} per role")
+        ax.set_xlabel("step")
+        ax.set_ylabel(label)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    return _png(fig)
+
+
+def plot_slow_categories(run: RunData) -> bytes | None:
+    """Stacked bars of slow-update item categories per epoch."""
+    if not run.slow_categories:
+        return None
+    epochs = list(run.slow_categories)
+    fig, ax = _new("Slow-update categories per epoch", "items")
+    ax.set_xlabel("epoch")
+    bottom = [0.0] * len(epochs)
+    names = list(CATEGORY_COLORS) + sorted(
+        {c for d in run.slow_categories.values() for c in d.get("counts", {})} - set(CATEGORY_COLORS)
+    )
+    for cat in names:
+        vals = [float(run.slow_categories[e].get("counts", {}).get(cat, 0)) for e in epochs]
+        ax.bar([str(e) for e in epochs], vals, bottom=bottom, label=cat,
+               color=CATEGORY_COLORS.get(cat))  # fmt: skip
+        bottom = [b + v for b, v in zip(bottom, vals, strict=True)]
+    ax.legend(fontsize=7)
+    return _png(fig)
+
+
+FIGURES: dict[str, Callable[[RunData], bytes | None]] = {
+    "scores": plot_scores,
+    "skill_tokens": plot_skill_tokens,
+    "lr": plot_lr,
+    "acceptance": plot_acceptance,
+    "usage": plot_usage,
+    "slow_categories": plot_slow_categories,
+}
+
+
+def render_figures(run: RunData, out_dir: Path | None = None) -> dict[str, bytes]:
+    """Render every figure that has data; also save them as ``out_dir/<name>.png`` if given."""
+    out: dict[str, bytes] = {}
+    for name, fn in FIGURES.items():
+        png = fn(run)
+        if png is None:
+            continue
+        out[name] = png
+        if out_dir is not None:
+            out_dir.mkdir(parents=True, exist_ok=True)
+            (out_dir / f"{name}.png").write_bytes(png)
+    return out
+
+
+__all__ = [
+    "FIGURES",
+    "acceptance_curve",
+    "cumulative_by_role",
+    "render_figures",
+]
