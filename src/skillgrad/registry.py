@@ -1,24 +1,56 @@
-"""Finding tasks by name: entry points (group ``skillgrad.tasks``), built-ins, or ``module:attr``.
+"""Finding tasks and scorers by name: entry points (groups ``skillgrad.tasks`` and
+``skillgrad.scorers``), built-in scorer names, or ``module:attr`` / ``file.py:attr``.
 
 Built-in tasks are registered exactly like third-party ones (in pyproject's entry points), so a
-user's own task in their own file works without touching skillgrad.
+user's own task or scorer in their own file works without touching skillgrad.
 """
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import importlib.metadata
 import importlib.util
+import inspect
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from skillgrad.errors import ConfigError
-from skillgrad.tasks.base import Task
+from skillgrad.models.base import ModelBackend
+from skillgrad.tasks.base import Scorer, Task
+from skillgrad.tasks.scorers import SCORERS, CallableScorer
+
+TASK_GROUP = "skillgrad.tasks"
+SCORER_GROUP = "skillgrad.scorers"
 
 
 def _entry_points(group: str) -> dict[str, importlib.metadata.EntryPoint]:
     return {ep.name: ep for ep in importlib.metadata.entry_points(group=group)}
+
+
+def _did_you_mean(name: str, known: list[str]) -> str:
+    close = difflib.get_close_matches(name, known, n=1)
+    return f" Did you mean {close[0]!r}?" if close else ""
+
+
+def _import_file(path: Path, spec: str) -> Any:
+    # One module per file, so loading a task file twice yields the same classes.
+    mod_id = f"skillgrad_user_{abs(hash(str(path.resolve())))}"
+    if mod_id in sys.modules:
+        return sys.modules[mod_id]
+    loaded = importlib.util.spec_from_file_location(mod_id, path)
+    if loaded is None or loaded.loader is None:
+        raise ConfigError(f"cannot import {path} (from {spec!r}): is it a Python file?")
+    module = importlib.util.module_from_spec(loaded)
+    sys.modules[mod_id] = module
+    try:
+        loaded.loader.exec_module(module)
+    except Exception as exc:
+        del sys.modules[mod_id]
+        raise ConfigError(f"importing {path} failed: {type(exc).__name__}: {exc}") from exc
+    return module
 
 
 def resolve_object(spec: str, base_dir: Path | None = None) -> Any:
@@ -29,16 +61,10 @@ def resolve_object(spec: str, base_dir: Path | None = None) -> Any:
     if module_name.endswith(".py"):
         path = Path(module_name)
         if not path.is_absolute() and base_dir is not None:
-            path = base_dir / path
+            path = Path(base_dir) / path
         if not path.exists():
-            raise ConfigError(f"task file {path} does not exist (from {spec!r})")
-        mod_id = f"skillgrad_user_{abs(hash(str(path.resolve())))}"
-        loaded = importlib.util.spec_from_file_location(mod_id, path)
-        if loaded is None or loaded.loader is None:
-            raise ConfigError(f"cannot import {path}")
-        module = importlib.util.module_from_spec(loaded)
-        sys.modules[mod_id] = module
-        loaded.loader.exec_module(module)
+            raise ConfigError(f"file {path} does not exist (from {spec!r})")
+        module = _import_file(path, spec)
     else:
         try:
             module = importlib.import_module(module_name)
@@ -47,36 +73,116 @@ def resolve_object(spec: str, base_dir: Path | None = None) -> Any:
     try:
         return getattr(module, attr)
     except AttributeError:
-        raise ConfigError(f"module {module_name!r} has no attribute {attr!r}") from None
+        names = [n for n in dir(module) if not n.startswith("_")]
+        hint = _did_you_mean(attr, names)
+        raise ConfigError(f"module {module_name!r} has no attribute {attr!r}.{hint}") from None
+
+
+def call_factory(
+    factory: Callable[..., Any], options: dict[str, Any], what: str, **injected: Any
+) -> Any:
+    """Call ``factory(**options)``. Unknown option names fail with a "did you mean"; each
+    ``injected`` value (e.g. ``base_dir``) is passed only when the factory takes a parameter of
+    that name and the options do not already set it."""
+    kwargs = dict(options)
+    try:
+        params = inspect.signature(factory).parameters
+    except (TypeError, ValueError):  # builtins and some C types have no signature
+        params = None
+    if params is not None:
+        var_kw = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+        named = [n for n, p in params.items() if p.kind is not inspect.Parameter.VAR_POSITIONAL]
+        unknown = [k for k in kwargs if k not in params]
+        if unknown and not var_kw:
+            shown = [n for n in named if n not in injected and not n.startswith("_")]
+            raise ConfigError(
+                f"unknown option {unknown[0]!r} for {what}.{_did_you_mean(unknown[0], shown)} "
+                f"Known options: {', '.join(shown) or '(none)'}"
+            )
+        for key, value in injected.items():
+            if key in params and key not in kwargs and value is not None:
+                kwargs[key] = value
+    try:
+        return factory(**kwargs)
+    except TypeError as exc:
+        raise ConfigError(f"options do not fit {what}: {exc}") from exc
 
 
 def task_names() -> list[str]:
-    return sorted(_entry_points("skillgrad.tasks"))
+    return sorted(_entry_points(TASK_GROUP))
 
 
 def load_task(name: str, options: dict[str, Any], base_dir: Path | None = None) -> Task:
-    """Build the task ``name`` (registered name or ``module:attr``) with its ``options``."""
-    eps = _entry_points("skillgrad.tasks")
+    """Build the task ``name`` (registered name or ``module:attr``) with its ``options``.
+    ``base_dir`` (the config's folder) resolves relative paths, and is passed to the task as
+    ``base_dir`` when its factory takes one and the options do not set it."""
+    eps = _entry_points(TASK_GROUP)
     if name in eps:
         factory = eps[name].load()
     elif ":" in name:
         factory = resolve_object(name, base_dir)
     else:
-        import difflib
-
-        close = difflib.get_close_matches(name, list(eps), n=1)
-        hint = f" Did you mean {close[0]!r}?" if close else ""
         raise ConfigError(
-            f"unknown task {name!r}.{hint} Known tasks: {', '.join(sorted(eps))}; "
-            "or give 'package.module:attribute' / 'file.py:attribute'."
+            f"unknown task {name!r}.{_did_you_mean(name, list(eps))} Known tasks: "
+            f"{', '.join(sorted(eps))}; or give 'package.module:attribute' / 'file.py:attribute'."
         )
-    try:
-        task = factory(**options)
-    except TypeError as exc:
-        raise ConfigError(f"env.options do not fit task {name!r}: {exc}") from exc
+    task = call_factory(factory, options, f"task {name!r}", base_dir=base_dir)
     if not isinstance(task, Task):
         raise ConfigError(f"{name!r} did not produce a Task (needs load_split and rollout)")
     return task
 
 
-__all__ = ["load_task", "resolve_object", "task_names"]
+def scorer_names() -> list[str]:
+    """Built-in scorer names plus those registered in the ``skillgrad.scorers`` group."""
+    return sorted(set(SCORERS) | set(_entry_points(SCORER_GROUP)))
+
+
+def load_scorer(
+    name: str,
+    options: dict[str, Any] | None = None,
+    base_dir: Path | None = None,
+    backend: ModelBackend | None = None,
+) -> Scorer:
+    """Build scorer ``name`` (built-in, entry point, or ``module:attr``) with ``options``.
+    A plain function found by ``module:attr`` is wrapped in the ``callable`` scorer."""
+    options = dict(options or {})
+    eps = _entry_points(SCORER_GROUP)
+    if name in SCORERS:
+        target: Any = SCORERS[name]
+    elif name in eps:
+        target = eps[name].load()
+    elif ":" in name:
+        target = resolve_object(name, base_dir)
+    else:
+        raise ConfigError(
+            f"unknown scorer {name!r}.{_did_you_mean(name, scorer_names())} Known scorers: "
+            f"{', '.join(scorer_names())}; or give 'package.module:attribute' / "
+            "'file.py:attribute'."
+        )
+    if isinstance(target, Scorer) and not inspect.isclass(target):
+        if options:
+            raise ConfigError(f"scorer {name!r} is an object; it takes no options {options}")
+        return target
+    what = f"scorer {name!r}"
+    if inspect.isclass(target):
+        scorer = call_factory(target, options, what, base_dir=base_dir, backend=backend)
+    elif callable(target):
+        fn_options = {"function": target, **options}
+        scorer = call_factory(CallableScorer, fn_options, what, base_dir=base_dir)
+    else:
+        raise ConfigError(f"{name!r} is neither a Scorer class, a scorer, nor a function")
+    if not isinstance(scorer, Scorer):
+        raise ConfigError(f"{name!r} did not produce a Scorer (needs score(output, item))")
+    return scorer
+
+
+__all__ = [
+    "SCORER_GROUP",
+    "TASK_GROUP",
+    "call_factory",
+    "load_scorer",
+    "load_task",
+    "resolve_object",
+    "scorer_names",
+    "task_names",
+]

@@ -1,0 +1,244 @@
+"""Scorers that hand the judgement to something else: ``code_tests`` (the code sandbox),
+``llm_judge`` (a model with a rubric, async) and ``callable`` (any Python function).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import inspect
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from skillgrad.errors import ConfigError, ModelError
+from skillgrad.models.base import ModelBackend
+from skillgrad.tasks.scorers_text import BaseScorer
+from skillgrad.tasks.textnorm import extract_json, fenced_blocks
+from skillgrad.types import ChatRequest, Item, Message, Score
+
+
+def _run_sync(awaitable: Any) -> Any:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(awaitable)
+    if inspect.iscoroutine(awaitable):
+        awaitable.close()
+    raise ConfigError("this scorer is async inside a running event loop: use `await ascore(...)`")
+
+
+def as_score(result: Any, pass_threshold: float = 0.5, source: str = "scorer") -> Score:
+    """A Score from what a delegate returned: Score, bool, number, or a test report
+    (dict or object with ``passed``/``total`` counts and optional ``feedback``/``output``)."""
+    if isinstance(result, Score):
+        return Score(min(1.0, max(0.0, result.value)), result.passed, result.feedback)
+    if isinstance(result, bool):
+        return Score(float(result), result, f"{source} returned {result}")
+    if isinstance(result, (int, float)):
+        value = min(1.0, max(0.0, float(result)))
+        return Score(value, value >= pass_threshold, f"{source} returned {value:.3g}")
+    if hasattr(result, "tests_total") and hasattr(result, "summary"):  # the sandbox's result
+        n_total, n_passed, ran_ok = int(result.tests_total), int(result.tests_passed), result.passed
+        fraction = n_passed / n_total if n_total else float(bool(ran_ok))
+        return Score(fraction, bool(ran_ok) and n_passed == n_total, str(result.summary()))
+    get = result.get if isinstance(result, dict) else lambda k, d=None: getattr(result, k, d)
+    passed, total = get("passed"), get("total")
+    if isinstance(passed, int) and not isinstance(passed, bool) and isinstance(total, int):
+        value = passed / total if total else 0.0
+        ok = total > 0 and passed == total
+    elif isinstance(passed, bool):
+        value, ok = float(passed), passed
+    else:
+        raise TypeError(f"{source} returned {type(result).__name__}; expected Score/bool/float")
+    detail = get("feedback") or get("output") or get("error") or ""
+    head = f"{passed}/{total} tests passed" if total is not None else f"passed={passed}"
+    return Score(value, ok, f"{head}; {str(detail)[:1500]}" if detail else head)
+
+
+class CodeTestsScorer(BaseScorer):
+    """Run the code in the output (last fenced python block, else the whole text) against the
+    item's tests (``tests_field`` in the input, else the reference) in the code sandbox
+    (``skillgrad.tasks.sandbox.run_tests``); ``entry_point_field`` names the input field holding
+    the function to test (HumanEval's ``entry_point``)."""
+
+    name = "code_tests"
+
+    def __init__(
+        self,
+        timeout_s: float = 10.0,
+        memory_mb: int = 512,
+        tests_field: str | None = None,
+        entry_point_field: str | None = None,
+    ) -> None:
+        self.timeout_s, self.memory_mb, self.tests_field = timeout_s, memory_mb, tests_field
+        self.entry_point_field = entry_point_field
+        self.needs_reference = tests_field is None
+
+    def _runner(self) -> Callable[..., Any]:
+        try:
+            module = importlib.import_module("skillgrad.tasks.sandbox")
+            return module.run_tests
+        except (ImportError, AttributeError) as exc:
+            raise ConfigError(
+                "scorer 'code_tests' needs skillgrad.tasks.sandbox.run_tests(code, tests, "
+                f"timeout_s, memory_mb), which is not available in this install: {exc}"
+            ) from exc
+
+    def _call(self, output: str, item: Item) -> tuple[Any, Score | None]:
+        tests = item.reference
+        if self.tests_field is not None:
+            tests = item.input.get(self.tests_field) if isinstance(item.input, dict) else None
+            if tests is None:
+                return None, Score(0.0, False, f"cannot score: no {self.tests_field!r} in input")
+        blocks = fenced_blocks(output, ("python", "py", "python3"))
+        code = blocks[-1] if blocks else output
+        extra: dict[str, Any] = {}
+        if self.entry_point_field and isinstance(item.input, dict):
+            extra["entry_point"] = item.input.get(self.entry_point_field)
+        result = self._runner()(code, tests, self.timeout_s, self.memory_mb, **extra)
+        return result, None
+
+    def _score(self, output: str, item: Item) -> Score:
+        result, early = self._call(output, item)
+        if early is not None:
+            return early
+        if inspect.isawaitable(result):
+            result = _run_sync(result)
+        return as_score(result, 1.0, "code tests")
+
+    async def ascore(self, output: str, item: Item) -> Score:
+        if not (output or "").strip() or (self.needs_reference and item.reference is None):
+            return self.score(output, item)
+        result, early = await asyncio.to_thread(self._call, output, item)
+        if early is not None:
+            return early
+        if inspect.isawaitable(result):
+            result = await result
+        return as_score(result, 1.0, "code tests")
+
+
+class Verdict(BaseModel):
+    """The judge's answer; its JSON schema is sent as ``response_schema``."""
+
+    model_config = ConfigDict(extra="ignore")
+    score: float = Field(ge=0.0, le=1.0)
+    passed: bool
+    feedback: str = Field(min_length=1)
+
+
+VERDICT_SCHEMA: dict[str, Any] = Verdict.model_json_schema()
+
+_JUDGE_SYSTEM = (
+    "You grade one answer against a rubric. Reply with JSON only: "
+    '{"score": <number 0..1>, "passed": <true|false>, "feedback": "<what is right or wrong and '
+    'why, citing the answer>"}.'
+)
+
+
+class LLMJudgeScorer(BaseScorer):
+    """A model grades the output with ``rubric`` at temperature 0 and returns a schema-checked
+    verdict. Async: use ``ascore``. The backend is given at build time or with ``bind``; call
+    caching belongs to the backend wrappers. A verdict invalid twice raises ModelError (one
+    item's failure, recorded in its trajectory)."""
+
+    name = "llm_judge"
+    deterministic = False
+    needs_reference = False
+
+    def __init__(
+        self, rubric: str, backend: ModelBackend | None = None, max_tokens: int = 400
+    ) -> None:
+        if not rubric.strip():
+            raise ConfigError("llm_judge needs a non-empty 'rubric'")
+        self.rubric, self.backend, self.max_tokens = rubric, backend, max_tokens
+
+    def bind(self, backend: ModelBackend) -> None:
+        self.backend = backend
+
+    def _messages(self, output: str, item: Item) -> list[Message]:
+        task = item.input if isinstance(item.input, str) else json.dumps(item.input, default=str)
+        parts = [f"## Rubric\n{self.rubric}", f"## Task\n{task[:6000]}"]
+        if item.reference is not None:
+            parts.append(f"## Reference answer\n{json.dumps(item.reference, default=str)[:4000]}")
+        parts.append(f"## Answer to grade\n{output[:8000]}")
+        return [Message("system", _JUDGE_SYSTEM), Message("user", "\n\n".join(parts))]
+
+    def _parse(self, text: str) -> tuple[Verdict | None, str]:
+        value, why = extract_json(text)
+        if why:
+            return None, why
+        try:
+            return Verdict.model_validate(value), ""
+        except ValidationError as exc:
+            errors = [f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()]
+            return None, "; ".join(errors)
+
+    async def ascore(self, output: str, item: Item) -> Score:
+        if not (output or "").strip():
+            return Score(0.0, False, "empty output; nothing for the judge to grade")
+        if self.backend is None:
+            raise ConfigError("llm_judge has no model: pass backend= or call bind(backend)")
+        messages = self._messages(output, item)
+        problem = ""
+        for _ in range(2):
+            request = ChatRequest(
+                messages=tuple(messages),
+                temperature=0.0,
+                max_tokens=self.max_tokens,
+                response_schema=VERDICT_SCHEMA,
+            )
+            completion = await self.backend.complete(request)
+            verdict, problem = self._parse(completion.text)
+            if verdict is not None:
+                return Score(verdict.score, verdict.passed, f"judge: {verdict.feedback}")
+            messages += [
+                Message("assistant", completion.text),
+                Message("user", f"That verdict is invalid ({problem}). Reply with the JSON only."),
+            ]
+        raise ModelError(f"llm_judge verdict failed schema validation twice: {problem}")
+
+    def score(self, output: str, item: Item) -> Score:
+        score: Score = _run_sync(self.ascore(output, item))
+        return score
+
+
+class CallableScorer(BaseScorer):
+    """Any function ``f(output, item) -> Score | float | bool`` given as ``function``
+    (``module:attr`` or ``file.py:attr``, relative to ``base_dir``). A float passes at
+    ``pass_threshold``. The function sees empty outputs and None references itself."""
+
+    name = "callable"
+    needs_reference = False
+
+    def __init__(
+        self,
+        function: str | Callable[[str, Item], Any],
+        base_dir: Path | None = None,
+        pass_threshold: float = 0.5,
+    ) -> None:
+        if isinstance(function, str):
+            from skillgrad.registry import resolve_object  # registry imports the scorers
+
+            function = resolve_object(function, base_dir)
+        if not callable(function):
+            raise ConfigError(f"callable scorer: {function!r} is not callable")
+        self.function, self.pass_threshold = function, pass_threshold
+        self.label = getattr(function, "__name__", "function")
+
+    def score(self, output: str, item: Item) -> Score:
+        result = self.function("" if output is None else output, item)
+        return as_score(result, self.pass_threshold, self.label)
+
+
+__all__ = [
+    "VERDICT_SCHEMA",
+    "CallableScorer",
+    "CodeTestsScorer",
+    "LLMJudgeScorer",
+    "Verdict",
+    "as_score",
+]
