@@ -1,0 +1,246 @@
+"""Multi-turn tool-use rollout: ``ToolTask``, the base of tasks where the target calls tools.
+
+The target sees the skill, then a short tool-protocol note. Tools are called natively (OpenAI
+``tools`` / ``tool_calls``) or through a text protocol (``CALL name {json}`` / ``FINAL: answer``);
+``tool_protocol="auto"`` offers both and follows whichever the model uses. Every model turn, tool
+call, argument and observation lands in ``Trajectory.steps``; the final answer is scored.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from skillgrad.errors import BudgetExceeded, ConfigError, PermanentModelError, SkillgradError
+from skillgrad.models.base import ModelBackend
+from skillgrad.tasks.base import Split, skill_hash
+from skillgrad.tasks.tools import Tool, ToolResult
+from skillgrad.types import ChatRequest, Completion, Item, Message, Score, Trajectory, Usage
+
+ToolProtocol = Literal["native", "text", "auto"]
+PROTOCOLS: tuple[str, ...] = ("native", "text", "auto")
+
+TEXT_PROTOCOL = """## Tools
+Tools you can call:
+{tools}
+To call a tool, reply with one line: CALL tool_name {{"argument": value}}
+The result comes back as: RESULT tool_name: ...
+When you know the answer, reply: FINAL: your answer"""
+
+NATIVE_NOTE = "## Tools\nCall the tools you need. When you know the answer, reply with it as text."
+
+_CALL = re.compile(r"\bCALL\b:?\s*`?([A-Za-z_]\w*)`?")
+_FINAL = re.compile(r"\bFINAL\b\s*(?:ANSWER)?\s*:\s*", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class TextTurn:
+    """A model turn read with the text protocol: a tool call, a final answer, or neither."""
+
+    kind: Literal["call", "final", "none"]
+    name: str = ""
+    arguments: Any = None
+    answer: str = ""
+
+
+def parse_text_turn(text: str) -> TextTurn:
+    """Read ``CALL name {json}`` or ``FINAL: answer``; whichever comes first wins."""
+    call, final = _CALL.search(text), _FINAL.search(text)
+    if final and (not call or final.start() < call.start()):
+        return TextTurn("final", answer=text[final.end() :].strip())
+    if not call:
+        return TextTurn("none", answer=text.strip())
+    rest = text[call.end() :].lstrip().lstrip("(").lstrip()
+    if not rest.startswith("{"):
+        return TextTurn("call", call.group(1), {})
+    try:
+        arguments, _ = json.JSONDecoder().raw_decode(rest)
+    except json.JSONDecodeError:
+        arguments = rest.splitlines()[0]  # a raw string: Tool.call reports it as invalid JSON
+    return TextTurn("call", call.group(1), arguments)
+
+
+def _native_call(call: dict[str, Any], index: str) -> tuple[str, str, Any]:
+    """(id, name, arguments) of an OpenAI-style tool call (also accepts the flat form)."""
+    inner = call.get("function")
+    fn: dict[str, Any] = inner if isinstance(inner, dict) else call
+    return str(call.get("id") or f"call_{index}"), str(fn.get("name", "")), fn.get("arguments")
+
+
+def _strip_final(text: str) -> str:
+    final = _FINAL.search(text)
+    return text[final.end() :].strip() if final else text.strip()
+
+
+class ToolTask:
+    """Base for tool-use tasks. Subclasses define ``load_split``, ``tools(item)``,
+    ``prompt(item)`` and ``score(output, item)`` (or ``score_trajectory`` to see the steps)."""
+
+    name = "tool_task"
+    max_steps = 6
+    max_tokens = 192
+    temperature = 0.0
+    tool_protocol: ToolProtocol = "auto"
+
+    def load_split(self, split: Split) -> list[Item]:
+        raise NotImplementedError
+
+    def tools(self, item: Item) -> list[Tool]:
+        raise NotImplementedError
+
+    def prompt(self, item: Item) -> str:
+        raise NotImplementedError
+
+    def score(self, output: str, item: Item) -> Score:
+        raise NotImplementedError
+
+    def score_trajectory(self, output: str, item: Item, steps: tuple[dict[str, Any], ...]) -> Score:
+        return self.score(output, item)
+
+    def system_message(self, skill: str, tools: list[Tool]) -> str:
+        if self.tool_protocol == "native":
+            note = NATIVE_NOTE
+        else:
+            lines = "\n".join(f"- {t.signature()}: {t.description}" for t in tools)
+            note = TEXT_PROTOCOL.format(tools=lines)
+        return f"{skill.strip()}\n\n{note}" if skill.strip() else note
+
+    async def rollout(self, item: Item, skill: str, backend: ModelBackend) -> Trajectory:
+        if self.tool_protocol not in PROTOCOLS:
+            raise ConfigError(
+                f"tool_protocol must be one of {', '.join(PROTOCOLS)}; got {self.tool_protocol!r}"
+            )
+        run = _Run(self, item, skill)
+        for turn in range(self.max_steps):
+            try:
+                completion = await backend.complete(run.request())
+            except (PermanentModelError, BudgetExceeded):
+                raise
+            except SkillgradError as exc:  # one item's model failure is data
+                return run.failed(f"{type(exc).__name__}: {exc}")
+            answer = await run.take(completion, turn)
+            if answer is not None:
+                return run.finish(answer)
+        return run.failed(
+            f"step limit reached: {self.max_steps} model turns without a final answer "
+            f"({run.n_calls} tool calls made)"
+        )
+
+
+class _Run:
+    """The mutable state of one rollout: messages, steps and usage so far."""
+
+    def __init__(self, task: ToolTask, item: Item, skill: str) -> None:
+        self.task, self.item, self.skill = task, item, skill
+        tools = task.tools(item)
+        self.tools = {t.name: t for t in tools}
+        self.schemas = tuple(t.openai_schema() for t in tools)
+        self.messages: list[Message] = [
+            Message("system", task.system_message(skill, tools)),
+            Message("user", task.prompt(item)),
+        ]
+        self.steps: list[dict[str, Any]] = []
+        self.usage = Usage()
+        self.n_calls = 0
+
+    def request(self) -> ChatRequest:
+        native = self.task.tool_protocol != "text"
+        return ChatRequest(
+            messages=tuple(self.messages),
+            temperature=self.task.temperature,
+            max_tokens=self.task.max_tokens,
+            tools=self.schemas if native else (),
+        )
+
+    async def take(self, completion: Completion, turn: int) -> str | None:
+        """Record one model turn, run the tools it asked for; the final answer, or None."""
+        self.usage = self.usage + completion.usage
+        text, protocol = completion.text, self.task.tool_protocol
+        if completion.tool_calls and protocol != "text":
+            calls = [_native_call(c, f"{turn}_{i}") for i, c in enumerate(completion.tool_calls)]
+            normal = tuple(
+                {"id": cid, "type": "function", "function": {"name": n, "arguments": _dump(a)}}
+                for cid, n, a in calls
+            )
+            self.messages.append(Message("assistant", text, tool_calls=normal))
+            self.steps.append({"type": "model", "turn": turn, "text": text, "tool_calls": normal})
+            for cid, name, args in calls:
+                result = await self.call(name, args, "native")
+                self.messages.append(Message("tool", result.observation, name, tool_call_id=cid))
+            return None
+        self.messages.append(Message("assistant", text))
+        self.steps.append({"type": "model", "turn": turn, "text": text})
+        if protocol == "native":
+            return _strip_final(text)
+        parsed = parse_text_turn(text)
+        if parsed.kind != "call":
+            return parsed.answer
+        result = await self.call(parsed.name, parsed.arguments, "text")
+        self.messages.append(Message("user", f"RESULT {parsed.name}: {result.observation}"))
+        return None
+
+    async def call(self, name: str, arguments: Any, protocol: str) -> ToolResult:
+        self.n_calls += 1
+        tool = self.tools.get(name)
+        if tool is None:
+            known = ", ".join(self.tools) or "none"
+            msg = f"unknown tool {name!r}"
+            result = ToolResult(f"error: {msg}. Available tools: {known}.", ok=False, error=msg)
+        else:
+            result = await tool.call(arguments)
+        self.steps.append(
+            {
+                "type": "tool_call",
+                "protocol": protocol,
+                "tool": name,
+                "arguments": arguments,
+                "observation": result.observation,
+                "ok": result.ok,
+                "error": result.error,
+            }
+        )
+        return result
+
+    def finish(self, answer: str) -> Trajectory:
+        self.steps.append({"type": "final", "answer": answer})
+        try:
+            score = self.task.score_trajectory(answer, self.item, tuple(self.steps))
+        except Exception as exc:  # a scorer bug on one item must not kill the step
+            return self.failed(f"scorer raised {type(exc).__name__}: {exc}", answer)
+        return self._trajectory(answer, score, None)
+
+    def failed(self, reason: str, output: str = "") -> Trajectory:
+        self.steps.append({"type": "error", "reason": reason})
+        return self._trajectory(output, Score(0.0, False, f"error: {reason}"), reason)
+
+    def _trajectory(self, output: str, score: Score, error: str | None) -> Trajectory:
+        return Trajectory(
+            item_id=self.item.id,
+            skill_hash=skill_hash(self.skill),
+            messages=tuple(self.messages),
+            output=output,
+            score=score,
+            reference=self.item.reference,
+            error=error,
+            usage=self.usage,
+            steps=tuple(self.steps),
+        )
+
+
+def _dump(arguments: Any) -> str:
+    if isinstance(arguments, str):
+        return arguments
+    try:
+        return json.dumps(arguments)
+    except (TypeError, ValueError):
+        return str(arguments)
+
+
+def tool_calls_of(steps: tuple[dict[str, Any], ...]) -> list[dict[str, Any]]:
+    """The tool-call steps of a trajectory (for scorers that check which tools were used)."""
+    return [s for s in steps if s.get("type") == "tool_call"]
+
+
+__all__ = ["PROTOCOLS", "TextTurn", "ToolProtocol", "ToolTask", "parse_text_turn", "tool_calls_of"]
