@@ -23,6 +23,7 @@ MIN_FUZZY_CHARS = 12
 FUZZY_TIE = 0.02
 
 Span = tuple[int, int]
+_PUNCT = ".,;:!?"
 
 
 @dataclass(frozen=True)
@@ -104,11 +105,16 @@ def _fuzzy_candidates(text: str, anchor: str, scope: Span) -> list[Span]:
         out.extend((lines[i][0], lines[i + size - 1][1]) for i in range(len(lines) - size + 1))
     if n_lines == 1:
         n_words = len(anchor.split())
+        # A quote of half a sentence rarely carries the sentence's final punctuation.
+        trim = anchor.rstrip()[-1:] not in _PUNCT
         for line in lines:
             words = [m.span() for m in re.finditer(r"\S+", text[line[0] : line[1]])]
             for size in range(max(1, n_words - 2), min(len(words), n_words + 2) + 1):
                 for i in range(len(words) - size + 1):
-                    out.append((line[0] + words[i][0], line[0] + words[i + size - 1][1]))
+                    start, end = line[0] + words[i][0], line[0] + words[i + size - 1][1]
+                    out.append((start, end))
+                    if trim and text[end - 1] in _PUNCT and end - 1 > start:
+                        out.append((start, end - 1))
     return sorted(set(out))
 
 
