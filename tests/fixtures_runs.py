@@ -87,7 +87,9 @@ PLAN: tuple[PlannedStep, ...] = (
         True,
         0.833,
     ),
-    PlannedStep(5, 2, "step", (_edit("delete", "Rules", "", anchor="- Do not explain."),), False, 0.833),
+    PlannedStep(
+        5, 2, "step", (_edit("delete", "Rules", "", anchor="- Do not explain."),), False, 0.833
+    ),
     PlannedStep(
         6,
         2,
@@ -209,8 +211,15 @@ def _step_files(paths: RunPaths, plan: PlannedStep, before: str, candidate: str,
     atomic_write_json(d / "gate.json", gate)
 
 
-def _record(plan: PlannedStep, lr: float, skill: str, cand: str, version: int, best: float,
-            cum: dict[str, float]) -> dict[str, Any]:
+def _record(
+    plan: PlannedStep,
+    lr: float,
+    skill: str,
+    cand: str,
+    version: int,
+    best: float,
+    cum: dict[str, float],
+) -> dict[str, Any]:
     calls = {"optimizer": 2, "target": 10}
     cost = {"optimizer": 0.002, "target": 0.001}
     cum["cost"] += sum(cost.values())
@@ -295,13 +304,32 @@ def _emit_step_events(paths: RunPaths, plan: PlannedStep, rec: dict[str, Any], s
     i = plan.step * 3
     if plan.kind == "slow_update":
         cats = json.loads((paths.slow_dir(plan.epoch) / "categories.json").read_text())
-        append_jsonl(paths.events, {"t": _ts(i), "event": "slow_update", "epoch": plan.epoch,
-                                    "categories": cats["counts"], "accepted": plan.accepted})
+        append_jsonl(
+            paths.events,
+            {
+                "t": _ts(i),
+                "event": "slow_update",
+                "epoch": plan.epoch,
+                "categories": cats["counts"],
+                "accepted": plan.accepted,
+            },
+        )
     else:
-        append_jsonl(paths.events, {"t": _ts(i), "event": "step_start", "step": plan.step,
-                                    "epoch": plan.epoch, "lr": rec["lr"], "k": rec["k"]})
-        append_jsonl(paths.events, {"t": _ts(i + 1), "event": "stage", "step": plan.step,
-                                    "stage": "gate", "info": {}})
+        append_jsonl(
+            paths.events,
+            {
+                "t": _ts(i),
+                "event": "step_start",
+                "step": plan.step,
+                "epoch": plan.epoch,
+                "lr": rec["lr"],
+                "k": rec["k"],
+            },
+        )
+        append_jsonl(
+            paths.events,
+            {"t": _ts(i + 1), "event": "stage", "step": plan.step, "stage": "gate", "info": {}},
+        )
     append_jsonl(paths.events, {"t": _ts(i + 2), "event": "step_end", "record": rec,
                                 "skill": skill})  # fmt: skip
 
@@ -321,8 +349,14 @@ def append_step(run_dir: Path, val_score: float, accepted: bool = True) -> dict[
     return rec
 
 
-def _finish(paths: RunPaths, name: str, history: list[dict[str, Any]], best_version: int,
-            best_step: int, shift: float) -> None:
+def _finish(
+    paths: RunPaths,
+    name: str,
+    history: list[dict[str, Any]],
+    best_version: int,
+    best_step: int,
+    shift: float,
+) -> None:
     accepted = [r for r in history if r["accepted"]]
     applied = sum(r["n_applied"] for r in history)
     n_acc = sum(r["n_applied"] for r in accepted)

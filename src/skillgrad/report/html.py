@@ -27,7 +27,11 @@ def fmt(value: Any, digits: int = 3) -> str:
     if isinstance(value, bool):
         return str(value)
     if isinstance(value, (int, float)):
-        return f"{value:.{digits}f}".rstrip("0").rstrip(".") if isinstance(value, float) else str(value)
+        return (
+            f"{value:.{digits}f}".rstrip("0").rstrip(".")
+            if isinstance(value, float)
+            else str(value)
+        )
     return str(value)
 
 
@@ -56,16 +60,21 @@ def render_html_report(run: RunData, figures: dict[str, bytes]) -> str:
     except SkillgradError as exc:  # a run too young to blame is shown, not fatal
         blame_error = str(exc)
     cats = list(CATEGORY_COLORS) + sorted(
-        {c for d in run.slow_categories.values() for c in d.get("counts", {})} - set(CATEGORY_COLORS)
+        {c for d in run.slow_categories.values() for c in d.get("counts", {})}
+        - set(CATEGORY_COLORS)
     )
-    return environment().get_template("report.html.j2").render(
-        run=run,
-        figures={k: base64.b64encode(v).decode("ascii") for k, v in figures.items()},
-        diff=_initial_vs_best(run),
-        blame=blame_lines,
-        blame_error=blame_error,
-        slow=run.slow_categories,
-        slow_cats=cats,
+    return (
+        environment()
+        .get_template("report.html.j2")
+        .render(
+            run=run,
+            figures={k: base64.b64encode(v).decode("ascii") for k, v in figures.items()},
+            diff=_initial_vs_best(run),
+            blame=blame_lines,
+            blame_error=blame_error,
+            slow=run.slow_categories,
+            slow_cats=cats,
+        )
     )
 
 

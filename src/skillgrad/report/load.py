@@ -54,8 +54,8 @@ class RunData:
 
     @property
     def best_score(self) -> float | None:
-        scores = [r.get("best_score") for r in self.history if r.get("best_score") is not None]
-        return float(scores[-1]) if scores else None
+        scores = [float(r["best_score"]) for r in self.history if r.get("best_score") is not None]
+        return scores[-1] if scores else None
 
     @property
     def initial_skill(self) -> str | None:

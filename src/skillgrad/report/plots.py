@@ -163,7 +163,8 @@ def plot_slow_categories(run: RunData) -> bytes | None:
     ax.set_xlabel("epoch")
     bottom = [0.0] * len(epochs)
     names = list(CATEGORY_COLORS) + sorted(
-        {c for d in run.slow_categories.values() for c in d.get("counts", {})} - set(CATEGORY_COLORS)
+        {c for d in run.slow_categories.values() for c in d.get("counts", {})}
+        - set(CATEGORY_COLORS)
     )
     for cat in names:
         vals = [float(run.slow_categories[e].get("counts", {}).get(cat, 0)) for e in epochs]

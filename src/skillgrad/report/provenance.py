@@ -90,7 +90,8 @@ def diff_html(a: str, b: str) -> str:
     """An HTML ``<pre>`` rendering of ``diff_rows`` (classes ``add``/``del``/``ctx``)."""
     cls = {" ": "ctx", "-": "del", "+": "add"}
     body = "".join(
-        f'<span class="{cls[t]}">{html.escape(t + " " + line)}</span>' for t, line in diff_rows(a, b)
+        f'<span class="{cls[t]}">{html.escape(t + " " + line)}</span>'
+        for t, line in diff_rows(a, b)
     )
     return f'<pre class="diff">{body}</pre>'
 
@@ -166,7 +167,9 @@ def blame(run_dir: Path) -> list[BlameLine]:
     """Annotate every line of ``best_skill.md`` with the step/edit that produced it."""
     run = load_run(run_dir)
     if run.best_skill is None:
-        raise RunDirError(f"{run.root}/best_skill.md is missing: the run has not saved a skill yet.")
+        raise RunDirError(
+            f"{run.root}/best_skill.md is missing: the run has not saved a skill yet."
+        )
     if 0 not in run.skills:
         raise RunDirError(f"{run.root}/skills/skill_v0000.md (the initial skill) is missing.")
     best_v = run.best_version()
@@ -182,7 +185,10 @@ def blame(run_dir: Path) -> list[BlameLine]:
     # best_skill.md should equal the best version; any drift is shown as unattributed.
     final = run.best_skill.splitlines()
     attr = _carry(lines, attr, final, lambda _line: {"source": "unattributed"})
-    return [BlameLine(line_no=i + 1, text=t, **a) for i, (t, a) in enumerate(zip(final, attr, strict=True))]
+    return [
+        BlameLine(line_no=i + 1, text=t, **a)
+        for i, (t, a) in enumerate(zip(final, attr, strict=True))
+    ]
 
 
 def format_blame(lines: list[BlameLine]) -> str:

@@ -1,0 +1,125 @@
+"""summary.json and report.md: the final numbers of a run and their human-readable report.
+
+Validation score (initial -> best), held-out test score (initial vs best skill), skill length,
+edit acceptance rate, steps, calls / tokens / cost per role, persistent failures, warnings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from skillgrad.config import Config
+from skillgrad.train.state import TrainState
+
+
+def _edit_counts(history: Sequence[dict[str, Any]]) -> dict[str, int]:
+    proposed = sum(r.get("n_proposed", 0) for r in history)
+    applied = sum(r.get("n_applied", 0) for r in history)
+    accepted = sum(r.get("n_applied", 0) for r in history if r.get("accepted"))
+    return {"edits_proposed": proposed, "edits_applied": applied, "edits_accepted": accepted}
+
+
+def warnings_for(cfg: Config) -> list[str]:
+    out = []
+    if not cfg.train.gate:
+        out.append("--no-gate: edits were applied without validation gating")
+    if cfg.train.num_epochs > 1 and not cfg.train.use_slow_update:
+        out.append("multi-epoch run with slow update off: earlier gains are not protected")
+    return out
+
+
+def build_summary(
+    cfg: Config,
+    state: TrainState,
+    usage: dict[str, dict[str, float]],
+    test_scores: dict[str, float] | None,
+    *,
+    tokens: tuple[int, int],
+    run_name: str,
+    status: str | None = None,
+    stop_reason: str | None = None,
+) -> dict[str, Any]:
+    history = list(state.history)
+    counts = _edit_counts(history)
+    steps = [r for r in history if r["kind"] == "step"]
+    return {
+        "run_name": run_name,
+        "status": status or state.status,
+        "stop_reason": stop_reason if stop_reason is not None else state.stop_reason,
+        "task": cfg.env.task,
+        "optimizer_model": cfg.models.optimizer.name,
+        "target_model": cfg.models.target.name,
+        "steps": len(steps),
+        "slow_updates": len(history) - len(steps),
+        "epochs_completed": state.epoch if state.status == "finished" else state.epoch - 1,
+        "val_initial": state.initial_score,
+        "val_best": state.best_score,
+        "best_step": state.best_version,
+        "best_version": state.best_version,
+        "test_initial": test_scores.get("initial") if test_scores else None,
+        "test_best": test_scores.get("best") if test_scores else None,
+        "skill_tokens_initial": tokens[0],
+        "skill_tokens_best": tokens[1],
+        **counts,
+        "acceptance_rate": (
+            counts["edits_accepted"] / counts["edits_applied"] if counts["edits_applied"] else 0.0
+        ),
+        "steps_accepted": sum(1 for r in history if r["accepted"]),
+        "persistent_failures": sorted(i for i, ok in state.val_ever_passed.items() if not ok),
+        "usage": {role: dict(v) for role, v in usage.items()},
+        "no_gate": not cfg.train.gate,
+        "warnings": warnings_for(cfg),
+        "nondeterministic_scorers": bool(getattr(cfg.env, "options", {}).get("llm_judge", False)),
+    }
+
+
+def _fmt(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.3f}"
+
+
+def render_report(summary: dict[str, Any], history: Sequence[dict[str, Any]]) -> str:
+    s = summary
+    lines = [
+        f"# skillgrad report: {s['run_name']}",
+        "",
+        f"- status: **{s['status']}** {('(' + s['stop_reason'] + ')') if s['stop_reason'] else ''}",
+        f"- task: `{s['task']}` · optimizer `{s['optimizer_model']}` · target `{s['target_model']}`",
+        f"- validation score: {_fmt(s['val_initial'])} → {_fmt(s['val_best'])} "
+        f"(best at step {s['best_step']})",
+        f"- test score (held out): initial {_fmt(s['test_initial'])} vs best {_fmt(s['test_best'])}",
+        f"- skill length: {s['skill_tokens_initial']} → {s['skill_tokens_best']} tokens",
+        f"- steps: {s['steps']} (+{s['slow_updates']} slow updates), "
+        f"{s['steps_accepted']} accepted",
+        f"- edits: {s['edits_proposed']} proposed, {s['edits_applied']} applied to candidates, "
+        f"{s['edits_accepted']} accepted (acceptance rate {s['acceptance_rate']:.1%})",
+        "",
+        "## Cost and calls per role",
+        "",
+        "| role | calls | prompt tokens | completion tokens | cost (USD) |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for role, u in s["usage"].items():
+        lines.append(
+            f"| {role} | {int(u['calls'])} | {int(u['prompt_tokens'])} | "
+            f"{int(u['completion_tokens'])} | {u['cost']:.4f} |"
+        )
+    lines += ["", "## Steps", "", "| step | epoch | kind | lr | k | applied | gate | val | tokens |",
+              "|---:|---:|---|---:|---:|---:|---|---:|---:|"]  # fmt: skip
+    for r in history:
+        verdict = "accepted" if r["accepted"] else ("early-rejected" if r["early_rejected"] else
+                                                    "rejected")  # fmt: skip
+        lines.append(
+            f"| {r['step']} | {r['epoch']} | {r['kind']} | {r['lr']:.2f} | {r['k']} | "
+            f"{r['n_applied']} | {verdict} | {r['val_score']:.3f} | {r['skill_tokens']} |"
+        )
+    pf = s["persistent_failures"]
+    lines += ["", "## Persistent failures", "",
+              ("Validation items that failed under every skill version evaluated (a task-structure "
+               "mismatch rather than a skill deficit): " + ", ".join(pf)) if pf else "None."]  # fmt: skip
+    if s["warnings"]:
+        lines += ["", "## Warnings", "", *(f"- {w}" for w in s["warnings"])]
+    return "\n".join(lines) + "\n"
+
+
+__all__ = ["build_summary", "render_report"]
