@@ -1,0 +1,140 @@
+"""Code-generation rollout: ``CodeTask``, the base of tasks where the target writes a function.
+
+The code is pulled tolerantly from the reply (fenced blocks, an unclosed fence, or bare code),
+run against hidden tests in the sandbox, and scored by the fraction of tests passed. Why it
+failed (timeout, memory, blocked network or file access, exception and traceback tail) goes into
+the trajectory's steps and the score's feedback, where the optimizer reads it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import threading
+from dataclasses import asdict
+from typing import Any
+
+from skillgrad.errors import BudgetExceeded, PermanentModelError, SkillgradError
+from skillgrad.models.base import ModelBackend
+from skillgrad.tasks.base import Split, failed_trajectory, skill_hash
+from skillgrad.tasks.sandbox import SandboxResult, run_tests
+from skillgrad.types import ChatRequest, Item, Message, Score, Trajectory
+
+_FENCE = re.compile(r"```[ \t]*([\w+-]*)[^\n]*\n(.*?)(?:```|\Z)", re.DOTALL)
+_CODE_START = re.compile(r"^(def |async def |class |import |from |@)", re.MULTILINE)
+# Rollouts run concurrently; each sandbox is a process, so cap them at the machine's cores.
+_SANDBOX_SLOTS = threading.BoundedSemaphore(2)
+
+
+def extract_code(text: str, entry_point: str = "") -> str:
+    """The code in a model reply: the fenced block defining ``entry_point`` (else the longest
+    python-ish block); without fences, everything from the first ``def``/``import`` line."""
+    blocks = [
+        (lang.lower(), body.strip("\n")) for lang, body in _FENCE.findall(text) if body.strip()
+    ]
+    if blocks:
+        wanted = [b for lang, b in blocks if entry_point and f"def {entry_point}" in b]
+        pythonish = [b for lang, b in blocks if lang in ("", "python", "py", "python3")]
+        pool = wanted or pythonish or [b for _, b in blocks]
+        return max(pool, key=len) if not wanted else wanted[0]
+    start = _CODE_START.search(text)
+    return text[start.start() :].strip() if start else text.strip()
+
+
+def sandbox_step(result: SandboxResult) -> dict[str, Any]:
+    """The sandbox outcome as a trajectory step (JSON-ready, outputs shortened)."""
+    step = {"type": "sandbox", **asdict(result)}
+    step["tests"] = list(result.tests)
+    step["stdout"], step["stderr"] = result.stdout[-1000:], result.stderr[-1000:]
+    return step
+
+
+class CodeTask:
+    """Base for code tasks. Subclasses define ``load_split``, ``prompt(item)``, ``tests(item)``
+    (assert lines or a ``check(candidate)`` function) and ``entry_point(item)``."""
+
+    name = "code_task"
+    max_tokens = 384
+    temperature = 0.0
+    timeout_s = 10.0
+    memory_mb = 256
+
+    def load_split(self, split: Split) -> list[Item]:
+        raise NotImplementedError
+
+    def prompt(self, item: Item) -> str:
+        raise NotImplementedError
+
+    def tests(self, item: Item) -> str:
+        raise NotImplementedError
+
+    def entry_point(self, item: Item) -> str:
+        return ""
+
+    def run(self, code: str, item: Item) -> SandboxResult:
+        """Run ``code`` against the item's tests in the sandbox (blocking)."""
+        with _SANDBOX_SLOTS:
+            return run_tests(
+                code,
+                self.tests(item),
+                self.timeout_s,
+                self.memory_mb,
+                entry_point=self.entry_point(item) or None,
+            )
+
+    def score_result(self, result: SandboxResult, code: str, item: Item) -> Score:
+        if result.tests_total == 0:
+            return Score(0.0, False, "no tests ran: " + result.summary())
+        name = self.entry_point(item)
+        note = ""
+        if name and f"def {name}" not in code:
+            note = f"the code does not define a function named `{name}`\n"
+        return Score(result.fraction, result.passed, note + result.summary())
+
+    def score(self, output: str, item: Item) -> Score:
+        """Scorer-compatible: extract, run and score (blocking)."""
+        code = extract_code(output, self.entry_point(item))
+        return self.score_result(self.run(code, item), code, item)
+
+    def messages(self, item: Item, skill: str) -> tuple[Message, ...]:
+        msgs = [Message("system", skill)] if skill.strip() else []
+        return (*msgs, Message("user", self.prompt(item)))
+
+    async def rollout(self, item: Item, skill: str, backend: ModelBackend) -> Trajectory:
+        messages = self.messages(item, skill)
+        request = ChatRequest(
+            messages=messages, temperature=self.temperature, max_tokens=self.max_tokens
+        )
+        try:
+            completion = await backend.complete(request)
+        except (PermanentModelError, BudgetExceeded):
+            raise
+        except SkillgradError as exc:  # one item's failure is data, not an exception
+            return failed_trajectory(item, skill, messages, f"{type(exc).__name__}: {exc}")
+        output = completion.text
+        all_messages = (*messages, Message("assistant", output))
+        steps: list[dict[str, Any]] = [{"type": "model", "text": output}]
+        code = extract_code(output, self.entry_point(item))
+        steps.append({"type": "code", "code": code})
+        if not code.strip():
+            score = Score(0.0, False, "the reply contains no code")
+        else:
+            try:
+                result = await asyncio.to_thread(self.run, code, item)
+            except OSError as exc:  # the sandbox itself could not start: this item's failure
+                return failed_trajectory(item, skill, all_messages, f"sandbox failed: {exc}")
+            steps.append(sandbox_step(result))
+            score = self.score_result(result, code, item)
+        return Trajectory(
+            item_id=item.id,
+            skill_hash=skill_hash(skill),
+            messages=all_messages,
+            output=output,
+            score=score,
+            reference=item.reference,
+            usage=completion.usage,
+            steps=tuple(steps),
+        )
+
+
+__all__ = ["CodeTask", "extract_code", "sandbox_step"]
