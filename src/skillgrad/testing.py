@@ -138,9 +138,14 @@ _WORDS = (
 ).split()
 
 
+def _word(words: list[str], i: int) -> str:
+    """Distinct words across all splits: the shuffled list, then numbered variants."""
+    return words[i % len(words)] + (str(i // len(words)) if i >= len(words) else "")
+
+
 @dataclass
 class ToyTask(ChatTask):
-    """Echo a word in UPPER CASE. Seeded; ``n`` items per split, disjoint ids across splits."""
+    """Echo a word in UPPER CASE. Seeded; distinct words and ids across the three splits."""
 
     n_train: int = 8
     n_val: int = 6
@@ -151,13 +156,18 @@ class ToyTask(ChatTask):
     _cache: dict[str, list[Item]] = field(default_factory=dict, repr=False)
 
     def load_split(self, split: Split) -> list[Item]:
-        if split not in self._cache:
-            n = {"train": self.n_train, "val": self.n_val, "test": self.n_test}[split]
-            rng = random.Random(f"{self.seed}:{split}")
-            self._cache[split] = [
-                Item(id=f"{split}-{i}", input=w, reference=w.upper())
-                for i, w in enumerate(rng.choice(_WORDS) for _ in range(n))
-            ]
+        if not self._cache:
+            words = list(_WORDS)
+            random.Random(self.seed).shuffle(words)
+            sizes = {"train": self.n_train, "val": self.n_val, "test": self.n_test}
+            pos = 0
+            for name, n in sizes.items():
+                picked = [_word(words, pos + i) for i in range(n)]
+                self._cache[name] = [
+                    Item(id=f"{name}-{i}", input=w, reference=w.upper())
+                    for i, w in enumerate(picked)
+                ]
+                pos += n
         return list(self._cache[split])
 
     def prompt(self, item: Item) -> str:

@@ -6,6 +6,7 @@ metering are wrappers (``models/wrappers.py``) around any backend, never code in
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Protocol, runtime_checkable
 
 from skillgrad.types import ChatRequest, Completion
@@ -37,4 +38,16 @@ def backend_name(backend: object) -> str:
     return str(getattr(backend, "name", None) or type(backend).__name__)
 
 
-__all__ = ["ModelBackend", "backend_name"]
+def token_counter(backend: object) -> Callable[[str], int] | None:
+    """The model's own tokenizer, found on the backend or any backend it wraps (``.inner``)."""
+    seen = 0
+    while backend is not None and seen < 16:
+        counter = getattr(backend, "count_tokens", None)
+        if callable(counter):
+            return counter  # type: ignore[no-any-return]
+        backend = getattr(backend, "inner", None)
+        seen += 1
+    return None
+
+
+__all__ = ["ModelBackend", "backend_name", "token_counter"]

@@ -124,11 +124,5 @@ class MeteredBackend:
         self.fresh_calls += 1
         return completion
 
-    def count_tokens(self, text: str) -> int:
-        counter = getattr(self.inner, "count_tokens", None)
-        if counter is None:
-            raise AttributeError("count_tokens")
-        return int(counter(text))
-
 
 __all__ = ["DEFAULT_PRICES", "Budget", "MeteredBackend", "PriceTable"]

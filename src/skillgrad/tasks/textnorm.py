@@ -40,10 +40,10 @@ def _is_punct(ch: str) -> bool:
 def normalize_answer(text: str, accents: bool = True) -> str:
     """SQuAD normalisation plus NFKC: lower case, no punctuation, no articles, single spaces.
     ``accents=True`` also folds accented letters to their base letter ("café" == "cafe")."""
-    text = nfkc(text).lower()
+    text = nfkc(text).casefold()
     if accents:
         text = strip_accents(text)
-    text = "".join(" " if _is_punct(c) else c for c in text)
+    text = "".join(c for c in text if not _is_punct(c))
     return squash_spaces(_ARTICLES.sub(" ", text))
 
 

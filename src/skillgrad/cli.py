@@ -1,0 +1,149 @@
+"""The ``skillgrad`` command line: a thin Typer layer over library functions.
+
+    skillgrad train CONFIG [--set section.key=value ...] [--fresh] [--no-gate]
+    skillgrad eval CONFIG --skill FILE --split val|test
+    skillgrad report RUN_DIR [--html]
+    skillgrad diff | blame | compare | dashboard   (see cli_views.py)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+
+from skillgrad.config import Config, load_config
+from skillgrad.errors import BudgetExceeded, SkillgradError
+
+app = typer.Typer(
+    help="Train agent skill documents the way deep-learning frameworks train weights.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+console = Console(stderr=True)
+out = Console()
+
+SetOpt = Annotated[
+    list[str] | None, typer.Option("--set", help="Override: section.key=value (repeatable).")
+]
+OptModel = Annotated[
+    str | None, typer.Option("--optimizer_model", "--optimizer-model", help="provider:model")
+]
+TgtModel = Annotated[str | None, typer.Option("--target_model", "--target-model", help="provider:model")]
+
+
+def _config(path: Path, sets: list[str] | None, opt: str | None, tgt: str | None) -> Config:
+    overrides = list(sets or [])
+    if opt:
+        overrides.append(f"models.optimizer={json.dumps(opt)}")
+    if tgt:
+        overrides.append(f"models.target={json.dumps(tgt)}")
+    return load_config(path, overrides)
+
+
+def _fail(exc: Exception, code: int) -> typer.Exit:
+    console.print(f"[bold red]error:[/] {exc}")
+    return typer.Exit(code)
+
+
+@app.command()
+def train(
+    config: Annotated[Path, typer.Argument(help="YAML config file.")],
+    set_: SetOpt = None,
+    optimizer_model: OptModel = None,
+    target_model: TgtModel = None,
+    fresh: Annotated[bool, typer.Option(help="Start over in a new run directory.")] = False,
+    no_gate: Annotated[
+        bool, typer.Option("--no-gate", help="Apply edits without the validation gate (logged).")
+    ] = False,
+    quiet: Annotated[bool, typer.Option(help="No progress bars.")] = False,
+) -> None:
+    """Train a skill; re-running the same command on an existing run resumes it."""
+    from skillgrad.console import ConsoleCallback, RichProgress
+    from skillgrad.train.api import run_training
+
+    try:
+        sets = [*(set_ or []), *(["train.gate=false"] if no_gate else [])]
+        cfg = _config(config, sets, optimizer_model, target_model)
+        callbacks: list[Any] = [] if quiet else [ConsoleCallback(console)]
+        progress = RichProgress(console)
+        with progress:
+            result = run_training(
+                cfg, config_path=str(config), fresh=fresh, callbacks=callbacks,
+                progress=None if quiet else progress,
+            )  # fmt: skip
+    except BudgetExceeded as exc:
+        raise _fail(exc, 3) from None
+    except SkillgradError as exc:
+        raise _fail(exc, 2) from None
+    out.print((result.run_dir / "report.md").read_text(encoding="utf-8"))
+    out.print(f"best skill: {result.run_dir / 'best_skill.md'}")
+
+
+@app.command("eval")
+def eval_(
+    config: Annotated[Path, typer.Argument(help="YAML config file (task, target model).")],
+    skill: Annotated[Path, typer.Option(help="Skill file to evaluate (e.g. best_skill.md).")],
+    split: Annotated[str, typer.Option(help="val or test")] = "test",
+    set_: SetOpt = None,
+    target_model: TgtModel = None,
+    output: Annotated[Path | None, typer.Option("--out", help="Write results JSON here.")] = None,
+) -> None:
+    """Zero-shot evaluation of any skill on a split (no training)."""
+    from skillgrad.evaluate import evaluate_skill
+
+    if split not in ("val", "test", "train"):
+        raise _fail(ValueError(f"--split must be val or test, got {split!r}"), 2)
+    try:
+        cfg = _config(config, set_, None, target_model)
+        result = asyncio.run(evaluate_skill(cfg, skill, split))
+    except SkillgradError as exc:
+        raise _fail(exc, 2) from None
+    out.print(
+        f"{split}: mean score {result['mean_score']:.4f}, pass rate {result['pass_rate']:.4f} "
+        f"over {result['n']} items ({result['skill']})"
+    )
+    if output:
+        output.write_text(json.dumps(result, indent=2), encoding="utf-8")
+
+
+@app.command()
+def report(
+    run_dir: Annotated[Path, typer.Argument(help="A run directory.")],
+    html: Annotated[bool, typer.Option(help="Also write a self-contained HTML report.")] = False,
+) -> None:
+    """Print the final report of a run (val initial -> best, test, length, cost, failures)."""
+    from skillgrad.report.summary import render_report
+    from skillgrad.runs.io import read_json
+
+    summary = read_json(run_dir / "summary.json")
+    history = read_json(run_dir / "history.json", [])
+    if summary is None:
+        raise _fail(SkillgradError(f"{run_dir} has no summary.json (not a finished run?)"), 2)
+    out.print(render_report(summary, history), markup=False)
+    if html:
+        from skillgrad.report.html import write_html_report
+
+        out.print(f"HTML report: {write_html_report(run_dir)}")
+
+
+def _register_views() -> None:
+    from skillgrad import cli_views
+
+    cli_views.register(app)
+
+
+_register_views()
+
+
+def main() -> None:  # pragma: no cover - console entry
+    sys.exit(app())
+
+
+__all__ = ["app"]

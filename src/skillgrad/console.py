@@ -1,0 +1,108 @@
+"""Console output during training: Rich progress bars per stage and a line per step."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+from skillgrad.callbacks import Control
+
+
+class RichProgress:
+    """The ``train.progress.Progress`` seam drawn as Rich bars (items done, ETA, last score)."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self._bars = Progress(
+            TextColumn("[bold]{task.description:<14}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TextColumn("eta"),
+            TimeRemainingColumn(),
+            TextColumn("{task.fields[info]}"),
+            console=console,
+            transient=True,
+        )
+        self._tasks: dict[str, TaskID] = {}
+        self._sums: dict[str, tuple[float, int]] = {}
+
+    def __enter__(self) -> RichProgress:
+        self._bars.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._bars.stop()
+
+    def start(self, stage: str, total: int) -> None:
+        if stage in self._tasks:
+            self._bars.remove_task(self._tasks.pop(stage))
+        self._tasks[stage] = self._bars.add_task(stage, total=total, info="")
+        self._sums[stage] = (0.0, 0)
+
+    def advance(self, stage: str, n: int = 1, info: str = "") -> None:
+        if stage not in self._tasks:
+            return
+        total, count = self._sums[stage]
+        try:
+            total, count = total + float(info), count + 1
+            info = f"mean score {total / count:.3f}"
+        except ValueError:
+            pass
+        self._sums[stage] = (total, count)
+        self._bars.update(self._tasks[stage], advance=n, info=info)
+
+    def finish(self, stage: str) -> None:
+        if stage in self._tasks:
+            self._bars.remove_task(self._tasks.pop(stage))
+
+
+class ConsoleCallback:
+    """One line per step (score, verdict, lr, length, tokens, cost) and key run events."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+
+    def on_event(self, event: dict[str, Any], control: Control) -> None:
+        name = event.get("event")
+        if name == "run_start":
+            verb = "resuming" if event.get("resumed") else "starting"
+            self.console.print(f"[bold]{verb}[/] run in {event['run_dir']}")
+        elif name == "baseline":
+            self.console.print(f"baseline val score {event['val_score']:.3f}")
+        elif name == "step_end":
+            self.console.print(_step_line(event["record"]))
+        elif name == "slow_update":
+            self.console.print(f"slow update epoch {event['epoch']}: {event['categories']}")
+        elif name == "meta_skill":
+            self.console.print(f"meta skill epoch {event['epoch']} ({len(event['memo'])} chars)")
+        elif name == "warning":
+            self.console.print(f"[yellow]warning:[/] {event['message']}")
+        elif name == "stopped":
+            self.console.print(f"[red]stopped[/] ({event['status']}): {event['error']}")
+
+
+def _step_line(r: dict[str, Any]) -> str:
+    verdict = "[green]accepted[/]" if r["accepted"] else "[dim]rejected[/]"
+    tokens = sum(r.get("tokens", {}).values())
+    cand = r.get("candidate_score")
+    cand_text = "-" if cand is None else f"{cand:.3f}"
+    return (
+        f"step {r['step']:>3} ep {r['epoch']} {r['kind']:<11} lr {r['lr']:.2f} "
+        f"train {r['train_score']:.3f} | edits {r['n_proposed']}->{r['n_applied']} | gate "
+        f"{r['incumbent_score']:.3f} vs {cand_text} {verdict} | best {r['best_score']:.3f} | "
+        f"{r['skill_tokens']} tok skill | {tokens} tok | ${r.get('cum_cost', 0):.4f}"
+    )
+
+
+__all__ = ["ConsoleCallback", "RichProgress"]

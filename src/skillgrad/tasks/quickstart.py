@@ -1,0 +1,115 @@
+"""The built-in quickstart: sentiment labels with a strict output format, fully offline.
+
+Reviews are generated procedurally from a seed (train / val / test with disjoint ids). The
+target must answer with exactly one word, ``positive`` or ``negative``. The scorer is
+deterministic and explains every miss, so the skill text measurably changes the score even on
+the 135M embedded model: format rules and examples move it; the gate keeps harmful edits out.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from dataclasses import dataclass, field
+
+from skillgrad.errors import ConfigError
+from skillgrad.tasks.base import ChatTask, Split
+from skillgrad.types import Item, Score
+
+LABELS = ("positive", "negative")
+_SUBJECTS = (
+    "pasta", "hotel room", "phone", "concert", "movie", "coffee", "service", "laptop",
+    "book", "bike", "haircut", "train ride", "museum", "jacket", "soup", "game",
+)  # fmt: skip
+_WORDS = {
+    "positive": (
+        "delicious", "wonderful", "excellent", "friendly", "fantastic", "lovely", "superb",
+        "comfortable", "delightful", "brilliant", "great", "perfect",
+    ),
+    "negative": (
+        "awful", "terrible", "broken", "rude", "disappointing", "cold", "boring", "dirty",
+        "horrible", "noisy", "useless", "bland",
+    ),
+}  # fmt: skip
+_TEMPLATES = (
+    "The {s} was {w}.",
+    "Honestly, the {s} was {w} and I would say so again.",
+    "What a {w} {s}!",
+    "I found the {s} {w}.",
+    "My {s} turned out {w}, start to finish.",
+    "Everyone agreed the {s} was {w}.",
+)
+_CONTRAST = "The {s} looked {w0} at first, but in the end it was {w}."
+
+
+@dataclass
+class QuickstartTask(ChatTask):
+    """Options: ``n_train``, ``n_val``, ``n_test``, ``seed``, ``contrast_rate`` (share of
+    harder "X at first, but Y" reviews)."""
+
+    n_train: int = 24
+    n_val: int = 16
+    n_test: int = 16
+    seed: int = 0
+    contrast_rate: float = 0.25
+    name: str = "quickstart"
+    max_tokens: int = 12
+    _items: dict[str, list[Item]] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        for key in ("n_train", "n_val", "n_test"):
+            if getattr(self, key) < 1:
+                raise ConfigError(f"env.options.{key} must be >= 1 (got {getattr(self, key)})")
+        rng = random.Random(self.seed)
+        seen: set[str] = set()
+        for split, n in (("train", self.n_train), ("val", self.n_val), ("test", self.n_test)):
+            items = []
+            while len(items) < n:
+                text, label = self._review(rng)
+                if text in seen:
+                    continue
+                seen.add(text)
+                items.append(Item(id=f"{split}-{len(items):03d}", input=text, reference=label))
+            self._items[split] = items
+
+    def _review(self, rng: random.Random) -> tuple[str, str]:
+        label = rng.choice(LABELS)
+        subject, word = rng.choice(_SUBJECTS), rng.choice(_WORDS[label])
+        if rng.random() < self.contrast_rate:
+            other = rng.choice(_WORDS["negative" if label == "positive" else "positive"])
+            return _CONTRAST.format(s=subject, w0=other, w=word), label
+        return rng.choice(_TEMPLATES).format(s=subject, w=word), label
+
+    def load_split(self, split: Split) -> list[Item]:
+        return list(self._items[split])
+
+    def prompt(self, item: Item) -> str:
+        return f"Review: {item.input}"
+
+    def score(self, output: str, item: Item) -> Score:
+        return score_label(output, str(item.reference))
+
+
+def score_label(output: str, reference: str) -> Score:
+    """1.0 for exactly the right label; 0.5 if the right label is the only one named but with
+    extra words; 0 otherwise. Feedback says which case and what was expected."""
+    words = re.findall(r"[a-z]+", output.lower())
+    found = [w for w in words if w in LABELS]
+    shown = output.strip().replace("\n", " ")[:80]
+    if words == [reference]:
+        return Score(1.0, True, "correct")
+    if not words:
+        return Score(0.0, False, f"empty reply; expected exactly '{reference}'")
+    if set(found) == {reference}:
+        return Score(
+            0.5, False, f"label right but the reply must be the single word '{reference}', "
+            f"got {shown!r}",
+        )  # fmt: skip
+    if len(set(found)) > 1:
+        return Score(0.0, False, f"reply names both labels ({shown!r}); expected '{reference}'")
+    if found:
+        return Score(0.0, False, f"wrong label: expected '{reference}', got {shown!r}")
+    return Score(0.0, False, f"no label in reply {shown!r}; expected exactly '{reference}'")
+
+
+__all__ = ["LABELS", "QuickstartTask", "score_label"]

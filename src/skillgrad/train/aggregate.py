@@ -1,0 +1,96 @@
+"""Aggregate (gradient aggregation): merge edits that say the same thing; hold back conflicts.
+
+Near-duplicates (same op, same section, lexically similar text) merge into one edit whose
+``support`` is the number of backing trajectories and whose ids are the union. Conflicts — two
+edits changing the same rule in opposite directions — are never applied: both go to
+``conflicts.json`` for human review.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from skillgrad.types import Edit
+
+_NEGATIONS = {"not", "never", "no", "don't", "dont", "do not", "avoid", "without", "nor"}
+_WORD = re.compile(r"[a-z0-9']+")
+
+
+def _norm(text: str) -> str:
+    return " ".join(_WORD.findall(text.lower()))
+
+
+def _section(edit: Edit) -> str:
+    return _norm(edit.section.split(">")[-1])
+
+
+def similarity(a: str, b: str) -> float:
+    return difflib.SequenceMatcher(None, _norm(a), _norm(b)).ratio()
+
+
+def _polarity_free(text: str) -> tuple[str, int]:
+    words = _WORD.findall(text.lower())
+    negs = sum(1 for w in words if w in _NEGATIONS)
+    return " ".join(w for w in words if w not in _NEGATIONS), negs
+
+
+def is_conflict(a: Edit, b: Edit) -> bool:
+    """Opposite changes to the same rule: same anchor with different outcomes, or the same
+    statement once affirmed and once negated."""
+    if _section(a) != _section(b):
+        return False
+    if a.anchor and b.anchor and _norm(a.anchor) == _norm(b.anchor):
+        anchored = {"replace", "delete"}
+        if a.op in anchored and b.op in anchored:
+            return a.op != b.op or similarity(a.content, b.content) < 0.8
+    if a.content and b.content:
+        (ta, na), (tb, nb) = _polarity_free(a.content), _polarity_free(b.content)
+        if (na > 0) != (nb > 0) and ta and difflib.SequenceMatcher(None, ta, tb).ratio() >= 0.8:
+            return True
+    return False
+
+
+def is_duplicate(a: Edit, b: Edit, threshold: float) -> bool:
+    if a.op != b.op or _section(a) != _section(b):
+        return False
+    if _norm(a.anchor) != _norm(b.anchor) and a.op != "add":
+        return False
+    return similarity(a.content, b.content) >= threshold
+
+
+@dataclass
+class Aggregated:
+    edits: list[Edit] = field(default_factory=list)
+    conflicts: list[dict[str, Any]] = field(default_factory=list)
+    merges: list[dict[str, Any]] = field(default_factory=list)
+
+
+def aggregate(edits: Sequence[Edit], threshold: float) -> Aggregated:
+    """Merge near-duplicates (first occurrence's text is kept), then remove conflicting pairs."""
+    out = Aggregated()
+    for edit in edits:
+        for i, kept in enumerate(out.edits):
+            if is_duplicate(kept, edit, threshold):
+                ids = tuple(dict.fromkeys((*kept.trajectory_ids, *edit.trajectory_ids)))
+                out.edits[i] = replace(kept, support=len(ids) or kept.support + 1,
+                                       trajectory_ids=ids)  # fmt: skip
+                out.merges.append({"into": i, "merged": edit})
+                break
+        else:
+            support = len(edit.trajectory_ids) or 1
+            out.edits.append(replace(edit, support=support))
+    bad: set[int] = set()
+    for i, a in enumerate(out.edits):
+        for j in range(i + 1, len(out.edits)):
+            if is_conflict(a, out.edits[j]):
+                out.conflicts.append({"edits": [a, out.edits[j]], "reason": "opposite changes"})
+                bad.update((i, j))
+    out.edits = [e for i, e in enumerate(out.edits) if i not in bad]
+    return out
+
+
+__all__ = ["Aggregated", "aggregate", "is_conflict", "is_duplicate", "similarity"]

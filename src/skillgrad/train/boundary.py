@@ -1,0 +1,103 @@
+"""The epoch boundary: slow update (from epoch 2) then meta skill, then the next epoch begins."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import replace
+
+from skillgrad.models.context import call_context
+from skillgrad.runs.io import read_jsonl
+from skillgrad.skill import Skill
+from skillgrad.train.context import RunContext
+from skillgrad.train.rollout import rollout
+from skillgrad.train.slow import GUIDANCE_BLOCK, meta_skill_memo, slow_update_guidance
+from skillgrad.train.state import StepOutcome, TrainState
+from skillgrad.train.step import commit, evaluate_candidate
+from skillgrad.types import Edit, EditResult, GateResult
+
+
+async def epoch_boundary(ctx: RunContext, state: TrainState) -> TrainState:
+    t = ctx.cfg.train
+    if t.use_slow_update and state.epoch >= 2:
+        state = await slow_update(ctx, state)
+    if t.use_meta_skill:
+        state = await meta_skill(ctx, state)
+    ctx.emit("epoch_end", epoch=state.epoch)
+    if state.epoch >= t.num_epochs:
+        return replace(state, status="finished", stop_reason=f"completed {t.num_epochs} epochs")
+    return replace(state, epoch=state.epoch + 1, step_in_epoch=0, epoch_start_skill=state.skill)
+
+
+async def slow_update(ctx: RunContext, state: TrainState) -> TrainState:
+    t, step, epoch = ctx.cfg.train, state.global_step + 1, state.epoch
+    train = list(ctx.items["train"])
+    rng = random.Random(f"{t.seed}:{epoch}:slow")
+    sample = rng.sample(train, min(t.slow_update_samples, len(train)))
+    previous = state.epoch_start_skill
+    with call_context("slow_update", step):
+        kw = {"workers": ctx.cfg.hardware.rollout_workers, "store": ctx.store,
+              "progress": ctx.progress, "stage": "slow_update"}  # fmt: skip
+        before = await rollout(ctx.task, sample, previous, ctx.target, **kw)  # type: ignore[arg-type]
+        after = await rollout(ctx.task, sample, state.skill, ctx.target, **kw)  # type: ignore[arg-type]
+        items, counts, reply = await slow_update_guidance(
+            previous, state.skill, before, after, ctx.optimizer,
+            max_tokens=t.optimizer_max_tokens, seed=step,
+        )  # fmt: skip
+    folder = ctx.run.paths.slow_dir(epoch)
+    pairs = [{"item_id": b.item_id, "before": b.score.value, "after": a.score.value,
+              "category": items[b.item_id]} for b, a in zip(before, after, strict=True)]  # fmt: skip
+    files = {"pairs.jsonl": pairs, "categories.json": {"counts": counts, "items": items},
+             "guidance.json": reply.to_json()}  # fmt: skip
+    gate_result, applied, candidate = None, (), state.skill
+    if reply.parsed is not None:
+        guidance = reply.parsed.guidance.strip()
+        candidate = Skill(state.skill).with_protected_block(GUIDANCE_BLOCK, guidance).text
+        edit = Edit("add", "Longitudinal guidance", guidance, rationale="slow update",
+                    trajectory_ids=tuple(f"slow_update/epoch_{epoch:02d}/{i}" for i in items),
+                    source="slow_update")  # fmt: skip
+        applied = (EditResult(edit, "applied", "protected block written"),)
+        if t.slow_update_gate:
+            outcome = await evaluate_candidate(ctx, step, candidate, state.current_score, "slow_update")
+            gate_result = outcome.result
+            files["gate.json"] = {"result": gate_result,
+                                  "items": {x.item_id: x.score.value for x in outcome.trajectories}}  # fmt: skip
+        else:
+            gate_result = _forced(state.current_score, len(ctx.items["val"]))
+    files["candidate.md"] = candidate
+    ctx.run.write_artifacts(folder, files)
+    ctx.emit("slow_update", epoch=epoch, categories=counts,
+             accepted=bool(gate_result and gate_result.accepted))  # fmt: skip
+    out = StepOutcome(
+        kind="slow_update", lr=0.0, k=0, candidate=candidate, gate=gate_result, applied=applied,
+        proposed=len(applied), merged=len(applied), selected=len(applied),
+        train_score=sum(a.score.value for a in after) / max(1, len(after)),
+        n_failures=sum(not a.score.passed for a in after), n_reflections=1,
+        n_failed_reflections=int(reply.parsed is None), usage=ctx.usage(step),
+        skill_tokens=ctx.count_tokens(state.skill), candidate_tokens=ctx.count_tokens(candidate),
+    )  # fmt: skip
+    return commit(ctx, state, out)
+
+
+def _forced(score: float, total: int) -> GateResult:
+    """slow_update_gate: false — the guidance is written without a gate (recorded as such)."""
+    return GateResult(True, score, score, 0, total, False, "slow_update_gate disabled")
+
+
+async def meta_skill(ctx: RunContext, state: TrainState) -> TrainState:
+    epoch = state.epoch
+    patch_rows = read_jsonl(ctx.run.paths.patch_log)
+    with call_context("meta_skill", state.global_step):
+        inputs, reply = await meta_skill_memo(
+            state.meta_memo, state.history, patch_rows, epoch, ctx.optimizer,
+            max_tokens=ctx.cfg.train.optimizer_max_tokens,
+        )  # fmt: skip
+    memo = reply.parsed.memo.strip() if reply.parsed is not None else state.meta_memo
+    ctx.run.write_artifacts(
+        ctx.run.paths.meta_dir(epoch),
+        {"inputs.json": {**inputs, "reply": reply.to_json()}, "memo.md": memo},
+    )
+    ctx.emit("meta_skill", epoch=epoch, memo=memo, ok=reply.parsed is not None)
+    return replace(state, meta_memo=memo)
+
+
+__all__ = ["epoch_boundary"]

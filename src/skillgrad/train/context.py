@@ -1,0 +1,79 @@
+"""RunContext: what every stage of a run needs, assembled once by ``train/api.py``.
+
+It holds no training state (that is ``TrainState``); it is the config, the task and its splits,
+the two metered backends, the run directory, the call store, callbacks and progress.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from skillgrad.callbacks import Callback, Control
+from skillgrad.config import Config
+from skillgrad.models.base import ModelBackend
+from skillgrad.runs.cache import CallCache
+from skillgrad.runs.rundir import RunDir
+from skillgrad.skill import approx_tokens
+from skillgrad.tasks.base import Task
+from skillgrad.train.progress import NullProgress, Progress
+from skillgrad.train.select import Schedule
+from skillgrad.types import Item
+
+ROLES = ("optimizer", "target")
+
+
+@dataclass
+class RunContext:
+    cfg: Config
+    task: Task
+    items: dict[str, list[Item]]
+    optimizer: ModelBackend
+    target: ModelBackend
+    store: CallCache
+    run: RunDir
+    steps_per_epoch: int
+    callbacks: Sequence[Callback] = ()
+    progress: Progress = field(default_factory=NullProgress)
+    count_tokens: Callable[[str], int] = approx_tokens
+    control: Control = field(default_factory=Control)
+
+    @property
+    def schedule(self) -> Schedule:
+        t = self.cfg.train
+        return Schedule(
+            kind=t.lr_scheduler,
+            max_lr=t.learning_rate,
+            min_lr=min(t.min_learning_rate, t.learning_rate),
+            total_steps=t.num_epochs * self.steps_per_epoch,
+            warmup_steps=t.warmup_steps,
+        )
+
+    def emit(self, name: str, **fields: Any) -> None:
+        record = self.run.event(name, **fields)
+        for cb in self.callbacks:
+            cb.on_event(record, self.control)
+
+    def usage(self, step: int) -> dict[str, Any]:
+        """Calls, tokens and cost per role for ``step`` (from the ledger) and running totals."""
+        now = self.store.totals("step=?", (step,))
+        total = self.store.totals()["all"]
+
+        def pick(key: str) -> dict[str, float]:
+            return {r: now.get(r, {}).get(key, 0.0) for r in ROLES}
+
+        tokens = {
+            r: int(now.get(r, {}).get("prompt_tokens", 0) + now.get(r, {}).get("completion_tokens", 0))
+            for r in ROLES
+        }
+        return {
+            "calls": {r: int(v) for r, v in pick("calls").items()},
+            "tokens": tokens,
+            "cost": {r: round(v, 6) for r, v in pick("cost").items()},
+            "cum_calls": int(total["calls"]),
+            "cum_cost": round(total["cost"], 6),
+        }
+
+
+__all__ = ["ROLES", "RunContext"]

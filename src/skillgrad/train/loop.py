@@ -1,0 +1,99 @@
+"""THE ALGORITHM. Read this file first.
+
+    baseline: score the initial skill on the selection split (val)
+    for epoch in 1..num_epochs:
+        for step in the epoch:  rollout -> reflect -> aggregate -> select -> update -> gate
+                                (train/step.py; one file per phase)
+        epoch boundary:         slow update (from epoch 2), meta skill  (train/boundary.py)
+    finally: test split, initial skill vs best skill; summary and report
+
+State lives in one TrainState, advanced by ``state.advance`` and checkpointed after every step;
+every model call goes through the run's content-addressed cache, so a run killed at any instant
+and started again replays what it already paid for and ends exactly where it would have.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from skillgrad.models.context import call_context
+from skillgrad.report.summary import build_summary, render_report
+from skillgrad.skill import Skill
+from skillgrad.train.boundary import epoch_boundary
+from skillgrad.train.context import RunContext
+from skillgrad.train.rollout import mean_score, rollout
+from skillgrad.train.state import TrainState
+from skillgrad.train.step import training_step
+
+
+async def train(ctx: RunContext, initial_skill: str) -> dict[str, Any]:
+    state = ctx.run.load_state()
+    resumed = state is not None
+    ctx.emit("run_start", run_dir=str(ctx.run.root), resumed=resumed,
+             config=ctx.cfg.redacted_json())  # fmt: skip
+    if state is None:
+        state = await baseline(ctx, initial_skill)
+    while state.status == "running":
+        if ctx.control.stop_requested:
+            state = replace(state, status="stopped", stop_reason=ctx.control.stop_reason)
+        elif state.step_in_epoch >= ctx.steps_per_epoch:
+            state = await epoch_boundary(ctx, state)
+        else:
+            state = await training_step(ctx, state)
+        ctx.run.checkpoint(state)
+    return await finish(ctx, state)
+
+
+async def baseline(ctx: RunContext, skill: str) -> TrainState:
+    """Score the initial skill on the whole selection split: the incumbent to beat."""
+    ctx.run.write_initial(skill, {s: [i.id for i in items] for s, items in ctx.items.items()})
+    with call_context("baseline", 0):
+        trajs = await rollout(
+            ctx.task, ctx.items["val"], skill, ctx.target,
+            workers=ctx.cfg.hardware.rollout_workers, store=ctx.store, progress=ctx.progress,
+            stage="baseline",
+        )  # fmt: skip
+    score = mean_score(trajs)
+    state = TrainState(
+        initial_skill=skill, skill=skill, current_score=score, initial_score=score,
+        best_score=score, best_skill=skill, epoch_start_skill=skill,
+        val_ever_passed={t.item_id: t.score.passed for t in trajs},
+    )  # fmt: skip
+    ctx.run.checkpoint(state)
+    ctx.emit("baseline", val_score=score, skill_tokens=ctx.count_tokens(skill))
+    return state
+
+
+async def finish(ctx: RunContext, state: TrainState) -> dict[str, Any]:
+    """Held-out test of the initial and the best skill, then summary.json and report.md."""
+    test = ctx.items["test"]
+    scores = {}
+    with call_context("test", state.global_step + 1):
+        for name, skill in (("initial", state.initial_skill), ("best", state.best_skill)):
+            trajs = await rollout(
+                ctx.task, test, skill, ctx.target, workers=ctx.cfg.hardware.rollout_workers,
+                store=ctx.store, progress=ctx.progress, stage=f"test ({name})",
+            )  # fmt: skip
+            scores[name] = mean_score(trajs)
+    summary = build_summary(
+        ctx.cfg, state, ctx.store.totals(), scores,
+        tokens=(ctx.count_tokens(state.initial_skill), ctx.count_tokens(state.best_skill)),
+        run_name=ctx.run.root.name,
+    )  # fmt: skip
+    ctx.run.write_summary(summary, render_report(summary, list(state.history)))
+    ctx.emit("run_end", summary=summary)
+    return summary
+
+
+def initial_skill_text(path: str, base_dir: str) -> str:
+    """``train.init_skill``: '' for an empty skill, else a path (relative to the config)."""
+    if not path:
+        return ""
+    from pathlib import Path
+
+    p = Path(path)
+    return Skill.load(p if p.is_absolute() else Path(base_dir) / p).text
+
+
+__all__ = ["baseline", "finish", "initial_skill_text", "train"]

@@ -1,0 +1,214 @@
+"""Reflect (the backward pass): the optimizer reads scored trajectories and proposes edits.
+
+Shallow mode: failed trajectories (and successes unless ``failure_only``) are cut into
+minibatches, one optimizer call each, ``analyst_workers`` in parallel. Deep mode: when one
+failure pattern covers more than ``deep_reflect_threshold`` of the step's failures, one extra
+call cross-references every trajectory of that pattern and proposes systemic edits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import difflib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from skillgrad.models.base import ModelBackend
+from skillgrad.train.optimizer_call import OptimizerReply, ask_structured, render_prompt
+from skillgrad.train.progress import NullProgress, Progress
+from skillgrad.train.schemas import reflection_model
+from skillgrad.types import Edit, Trajectory
+
+
+@dataclass(frozen=True)
+class ReflectConfig:
+    minibatch_size: int
+    max_edits: int
+    failure_only: bool
+    deep_threshold: float
+    workers: int
+    max_tokens: int
+    temperature: float = 0.0
+
+
+@dataclass
+class ReflectResult:
+    edits: list[Edit] = field(default_factory=list)
+    records: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def calls(self) -> int:
+        return len(self.records)
+
+    @property
+    def failed_calls(self) -> int:
+        return sum(1 for r in self.records if not r["ok"])
+
+
+def trajectory_id(step: int, item_id: str) -> str:
+    return f"step_{step:04d}/{item_id}"
+
+
+def render_trajectories(trajs: Sequence[Trajectory], limit: int = 500) -> str:
+    """The optimizer's view of trajectories: input, output, gold reference, score, feedback."""
+    blocks = []
+    for t in trajs:
+        user = next((m.content for m in reversed(t.messages) if m.role == "user"), "")
+        status = "PASS" if t.score.passed else "FAIL"
+        lines = [
+            f"### item {t.item_id}: score {t.score.value:.2f} ({status})",
+            f"Input: {user[:limit]}",
+            f"Output: {t.output[:limit]!r}",
+            f"Reference: {str(t.reference)[:limit]}",
+            f"Feedback: {t.score.feedback[:limit]}",
+        ]
+        if t.error:
+            lines.append(f"Error: {t.error[:limit]}")
+        blocks.append("\n".join(lines))
+    return "\n\n".join(blocks) if blocks else "(none)"
+
+
+def render_rejected(buffer: Sequence[dict[str, Any]]) -> str:
+    if not buffer:
+        return "(none)"
+    rows = []
+    for entry in buffer:
+        drop = entry["incumbent"] - entry["candidate"]
+        for e in entry["edits"]:
+            what = e.get("content") or e.get("anchor") or ""
+            rows.append(
+                f"- step {entry['step']}: {e['op']} in '{e['section']}': {what[:160]!r} "
+                f"(gate score {entry['candidate']:.3f} vs {entry['incumbent']:.3f}, "
+                f"drop {drop:+.3f})"
+            )
+    return "\n".join(rows)
+
+
+def _edits_from(reply: OptimizerReply, ids: Sequence[str], source: str) -> list[Edit]:
+    if reply.parsed is None:
+        return []
+    return [
+        Edit(
+            op=p.op,
+            section=p.section,
+            content=p.content,
+            anchor=p.anchor,
+            rationale=p.rationale,
+            trajectory_ids=tuple(ids),
+            source=source,
+        )
+        for p in reply.parsed.edits
+    ]
+
+
+async def reflect(
+    step: int,
+    skill: str,
+    trajectories: Sequence[Trajectory],
+    optimizer: ModelBackend,
+    cfg: ReflectConfig,
+    *,
+    meta_memo: str = "",
+    rejected: Sequence[dict[str, Any]] = (),
+    progress: Progress | None = None,
+) -> ReflectResult:
+    progress = progress or NullProgress()
+    failures = [t for t in trajectories if not t.score.passed]
+    chosen = failures if cfg.failure_only else list(trajectories)
+    batches = [
+        chosen[i : i + cfg.minibatch_size] for i in range(0, len(chosen), cfg.minibatch_size)
+    ]
+    schema = reflection_model(cfg.max_edits)
+    common = {
+        "skill": skill or "(empty document)",
+        "meta": meta_memo or "(none yet)",
+        "rejected": render_rejected(rejected),
+        "step": step,
+        "max_edits": cfg.max_edits,
+    }
+    system = render_prompt("reflect_system")
+    limit = asyncio.Semaphore(cfg.workers)
+    progress.start("reflect", len(batches))
+
+    async def shallow(batch: list[Trajectory]) -> OptimizerReply:
+        user = render_prompt(
+            "reflect_user", **common, n_items=len(batch), trajectories=render_trajectories(batch)
+        )
+        async with limit:
+            reply = await ask_structured(
+                optimizer, system, user, schema,
+                max_tokens=cfg.max_tokens, temperature=cfg.temperature, seed=step,
+            )  # fmt: skip
+        progress.advance("reflect", info="ok" if reply.error is None else "invalid")
+        return reply
+
+    try:
+        replies = await asyncio.gather(*(shallow(b) for b in batches))
+    finally:
+        progress.finish("reflect")
+    result = ReflectResult()
+    for batch, reply in zip(batches, replies, strict=True):
+        ids = [trajectory_id(step, t.item_id) for t in batch]
+        result.edits.extend(_edits_from(reply, ids, "reflect"))
+        result.records.append({"mode": "shallow", "items": ids, **reply.to_json()})
+    if len(batches) > 1:
+        await _deep(step, failures, replies, optimizer, cfg, common, system, result)
+    return result
+
+
+def dominant_pattern(
+    replies: Sequence[OptimizerReply], failure_ids: set[str]
+) -> tuple[str, set[str]] | None:
+    """The failure pattern (merged across minibatches by text similarity) covering most failures."""
+    clusters: list[tuple[str, set[str]]] = []
+    for reply in replies:
+        for p in reply.parsed.failure_patterns if reply.parsed is not None else []:
+            ids = set(p.item_ids) & failure_ids
+            key = " ".join(p.pattern.lower().split())
+            for i, (name, members) in enumerate(clusters):
+                if difflib.SequenceMatcher(None, name, key).ratio() >= 0.6:
+                    clusters[i] = (name, members | ids)
+                    break
+            else:
+                clusters.append((key, ids))
+    if not clusters:
+        return None
+    return max(clusters, key=lambda c: (len(c[1]), c[0]))
+
+
+async def _deep(
+    step: int,
+    failures: list[Trajectory],
+    replies: Sequence[OptimizerReply],
+    optimizer: ModelBackend,
+    cfg: ReflectConfig,
+    common: dict[str, Any],
+    system: str,
+    result: ReflectResult,
+) -> None:
+    found = dominant_pattern(replies, {t.item_id for t in failures})
+    if found is None or not failures:
+        return
+    pattern, ids = found
+    share = len(ids) / len(failures)
+    if share <= cfg.deep_threshold or len(ids) < 2:
+        return
+    group = [t for t in failures if t.item_id in ids][:12]
+    user = render_prompt(
+        "deep_reflect_user",
+        **common,
+        pattern=pattern,
+        share=f"{share:.0%}",
+        trajectories=render_trajectories(group, limit=300),
+    )
+    reply = await ask_structured(
+        optimizer, system, user, reflection_model(cfg.max_edits),
+        max_tokens=cfg.max_tokens, temperature=cfg.temperature, seed=step,
+    )  # fmt: skip
+    tids = [trajectory_id(step, t.item_id) for t in group]
+    result.edits.extend(_edits_from(reply, tids, "deep_reflect"))
+    result.records.append({"mode": "deep", "pattern": pattern, "items": tids, **reply.to_json()})
+
+
+__all__ = ["ReflectConfig", "ReflectResult", "reflect", "render_trajectories", "trajectory_id"]

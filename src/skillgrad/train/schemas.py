@@ -1,0 +1,56 @@
+"""Pydantic schemas of everything the optimizer model returns (validated, never trusted)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _Out(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+
+class EditProposal(_Out):
+    op: Literal["add", "replace", "delete", "insert_after"]
+    section: str = Field("", max_length=120)
+    anchor: str = Field("", max_length=400)
+    content: str = Field("", max_length=1200)
+    rationale: str = Field("", max_length=300)
+
+
+class FailurePattern(_Out):
+    pattern: str = Field(max_length=160)
+    item_ids: list[str] = Field(default_factory=list, max_length=32)
+
+
+def reflection_model(max_edits: int) -> type[BaseModel]:
+    """The reflection schema with the edit count capped at ``max_edits`` (L)."""
+
+    class ReflectionOutput(_Out):
+        failure_patterns: list[FailurePattern] = Field(default_factory=list, max_length=4)
+        edits: list[EditProposal] = Field(default_factory=list, max_length=max_edits)
+
+    return ReflectionOutput
+
+
+class RankingOutput(_Out):
+    order: list[int] = Field(max_length=64)
+
+
+class SlowUpdateOutput(_Out):
+    guidance: str = Field(min_length=1, max_length=900)
+
+
+class MetaSkillOutput(_Out):
+    memo: str = Field(min_length=1, max_length=1200)
+
+
+__all__ = [
+    "EditProposal",
+    "FailurePattern",
+    "MetaSkillOutput",
+    "RankingOutput",
+    "SlowUpdateOutput",
+    "reflection_model",
+]

@@ -1,0 +1,131 @@
+"""Select (gradient clipping): rank edits and keep the top k, k = the scheduled learning rate.
+
+Schedules are tiny objects with string shortcuts (constant | linear | cosine), with warmup and a
+floor; the rejection decay multiplies the scheduled value and is floored at ``min_lr``. Edits
+whose content exceeds ``max_edit_tokens`` are clipped to whole lines, or dropped (explosion).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from skillgrad.models.base import ModelBackend
+from skillgrad.skill import approx_tokens
+from skillgrad.train.optimizer_call import ask_structured, render_prompt
+from skillgrad.train.schemas import RankingOutput
+from skillgrad.types import Edit
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """Learning rate (max edits per step) at a 1-based step out of ``total_steps``."""
+
+    kind: str
+    max_lr: float
+    min_lr: float
+    total_steps: int
+    warmup_steps: int = 0
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("constant", "linear", "cosine"):
+            raise ValueError(f"unknown lr_scheduler {self.kind!r}: constant | linear | cosine")
+
+    def at(self, step: int) -> float:
+        if self.warmup_steps and step <= self.warmup_steps:
+            return max(self.min_lr, self.max_lr * step / self.warmup_steps)
+        if self.kind == "constant":
+            return self.max_lr
+        span = max(1, self.total_steps - self.warmup_steps - 1)
+        progress = min(1.0, max(0.0, (step - self.warmup_steps - 1) / span))
+        if self.kind == "linear":
+            factor = 1.0 - progress
+        else:
+            factor = 0.5 * (1.0 + math.cos(math.pi * progress))
+        return self.min_lr + (self.max_lr - self.min_lr) * factor
+
+
+def effective_lr(schedule: Schedule, step: int, decay: float, rejections: int) -> float:
+    """The scheduled rate after ``rejections`` gate rejections, floored at ``min_lr``."""
+    return max(schedule.min_lr, schedule.at(step) * decay**rejections)
+
+
+def edits_allowed(lr: float) -> int:
+    return max(1, round(lr))
+
+
+def clip_edit(edit: Edit, max_tokens: int, count: Callable[[str], int]) -> Edit | None:
+    """Keep whole lines of ``content`` up to ``max_tokens``; None if not even one line fits."""
+    if count(edit.content) <= max_tokens:
+        return edit
+    kept: list[str] = []
+    for line in edit.content.splitlines():
+        if count("\n".join([*kept, line])) > max_tokens:
+            break
+        kept.append(line)
+    if not kept:
+        return None
+    return replace(edit, content="\n".join(kept))
+
+
+@dataclass
+class Selection:
+    selected: list[Edit] = field(default_factory=list)
+    dropped: list[dict[str, Any]] = field(default_factory=list)
+    ranking: dict[str, Any] | None = None
+
+
+async def select(
+    edits: Sequence[Edit],
+    k: int,
+    *,
+    max_edit_tokens: int,
+    skill: str,
+    optimizer: ModelBackend | None = None,
+    step: int = 0,
+    max_tokens: int = 200,
+    count: Callable[[str], int] = approx_tokens,
+) -> Selection:
+    """Clip, rank by support (then the optimizer's relevance order if the pool exceeds k), top k."""
+    out = Selection()
+    pool: list[Edit] = []
+    for e in edits:
+        clipped = clip_edit(e, max_edit_tokens, count)
+        if clipped is None:
+            out.dropped.append({"edit": e, "reason": f"content exceeds {max_edit_tokens} tokens"})
+        else:
+            pool.append(clipped)
+    relevance = list(range(len(pool)))
+    if optimizer is not None and len(pool) > k:
+        relevance, out.ranking = await _rank(pool, k, skill, optimizer, step, max_tokens)
+    position = {i: r for r, i in enumerate(relevance)}
+    order = sorted(range(len(pool)), key=lambda i: (-pool[i].support, position.get(i, len(pool))))
+    out.selected = [pool[i] for i in order[:k]]
+    out.dropped += [{"edit": pool[i], "reason": f"below top-{k}"} for i in order[k:]]
+    return out
+
+
+async def _rank(
+    pool: list[Edit], k: int, skill: str, optimizer: ModelBackend, step: int, max_tokens: int
+) -> tuple[list[int], dict[str, Any]]:
+    listing = "\n".join(
+        f"[{i}] {e.op} in '{e.section}' (support {e.support}): "
+        f"{(e.content or e.anchor)[:200]!r}"
+        for i, e in enumerate(pool)
+    )
+    user = render_prompt("rank_user", skill=skill or "(empty)", edits=listing, k=k)
+    reply = await ask_structured(
+        optimizer, render_prompt("reflect_system"), user, RankingOutput,
+        max_tokens=max_tokens, seed=step,
+    )  # fmt: skip
+    record = {"mode": "rank", **reply.to_json()}
+    if reply.parsed is None:
+        record["fallback"] = "ranking failed; ordered by support then proposal order"
+        return list(range(len(pool))), record
+    seen = [i for i in dict.fromkeys(reply.parsed.order) if 0 <= i < len(pool)]
+    return seen + [i for i in range(len(pool)) if i not in seen], record
+
+
+__all__ = ["Schedule", "Selection", "clip_edit", "edits_allowed", "effective_lr", "select"]

@@ -1,0 +1,110 @@
+"""Epoch boundary: the slow update (momentum) and the meta skill (the optimizer's memory).
+
+Slow update: roll the previous epoch's final skill and the current skill out on the same train
+items, categorise each item (improved / regressed / persistent_fail / stable_success), and let
+the optimizer write longitudinal guidance into a protected block of the skill. Meta skill: the
+optimizer revises a memo of which edits helped or hurt; reflection calls of the next epoch read it.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+from skillgrad.models.base import ModelBackend
+from skillgrad.train.optimizer_call import OptimizerReply, ask_structured, render_prompt
+from skillgrad.train.reflect import render_trajectories
+from skillgrad.train.schemas import MetaSkillOutput, SlowUpdateOutput
+from skillgrad.types import Trajectory
+
+CATEGORIES = ("improved", "regressed", "persistent_fail", "stable_success")
+GUIDANCE_BLOCK = "slow_update"
+
+
+def categorise(before: Trajectory, after: Trajectory) -> str:
+    if after.score.value > before.score.value:
+        return "improved"
+    if after.score.value < before.score.value:
+        return "regressed"
+    return "stable_success" if after.score.passed else "persistent_fail"
+
+
+def compare(
+    before: Sequence[Trajectory], after: Sequence[Trajectory]
+) -> tuple[dict[str, str], dict[str, int]]:
+    items = {b.item_id: categorise(b, a) for b, a in zip(before, after, strict=True)}
+    counts = Counter(items.values())
+    return items, {c: counts.get(c, 0) for c in CATEGORIES}
+
+
+async def slow_update_guidance(
+    previous: str,
+    current: str,
+    before: Sequence[Trajectory],
+    after: Sequence[Trajectory],
+    optimizer: ModelBackend,
+    *,
+    max_tokens: int,
+    seed: int,
+) -> tuple[dict[str, str], dict[str, int], OptimizerReply]:
+    items, counts = compare(before, after)
+    by_cat = {c: [a for a in after if items[a.item_id] == c][:4] for c in CATEGORIES}
+    user = render_prompt(
+        "slow_update_user",
+        previous=previous or "(empty document)",
+        current=current or "(empty document)",
+        n=len(after),
+        categories=", ".join(f"{c}: {n}" for c, n in counts.items()),
+        improved=render_trajectories(by_cat["improved"], limit=200),
+        regressed=render_trajectories(by_cat["regressed"], limit=200),
+        persistent=render_trajectories(by_cat["persistent_fail"], limit=200),
+    )
+    reply = await ask_structured(
+        optimizer, render_prompt("reflect_system"), user, SlowUpdateOutput,
+        max_tokens=max_tokens, seed=seed,
+    )  # fmt: skip
+    return items, counts, reply
+
+
+def epoch_outcomes(history: Sequence[dict[str, Any]], epoch: int) -> str:
+    rows = []
+    for rec in history:
+        if rec["epoch"] != epoch:
+            continue
+        verdict = "ACCEPTED" if rec["accepted"] else "rejected"
+        cand = rec.get("candidate_score")
+        rows.append(
+            f"- step {rec['step']} ({rec['kind']}): {rec['n_applied']} edits applied, {verdict}; "
+            f"gate {rec['incumbent_score']:.3f} -> "
+            f"{'n/a' if cand is None else format(cand, '.3f')} ({rec['gate_reason']})"
+        )
+    return "\n".join(rows) or "(no steps)"
+
+
+async def meta_skill_memo(
+    previous: str,
+    history: Sequence[dict[str, Any]],
+    patch_rows: Sequence[dict[str, Any]],
+    epoch: int,
+    optimizer: ModelBackend,
+    *,
+    max_tokens: int,
+) -> tuple[dict[str, Any], OptimizerReply]:
+    accepted = [
+        f"  accepted: {r['edit']['op']} in '{r['edit']['section']}': {r['edit']['content'][:160]!r}"
+        for r in patch_rows
+        if r.get("epoch") == epoch
+    ]
+    outcomes = epoch_outcomes(history, epoch) + ("\n" + "\n".join(accepted) if accepted else "")
+    inputs = {"previous": previous, "epoch": epoch, "outcomes": outcomes}
+    user = render_prompt("meta_skill_user", **{**inputs, "previous": previous or "(none yet)"})
+    reply = await ask_structured(
+        optimizer, render_prompt("reflect_system"), user, MetaSkillOutput,
+        max_tokens=max_tokens, seed=epoch,
+    )  # fmt: skip
+    return inputs, reply
+
+
+__all__ = ["CATEGORIES", "GUIDANCE_BLOCK", "categorise", "compare", "meta_skill_memo",
+           "slow_update_guidance"]  # fmt: skip

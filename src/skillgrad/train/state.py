@@ -1,0 +1,176 @@
+"""TrainState: everything a resumed run needs, advanced only by the pure functions here.
+
+The loop computes a step's outcome; ``advance`` turns (state, outcome) into the next state —
+acceptance, best skill, learning-rate decay, patience, rejected-edit buffer, history record.
+``runs/`` saves it atomically after every step: that file is the resume point.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from skillgrad.types import Edit, EditResult, GateResult, Trajectory, to_json
+
+
+@dataclass(frozen=True)
+class TrainState:
+    initial_skill: str = ""
+    skill: str = ""
+    skill_version: int = 0
+    global_step: int = 0
+    train_step: int = 0
+    epoch: int = 1
+    step_in_epoch: int = 0
+    current_score: float = 0.0
+    initial_score: float = 0.0
+    best_score: float = 0.0
+    best_version: int = 0
+    best_skill: str = ""
+    rejections: int = 0
+    since_improvement: int = 0
+    rejected_buffer: tuple[dict[str, Any], ...] = ()
+    meta_memo: str = ""
+    epoch_start_skill: str = ""
+    history: tuple[dict[str, Any], ...] = ()
+    conflicts: tuple[dict[str, Any], ...] = ()
+    val_ever_passed: dict[str, bool] = field(default_factory=dict)
+    status: str = "running"
+    stop_reason: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return to_json(self)  # type: ignore[no-any-return]
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> TrainState:
+        names = {f.name for f in dataclasses.fields(cls)}
+        kwargs = {k: v for k, v in data.items() if k in names}
+        for key in ("rejected_buffer", "history", "conflicts"):
+            kwargs[key] = tuple(kwargs.get(key, ()))
+        return cls(**kwargs)
+
+
+@dataclass(frozen=True)
+class StepOutcome:
+    """What one step (or slow update) produced, as the loop observed it."""
+
+    kind: str
+    lr: float
+    k: int
+    candidate: str
+    gate: GateResult | None
+    applied: tuple[EditResult, ...]
+    proposed: int = 0
+    merged: int = 0
+    conflicts: tuple[dict[str, Any], ...] = ()
+    selected: int = 0
+    train_score: float = 0.0
+    n_failures: int = 0
+    n_reflections: int = 0
+    n_failed_reflections: int = 0
+    gate_trajectories: tuple[Trajectory, ...] = ()
+    usage: dict[str, Any] = field(default_factory=dict)
+    timings: dict[str, float] = field(default_factory=dict)
+    skill_tokens: int = 0
+    candidate_tokens: int = 0
+    no_gate: bool = False
+
+
+def advance(
+    state: TrainState, out: StepOutcome, *, patience: int, buffer_size: int
+) -> TrainState:
+    """The next state after a step: accept or reject, track best, decay, patience, history."""
+    step = state.global_step + 1
+    accepted = out.gate is not None and out.gate.accepted
+    new_score = out.gate.candidate_score if accepted and out.gate else state.current_score
+    skill = out.candidate if accepted else state.skill
+    improved = accepted and new_score > state.best_score
+    applied_edits = [r.edit for r in out.applied if r.status == "applied"]
+    buffer = state.rejected_buffer
+    if out.gate is not None and not accepted and applied_edits:
+        entry = {
+            "step": step,
+            "edits": [to_json(e) for e in applied_edits],
+            "incumbent": out.gate.incumbent_score,
+            "candidate": out.gate.candidate_score,
+        }
+        buffer = (*buffer, entry)[-buffer_size:] if buffer_size else ()
+    ever = dict(state.val_ever_passed)
+    for t in out.gate_trajectories:
+        ever[t.item_id] = ever.get(t.item_id, False) or t.score.passed
+    record = _record(state, out, step, accepted, new_score, improved, len(applied_edits))
+    since = 0 if improved else state.since_improvement + 1
+    status, reason = state.status, state.stop_reason
+    if out.kind == "step" and since >= patience:
+        status, reason = "early_stopped", f"no improvement for {since} steps (patience {patience})"
+    return replace(
+        state,
+        skill=skill,
+        skill_version=step,
+        global_step=step,
+        train_step=state.train_step + (out.kind == "step"),
+        step_in_epoch=state.step_in_epoch + (out.kind == "step"),
+        current_score=new_score,
+        best_score=new_score if improved else state.best_score,
+        best_version=step if improved else state.best_version,
+        best_skill=skill if improved else state.best_skill,
+        rejections=state.rejections + (out.gate is not None and not accepted and out.kind == "step"),
+        since_improvement=since if out.kind == "step" else state.since_improvement,
+        rejected_buffer=buffer,
+        history=(*state.history, record),
+        conflicts=(*state.conflicts, *({"step": step, **c} for c in out.conflicts)),
+        val_ever_passed=ever,
+        status=status,
+        stop_reason=reason,
+    )
+
+
+def _record(
+    state: TrainState,
+    out: StepOutcome,
+    step: int,
+    accepted: bool,
+    new_score: float,
+    improved: bool,
+    n_applied: int,
+) -> dict[str, Any]:
+    g = out.gate
+    return {
+        "step": step,
+        "epoch": state.epoch,
+        "kind": out.kind,
+        "lr": round(out.lr, 6),
+        "k": out.k,
+        "train_score": round(out.train_score, 6),
+        "n_failures": out.n_failures,
+        "n_reflections": out.n_reflections,
+        "n_failed_reflections": out.n_failed_reflections,
+        "n_proposed": out.proposed,
+        "n_merged": out.merged,
+        "n_conflicts": len(out.conflicts),
+        "n_selected": out.selected,
+        "n_applied": n_applied,
+        "accepted": accepted,
+        "gate_reason": g.reason if g else "no edit applied: gate not run",
+        "incumbent_score": g.incumbent_score if g else state.current_score,
+        "candidate_score": g.candidate_score if g else None,
+        "gate_evaluated": g.evaluated if g else 0,
+        "gate_total": g.total if g else 0,
+        "early_rejected": g.early_rejected if g else False,
+        "val_score": new_score,
+        "best_score": new_score if improved else state.best_score,
+        "skill_version": step,
+        "skill_tokens": out.candidate_tokens if accepted else out.skill_tokens,
+        "candidate_tokens": out.candidate_tokens,
+        "no_gate": out.no_gate,
+        **out.usage,
+        "timings": {k: round(v, 3) for k, v in out.timings.items()},
+    }
+
+
+def edits_json(edits: list[Edit]) -> list[dict[str, Any]]:
+    return [to_json(e) for e in edits]
+
+
+__all__ = ["StepOutcome", "TrainState", "advance"]

@@ -1,0 +1,158 @@
+"""One training step: rollout -> reflect -> aggregate -> select -> update -> gate.
+
+Each phase is a function in its own module; this file wires them in method.md order, writes the
+step's artifacts, and hands the outcome to ``state.advance``.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from skillgrad.models.context import call_context
+from skillgrad.skill import Skill
+from skillgrad.train.aggregate import aggregate
+from skillgrad.train.context import RunContext
+from skillgrad.train.gate import GateOutcome, gate
+from skillgrad.train.reflect import ReflectConfig, reflect
+from skillgrad.train.rollout import mean_score, rollout
+from skillgrad.train.select import edits_allowed, effective_lr, select
+from skillgrad.train.state import StepOutcome, TrainState, advance
+from skillgrad.types import EditResult, Item, to_json
+
+
+def sample_batch(items: Sequence[Item], seed: int, epoch: int, index: int, size: int) -> list[Item]:
+    """The ``index``-th batch of an epoch: a seeded shuffle per (seed, epoch), then slices."""
+    order = list(items)
+    random.Random(f"{seed}:{epoch}").shuffle(order)
+    start = (index * size) % len(order)
+    batch = order[start : start + size]
+    return batch + order[: size - len(batch)] if len(batch) < size else batch
+
+
+def reflect_config(ctx: RunContext) -> ReflectConfig:
+    t = ctx.cfg.train
+    return ReflectConfig(
+        minibatch_size=t.minibatch_size,
+        max_edits=t.max_edits_per_reflection,
+        failure_only=t.failure_only,
+        deep_threshold=t.deep_reflect_threshold,
+        workers=ctx.cfg.hardware.analyst_workers,
+        max_tokens=t.optimizer_max_tokens,
+        temperature=ctx.cfg.models.optimizer.temperature,
+    )
+
+
+async def evaluate_candidate(
+    ctx: RunContext, step: int, candidate: str, incumbent: float, stage: str = "gate"
+) -> GateOutcome:
+    """Gate a candidate on the selection split (full evaluation, no decision, under --no-gate)."""
+    use_gate = ctx.cfg.train.gate
+    with call_context(stage, step):
+        return await gate(
+            ctx.task, ctx.items["val"], candidate, incumbent, ctx.target,
+            chunk=ctx.cfg.hardware.rollout_workers, store=ctx.store, progress=ctx.progress,
+            early_stop=use_gate, require_improvement=use_gate,
+        )  # fmt: skip
+
+
+async def training_step(ctx: RunContext, state: TrainState) -> TrainState:
+    t, step, timings = ctx.cfg.train, state.global_step + 1, {}
+    lr = effective_lr(ctx.schedule, state.train_step + 1, t.lr_decay_on_reject, state.rejections)
+    k = edits_allowed(lr)
+    ctx.emit("step_start", step=step, epoch=state.epoch, lr=lr, k=k)
+    batch = sample_batch(ctx.items["train"], t.seed, state.epoch, state.step_in_epoch, t.batch_size)
+    clock = time.monotonic()
+    with call_context("rollout", step):
+        trajs = await rollout(
+            ctx.task, batch, state.skill, ctx.target, workers=ctx.cfg.hardware.rollout_workers,
+            store=ctx.store, progress=ctx.progress,
+        )  # fmt: skip
+    timings["rollout"], clock = time.monotonic() - clock, time.monotonic()
+    with call_context("reflect", step):
+        refl = await reflect(
+            step, state.skill, trajs, ctx.optimizer, reflect_config(ctx),
+            meta_memo=state.meta_memo if t.use_meta_skill else "",
+            rejected=state.rejected_buffer, progress=ctx.progress,
+        )  # fmt: skip
+    agg = aggregate(refl.edits, t.merge_similarity)
+    with call_context("select", step):
+        sel = await select(
+            agg.edits, k, max_edit_tokens=t.max_edit_tokens, skill=state.skill,
+            optimizer=ctx.optimizer if t.rank_with_optimizer else None, step=step,
+            count=ctx.count_tokens,
+        )  # fmt: skip
+    timings["reflect"], clock = time.monotonic() - clock, time.monotonic()
+    candidate, report = Skill(state.skill).apply(sel.selected)
+    outcome = None
+    if any(r.status == "applied" for r in report):
+        outcome = await evaluate_candidate(ctx, step, candidate.text, state.current_score)
+    timings["gate"] = time.monotonic() - clock
+    files: dict[str, Any] = {
+        "trajectories.jsonl": trajs,
+        "reflections.json": refl.records,
+        "aggregate.json": {"edits": agg.edits, "merges": agg.merges, "conflicts": agg.conflicts},
+        "selection.json": {"lr": lr, "k": k, "selected": sel.selected, "dropped": sel.dropped,
+                           "ranking": sel.ranking},  # fmt: skip
+        "candidate.md": candidate.text,
+        "apply_report.json": report,
+        "gate.json": _gate_json(outcome),
+    }
+    ctx.run.write_artifacts(ctx.run.paths.step_dir(step), files)
+    result = StepOutcome(
+        kind="step", lr=lr, k=k, candidate=candidate.text,
+        gate=outcome.result if outcome else None, applied=tuple(report),
+        proposed=len(refl.edits), merged=len(agg.edits), conflicts=tuple(to_json(agg.conflicts)),
+        selected=len(sel.selected), train_score=mean_score(trajs),
+        n_failures=sum(not x.score.passed for x in trajs), n_reflections=refl.calls,
+        n_failed_reflections=refl.failed_calls,
+        gate_trajectories=outcome.trajectories if outcome else (),
+        usage=ctx.usage(step), timings=timings,
+        skill_tokens=ctx.count_tokens(state.skill), candidate_tokens=ctx.count_tokens(candidate.text),
+        no_gate=not t.gate,
+    )  # fmt: skip
+    return commit(ctx, state, result)
+
+
+def _gate_json(outcome: GateOutcome | None) -> dict[str, Any]:
+    if outcome is None:
+        return {"result": None, "reason": "no edit applied: gate not run"}
+    items = {t.item_id: t.score.value for t in outcome.trajectories}
+    return {"result": outcome.result, "items": items}
+
+
+def commit(ctx: RunContext, state: TrainState, out: StepOutcome) -> TrainState:
+    """Advance the state, log accepted edits with provenance, checkpoint, emit ``step_end``."""
+    t = ctx.cfg.train
+    new = advance(state, out, patience=t.patience, buffer_size=t.rejected_buffer_size)
+    record = new.history[-1]
+    if record["accepted"]:
+        ctx.run.append_patch_log(_patch_rows(state, out, new.global_step))
+    ctx.run.checkpoint(new)
+    ctx.emit("step_end", record=record, skill=new.skill)
+    if record["skill_tokens"] > 2 * max(1, ctx.count_tokens(state.skill)) + 200:
+        ctx.emit("warning", message=f"skill length jumped to {record['skill_tokens']} tokens")
+    return new
+
+
+def _patch_rows(state: TrainState, out: StepOutcome, step: int) -> list[dict[str, Any]]:
+    g = out.gate
+    return [
+        {
+            "step": step,
+            "epoch": state.epoch,
+            "source": r.edit.source,
+            "edit": to_json(r.edit),
+            "match": r.reason,
+            "gate_before": g.incumbent_score if g else None,
+            "gate_after": g.candidate_score if g else None,
+            "skill_version": step,
+        }
+        for r in out.applied
+        if isinstance(r, EditResult) and r.status == "applied"
+    ]
+
+
+__all__ = ["commit", "evaluate_candidate", "sample_batch", "training_step"]

@@ -1,0 +1,78 @@
+"""Deterministic fake models for end-to-end training tests (importable by file path).
+
+Task: ``skillgrad.testing.ToyTask`` (echo the word in UPPER CASE). The fake target answers in
+upper case only when the skill contains the rule "UPPERCASE" and no rule "lowercase". The fake
+optimizer first proposes a harmful rule ("Reply in lowercase only."); once that rule shows up in
+the rejected-edit buffer of its prompt, it proposes the helpful one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from typing import Any
+
+from skillgrad.testing import FunctionBackend, system_text, user_text
+from skillgrad.types import ChatRequest
+
+GOOD_RULE = "Always answer with the word in UPPERCASE."
+BAD_RULE = "Reply in lowercase only."
+
+
+def target_reply(request: ChatRequest) -> str:
+    skill = system_text(request)
+    word = user_text(request).removeprefix("Word: ").strip()
+    if "lowercase" in skill.lower():
+        return word.lower()
+    return word.upper() if "UPPERCASE" in skill else word
+
+
+def _rejected_section(prompt: str) -> str:
+    m = re.search(r"## Edits rejected earlier.*?\n(.*?)\n## ", prompt, re.DOTALL)
+    return m.group(1) if m else ""
+
+
+def optimizer_reply(request: ChatRequest) -> dict[str, Any] | str:
+    prompt = user_text(request)
+    if "Rank the candidate edits" in prompt:
+        return {"order": [0, 1, 2, 3]}
+    if "Longitudinal comparison" in prompt:
+        return {"guidance": "Keep answering with the single word in upper case."}
+    if "Revise the memo" in prompt:
+        return {"memo": "Format rules about letter case helped; lowercase rules hurt."}
+    if "Scored trajectories" in prompt or "systemic failure pattern" in prompt:
+        failed = re.findall(r"### item (\S+): score [0-9.]+ \(FAIL\)", prompt)
+        rule = GOOD_RULE if BAD_RULE in _rejected_section(prompt) else BAD_RULE
+        return {
+            "failure_patterns": [{"pattern": "answer not in upper case", "item_ids": failed}],
+            "edits": [{"op": "add", "section": "Output format", "content": rule,
+                       "rationale": "the expected answers are upper case"}],
+        }
+    raise AssertionError(f"unexpected optimizer prompt: {prompt[:300]}")
+
+
+def _logged(fn: Any, role: str) -> Any:
+    """Append a hash of each *completed* call to $SKILLGRAD_CALL_LOG (for the kill test)."""
+    path = os.environ.get("SKILLGRAD_CALL_LOG")
+
+    def wrapped(request: ChatRequest) -> Any:
+        reply = fn(request)
+        if path:
+            key = hashlib.sha256(json.dumps(request.cache_payload(), sort_keys=True).encode())
+            with open(path, "a", encoding="utf-8") as fh:
+                fh.write(f"{role} {key.hexdigest()}\n")
+        return reply
+
+    return wrapped
+
+
+def make_target(latency: float = 0.0) -> FunctionBackend:
+    return FunctionBackend(_logged(target_reply, "target"), name="function:fake-target",
+                           latency=latency)  # fmt: skip
+
+
+def make_optimizer(latency: float = 0.0) -> FunctionBackend:
+    return FunctionBackend(_logged(optimizer_reply, "optimizer"), name="function:fake-optimizer",
+                           latency=latency)  # fmt: skip
