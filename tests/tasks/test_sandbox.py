@@ -186,3 +186,10 @@ def test_bad_limits_are_rejected_clearly() -> None:
         run_code("pass", timeout_s=0, memory_mb=256)
     with pytest.raises(ValueError, match="memory_mb must be >="):
         run_code("pass", timeout_s=1, memory_mb=1)
+
+
+def test_network_modules_still_import() -> None:
+    # ssl and http.client subclass socket.socket at import time: the guard must not break them
+    code = "import ssl, http.client, urllib.request, json\n\ndef f():\n    return json.dumps([1])\n"
+    result = run_tests(code, "assert f() == '[1]'\n", timeout_s=10, memory_mb=256)
+    assert result.passed, result.summary()

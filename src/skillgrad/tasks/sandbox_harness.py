@@ -76,7 +76,13 @@ def install_guards(harness: Harness) -> None:
     def no_network(*args: object, **kwargs: object) -> None:
         harness.deny("network access")
 
-    for name in ("socket", "create_connection", "getaddrinfo", "socketpair", "create_server"):
+    class BlockedSocket(socket.socket):
+        # a class, not a function: ssl and http.client subclass socket.socket at import time
+        def __init__(self, *args: object, **kwargs: object) -> None:
+            harness.deny("network access")
+
+    socket.socket = BlockedSocket  # type: ignore[misc]
+    for name in ("create_connection", "getaddrinfo", "socketpair", "create_server"):
         setattr(socket, name, no_network)
     sys.addaudithook(harness.audit)
 
