@@ -109,7 +109,9 @@ class FakeLLMServer:
         self._httpd = ThreadingHTTPServer(("127.0.0.1", port), handler)
         self._httpd.daemon_threads = True
         self._httpd.block_on_close = False
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
         self._thread.start()
         return self
 
@@ -253,7 +255,9 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _anthropic(self, body: dict[str, Any], headers: dict[str, str]) -> None:
         fake = self.fake
-        if fake.api_key and headers.get("x-api-key") != fake.api_key:
+        # anthropic SDK 0.x sends x-api-key; 2.x sends the same key as a Bearer token
+        keys = {headers.get("x-api-key"), headers.get("authorization", "").removeprefix("Bearer ")}
+        if fake.api_key and fake.api_key not in keys:
             return self._error(401, "invalid x-api-key")
         if not headers.get("anthropic-version"):
             return self._error(400, "anthropic-version header is required")

@@ -7,6 +7,7 @@ whose ``input_schema`` is the response schema (schema in the prompt when that is
 
 from __future__ import annotations
 
+import inspect
 import json
 from typing import Any
 
@@ -72,6 +73,13 @@ def to_anthropic_tool(tool: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _accepts(fn: Any, param: str) -> bool:
+    try:
+        return param in inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return True
+
+
 class AnthropicBackend:
     def __init__(self, spec: ModelSpec, client: Any | None = None) -> None:
         env = spec.api_key_env or "ANTHROPIC_API_KEY"
@@ -96,6 +104,8 @@ class AnthropicBackend:
                 default_headers=headers if isinstance(headers, dict) else None,
             )
         self.client = client
+        # newer SDKs dropped `temperature` from messages.create; older ones (and the API) take it
+        self._takes_temperature = _accepts(client.messages.create, "temperature")
 
     def _kwargs(self, request: ChatRequest) -> tuple[dict[str, Any], str | None]:
         """Request arguments and the name of the forced response tool (if any)."""
@@ -110,8 +120,9 @@ class AnthropicBackend:
             "model": self.model,
             "max_tokens": self.max_tokens if self.max_tokens is not None else request.max_tokens,
             "messages": messages,
-            "temperature": request.temperature,
         }
+        if self._takes_temperature:
+            kwargs["temperature"] = request.temperature
         if system:
             kwargs["system"] = system
         if request.stop:
