@@ -7,7 +7,6 @@ before any model is called.
 from __future__ import annotations
 
 import difflib
-import random
 from pathlib import Path
 from typing import Any
 
@@ -23,13 +22,14 @@ from skillgrad.errors import (
 from skillgrad.models.base import ModelBackend
 from skillgrad.tasks.base import SPLITS, ChatTask, Split, failed_trajectory, skill_hash
 from skillgrad.tasks.loaders import (
-    FORMATS,
     Problems,
     Row,
     file_format,
     get_field,
+    ratio_split,
     read_rows,
     render,
+    split_files,
     template_fields,
 )
 from skillgrad.tasks.scorers import build_scorer
@@ -118,25 +118,6 @@ class DataTask(ChatTask):
         except ValueError:
             return str(path)
 
-    def _split_files(self, root: Path, split: str, problems: Problems) -> list[Path]:
-        folder = root / split
-        if folder.is_dir():
-            files = sorted(p for p in folder.iterdir() if p.suffix.lower() in FORMATS)
-            if not files:
-                problems.add(f"split folder {self._shown(folder)}/ has no {'/'.join(FORMATS)} file")
-            return files
-        files = [root / f"{split}{ext}" for ext in FORMATS if (root / f"{split}{ext}").is_file()]
-        if not files:
-            names = ", ".join(f"{split}{ext}" for ext in FORMATS)
-            problems.add(
-                f"missing split {split!r}: expected folder {self._shown(folder)}/ or a file "
-                f"{names} in {self._shown(root) or '.'}"
-            )
-        elif len(files) > 1:
-            problems.add(f"split {split!r} is ambiguous: {', '.join(map(self._shown, files))}")
-            return []
-        return files
-
     def _rows(self) -> dict[str, list[Row]]:
         opts, problems = self.options, self._problems
         if opts.split_dir is not None:
@@ -147,7 +128,7 @@ class DataTask(ChatTask):
                 return {s: [] for s in SPLITS}
             out: dict[str, list[Row]] = {}
             for split in SPLITS:
-                files = self._split_files(root, split, problems)
+                files = split_files(root, split, problems, self._shown)
                 if not files:
                     self._missing.add(split)
                 out[split] = [row for f in files for row in self._read(f)]
@@ -162,7 +143,7 @@ class DataTask(ChatTask):
         if not rows:  # one message, not three "empty split" ones
             problems.add(f"data file {self._shown(path)} has no usable rows")
             self._missing.update(SPLITS)
-        return self._ratio_split(rows)
+        return ratio_split(rows, opts.ratios, opts.seed)
 
     def _empty_reason(self, split: str) -> str:
         if self.options.file is None:
@@ -172,20 +153,6 @@ class DataTask(ChatTask):
 
     def _read(self, path: Path) -> list[Row]:
         return read_rows(path, self._shown(path), self._problems)
-
-    def _ratio_split(self, rows: list[Row]) -> dict[str, list[Row]]:
-        shuffled = list(rows)
-        random.Random(self.options.seed).shuffle(shuffled)
-        total = sum(self.options.ratios.get(s, 0.0) for s in SPLITS)
-        n = len(shuffled)
-        n_val = round(n * self.options.ratios.get("val", 0.0) / total)
-        n_test = round(n * self.options.ratios.get("test", 0.0) / total)
-        n_train = max(0, n - n_val - n_test)
-        return {
-            "train": shuffled[:n_train],
-            "val": shuffled[n_train : n_train + n_val],
-            "test": shuffled[n_train + n_val :],
-        }
 
     def _item_id(self, row: Row) -> str | None:
         field = self.options.id_field

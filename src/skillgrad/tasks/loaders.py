@@ -8,12 +8,15 @@ from __future__ import annotations
 import csv
 import io
 import json
+import random
 import string
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from skillgrad.errors import ConfigError, DataError
+from skillgrad.tasks.base import SPLITS, Split
 
 FORMATS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv", ".json": "json"}
 
@@ -152,6 +155,47 @@ def _read_json(text: str, shown: str, problems: Problems) -> list[Row]:
     return rows
 
 
+def split_files(
+    root: Path, split: str, problems: Problems, shown: Callable[[Path], str]
+) -> list[Path]:
+    """The files of one split under ``root``: folder ``root/split/`` (every data file in it) or a
+    single ``root/split.<ext>``. A missing or ambiguous split is a problem and yields []."""
+    folder = root / split
+    if folder.is_dir():
+        files = sorted(p for p in folder.iterdir() if p.suffix.lower() in FORMATS)
+        if not files:
+            problems.add(f"split folder {shown(folder)}/ has no {'/'.join(FORMATS)} file")
+        return files
+    files = [root / f"{split}{ext}" for ext in FORMATS if (root / f"{split}{ext}").is_file()]
+    if not files:
+        names = ", ".join(f"{split}{ext}" for ext in FORMATS)
+        problems.add(
+            f"missing split {split!r}: expected folder {shown(folder)}/ or a file "
+            f"{names} in {shown(root) or '.'}"
+        )
+    elif len(files) > 1:
+        problems.add(f"split {split!r} is ambiguous: {', '.join(map(shown, files))}")
+        return []
+    return files
+
+
+def ratio_split(rows: list[Row], ratios: Mapping[Split, float], seed: int) -> dict[str, list[Row]]:
+    """Shuffle with ``seed`` and cut into train/val/test by ``ratios`` (normalised to sum 1);
+    the same rows, ratios and seed always give the same split."""
+    shuffled = list(rows)
+    random.Random(seed).shuffle(shuffled)
+    total = sum(ratios.get(s, 0.0) for s in SPLITS)
+    n = len(shuffled)
+    n_val = round(n * ratios.get("val", 0.0) / total)
+    n_test = min(n - n_val, round(n * ratios.get("test", 0.0) / total))
+    n_train = n - n_val - n_test
+    return {
+        "train": shuffled[:n_train],
+        "val": shuffled[n_train : n_train + n_val],
+        "test": shuffled[n_train + n_val :],
+    }
+
+
 def get_field(data: Any, path: str) -> tuple[bool, Any]:
     """Look up a dotted path (``a.b``, ``choices.0``) in nested dicts/lists."""
     for part in path.split("."):
@@ -227,7 +271,9 @@ __all__ = [
     "Row",
     "file_format",
     "get_field",
+    "ratio_split",
     "read_rows",
     "render",
+    "split_files",
     "template_fields",
 ]
