@@ -25,7 +25,7 @@ RunDirArg = Annotated[Path, typer.Argument(help="A run directory (<output_root>/
 
 
 def _fail(exc: Exception) -> typer.Exit:
-    Console(stderr=True).print(f"[bold red]error:[/] {escape(str(exc))}")
+    Console(stderr=True, soft_wrap=True).print(f"[bold red]error:[/] {escape(str(exc))}")
     return typer.Exit(2)
 
 

@@ -39,6 +39,8 @@ def build_summary(
     run_name: str,
     status: str | None = None,
     stop_reason: str | None = None,
+    models: tuple[str, str] | None = None,
+    deterministic: bool = True,
 ) -> dict[str, Any]:
     history = list(state.history)
     counts = _edit_counts(history)
@@ -48,8 +50,8 @@ def build_summary(
         "status": status or state.status,
         "stop_reason": stop_reason if stop_reason is not None else state.stop_reason,
         "task": cfg.env.task,
-        "optimizer_model": cfg.models.optimizer.name,
-        "target_model": cfg.models.target.name,
+        "optimizer_model": models[0] if models else cfg.models.optimizer.name,
+        "target_model": models[1] if models else cfg.models.target.name,
         "steps": len(steps),
         "slow_updates": len(history) - len(steps),
         "epochs_completed": state.epoch if state.status == "finished" else state.epoch - 1,
@@ -70,12 +72,20 @@ def build_summary(
         "usage": {role: dict(v) for role, v in usage.items()},
         "no_gate": not cfg.train.gate,
         "warnings": warnings_for(cfg),
-        "nondeterministic_scorers": bool(getattr(cfg.env, "options", {}).get("llm_judge", False)),
+        "nondeterministic_scorers": not deterministic,
     }
 
 
 def _fmt(x: float | None) -> str:
     return "n/a" if x is None else f"{x:.3f}"
+
+
+def _verdict(r: dict[str, Any]) -> str:
+    if r["accepted"]:
+        return "accepted"
+    if r["early_rejected"]:
+        return "early-rejected"
+    return "rejected" if r["gate_evaluated"] else "no edit applied"
 
 
 def render_report(summary: dict[str, Any], history: Sequence[dict[str, Any]]) -> str:
@@ -107,8 +117,7 @@ def render_report(summary: dict[str, Any], history: Sequence[dict[str, Any]]) ->
     lines += ["", "## Steps", "", "| step | epoch | kind | lr | k | applied | gate | val | tokens |",
               "|---:|---:|---|---:|---:|---:|---|---:|---:|"]  # fmt: skip
     for r in history:
-        verdict = "accepted" if r["accepted"] else ("early-rejected" if r["early_rejected"] else
-                                                    "rejected")  # fmt: skip
+        verdict = _verdict(r)
         lines.append(
             f"| {r['step']} | {r['epoch']} | {r['kind']} | {r['lr']:.2f} | {r['k']} | "
             f"{r['n_applied']} | {verdict} | {r['val_score']:.3f} | {r['skill_tokens']} |"
@@ -117,6 +126,8 @@ def render_report(summary: dict[str, Any], history: Sequence[dict[str, Any]]) ->
     lines += ["", "## Persistent failures", "",
               ("Validation items that failed under every skill version evaluated (a task-structure "
                "mismatch rather than a skill deficit): " + ", ".join(pf)) if pf else "None."]  # fmt: skip
+    if s.get("nondeterministic_scorers"):
+        lines += ["", "Note: a scorer of this task is an LLM judge (non-deterministic)."]
     if s["warnings"]:
         lines += ["", "## Warnings", "", *(f"- {w}" for w in s["warnings"])]
     return "\n".join(lines) + "\n"
