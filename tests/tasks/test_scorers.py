@@ -4,6 +4,7 @@ whitespace, empty output, None references; plus the spec builder's errors."""
 from __future__ import annotations
 
 import math
+import random
 from pathlib import Path
 from typing import Any
 
@@ -436,3 +437,16 @@ def test_llm_judge_sync_score_outside_an_event_loop() -> None:
     )
     score = LLMJudgeScorer(RUBRIC, backend=backend).score("Lyon", judge_item())
     assert score == Score(0.0, False, "judge: no")
+
+
+@pytest.mark.parametrize("name", CHEAP)
+def test_seeded_garbage_never_crashes_a_scorer(name: str) -> None:
+    pool = [*'0123456789,.-+eE%$€ ()[]{}":AaBbCcDd\n\t', "−", "４", "é", "\u200b", "```", "ß"]
+    refs = {"json_fields": {"a": 1, "b": "x"}, "choice": "C"}
+    rng = random.Random(name)
+    scorer = build_scorer(name)
+    for _ in range(300):
+        output = "".join(rng.choice(pool) for _ in range(rng.randint(0, 40)))
+        item = Item("g", {"options": ["p", "q", "r", "s"]}, refs.get(name, "1,000"))
+        score = scorer.score(output, item)
+        assert 0.0 <= score.value <= 1.0 and score.feedback
