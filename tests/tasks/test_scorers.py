@@ -122,6 +122,8 @@ def test_token_f1_partial_credit_threshold_and_feedback() -> None:
         ("so x = .5", 0.5),
         ("Answer:\n\n   42.0   ", "42"),
         ("-$3.50", "-3.5"),
+        ("3/4", 0.75),
+        ("half: 1/2.", "2/4"),
     ],
 )
 def test_numeric_understands_numbers_written_differently(output: str, reference: Any) -> None:
@@ -168,6 +170,7 @@ def test_numeric_no_number_and_bad_reference() -> None:
 def test_find_numbers_does_not_invent_negatives_or_read_words() -> None:
     values = [n.value for n in find_numbers("COVID-19 pages 3-5, H2O, v2, 1,5 and -2")]
     assert values == [19, 3, 5, 1, 5, -2]
+    assert [n.value for n in find_numbers("due 1/2/2024, ratio 24/8")] == [1, 3]
 
 
 # -- choice -------------------------------------------------------------------------------------

@@ -67,17 +67,27 @@ class Number:
 
 
 _NUMBER = re.compile(
-    r"(?<![A-Za-z0-9.])"  # not the tail of a word ("H2O") or of another number
+    r"(?<![A-Za-z0-9./])"  # not the tail of a word ("H2O"), another number or a date
     r"(?P<sign>[-+])?(?P<cur>[$€£¥]\s?)?(?P<sign2>[-+])?"
-    r"(?P<body>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+)"
+    r"(?P<body>(?P<num>\d+)/(?P<den>\d+)(?![/\d])"  # a plain fraction, not a date like 1/2/2024
+    r"|\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+)"
     r"(?:[eE](?P<exp>[-+]?\d+))?"
     r"(?P<pct>\s?%)?"
 )
 
 
+def _value(m: re.Match[str]) -> float:
+    if m.group("den"):
+        return int(m.group("num")) / int(m.group("den"))
+    raw = m.group("body").replace(",", "")
+    if m.group("exp"):
+        raw += "e" + m.group("exp")
+    return float(raw)
+
+
 def find_numbers(text: str) -> list[Number]:
     """Every number in ``text``, in order. Commas are thousands separators only in groups of
-    three ("1,000" is one number, "1,5" is two)."""
+    three ("1,000" is one number, "1,5" is two); "3/4" is 0.75 (but "1/2/2024" is no fraction)."""
     text = nfkc(text)
     out: list[Number] = []
     for m in _NUMBER.finditer(text):
@@ -85,12 +95,9 @@ def find_numbers(text: str) -> list[Number]:
         start = m.start("sign") if m.group("sign") else m.start()
         if sign and start > 0 and text[start - 1].isalnum():
             sign = ""  # "3-5" is a range and "COVID-19" a name, not negative numbers
-        raw = m.group("body").replace(",", "")
-        if m.group("exp"):
-            raw += "e" + m.group("exp")
         try:
-            value = float(raw)
-        except ValueError:
+            value = _value(m)
+        except (ValueError, ZeroDivisionError, OverflowError):
             continue
         if not math.isfinite(value):
             continue
