@@ -10,7 +10,7 @@ import pytest
 # tests/ is not a package; make tests/fixtures_runs.py importable from here.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from fixtures_runs import build_run  # noqa: E402
+from fixtures_runs import build_run
 
 
 @pytest.fixture

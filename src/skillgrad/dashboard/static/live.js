@@ -21,13 +21,16 @@
     el("line", {x1: PAD, y1: H - PAD, x2: W - 10, y2: H - PAD, "class": "axis"}, svg);
     el("line", {x1: PAD, y1: 10, x2: PAD, y2: H - PAD, "class": "axis"}, svg);
     if (!pts.length) { return; }
-    var maxStep = Math.max.apply(null, pts.map(function (p) { return p.step; }).concat([1]));
-    var x = function (s) { return PAD + (W - PAD - 20) * s / maxStep; };
+    var steps = pts.map(function (p) { return p.step; });
+    var minStep = Math.min.apply(null, steps), maxStep = Math.max.apply(null, steps);
+    var span = Math.max(1, maxStep - minStep);
+    var x = function (s) { return PAD + 10 + (W - PAD - 30) * (s - minStep) / span; };
     var y = function (v) { return H - PAD - (H - PAD - 20) * Math.max(0, Math.min(1, v)); };
     [0, 0.5, 1].forEach(function (v) {
       el("text", {x: 4, y: y(v) + 4}, svg).textContent = String(v);
     });
-    el("text", {x: W - 40, y: H - 8}, svg).textContent = "step " + maxStep;
+    el("text", {x: PAD, y: H - 8}, svg).textContent = "step " + minStep;
+    el("text", {x: W - 50, y: H - 8}, svg).textContent = "step " + maxStep;
     var line = function (key) {
       return pts.filter(function (p) { return typeof p[key] === "number"; })
         .map(function (p) { return x(p.step) + "," + y(p[key]); }).join(" ");
