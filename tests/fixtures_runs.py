@@ -198,7 +198,7 @@ def _step_files(paths: RunPaths, plan: PlannedStep, before: str, candidate: str,
         apply = [{"edit": e, "status": "applied", "reason": ""} for e in edits]
         atomic_write_json(d / "apply_report.json", apply)
     atomic_write_text(d / "candidate.md", candidate)
-    gate = {
+    result = {
         "accepted": plan.accepted,
         "incumbent_score": round(plan.val_score - 0.1, 3),
         "candidate_score": plan.val_score if plan.accepted else round(plan.val_score - 0.2, 3),
@@ -206,8 +206,8 @@ def _step_files(paths: RunPaths, plan: PlannedStep, before: str, candidate: str,
         "total": 6,
         "early_rejected": not plan.accepted,
         "reason": "candidate better" if plan.accepted else "early reject: cannot catch up",
-        "items": {f"val-{i}": float(i % 3 != 2) for i in range(6)},
     }
+    gate = {"result": result, "items": {f"val-{i}": float(i % 3 != 2) for i in range(6)}}
     atomic_write_json(d / "gate.json", gate)
 
 

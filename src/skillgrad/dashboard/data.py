@@ -73,6 +73,7 @@ def step_edits(run: RunData) -> list[dict[str, Any]]:
         step = int(rec["step"])
         det = step_details(run.root, step)
         gate = det["gate"] or {}
+        gate = gate.get("result", gate)  # {"result": GateResult, "items": {...}}
         out.append({
             "step": step,
             "accepted": bool(rec.get("accepted")),
