@@ -211,6 +211,8 @@ def test_choice_without_options_and_custom_labels() -> None:
     assert run("choice", "answer: c", "C", {}).passed
     five = {"options": {"A": "x", "B": "y", "C": "z", "D": "w", "E": "v"}}
     assert run({"name": "choice", "labels": "ABCDE"}, "E", "E", five).passed
+    from_csv = {"options": '["Paris", "Lyon", "Nice"]'}  # a CSV cell holding a JSON list
+    assert run("choice", "I'd say Nice", "C", from_csv).passed
     bad = run("choice", "A", "Rome", OPTS)
     assert not bad.passed and "not a label or option" in bad.feedback
 
@@ -226,6 +228,8 @@ def test_regex_fullmatch_and_search() -> None:
     assert run({**spec, "mode": "search"}, "Date: 2024-01-31", None).passed
     assert run({"name": "regex", "ignore_case": True}, "YES", "yes|no").passed
     assert run("regex", "２０２４", r"\d+").passed  # NFKC before matching
+    assert run("regex", "no", ["yes", "no"]).passed  # a list reference: any pattern
+    assert "/yes/" in run("regex", "maybe", ["yes", "no"]).feedback
 
 
 def test_regex_bad_patterns() -> None:

@@ -31,6 +31,11 @@ class ChoiceScorer(BaseScorer):
 
     def _options(self, item: Item) -> dict[str, str]:
         raw = item.input.get(self.options_field) if isinstance(item.input, dict) else None
+        if isinstance(raw, str) and raw.strip()[:1] in ("[", "{"):  # a CSV cell holding JSON
+            try:
+                raw = json.loads(raw)
+            except json.JSONDecodeError:
+                raw = None
         if isinstance(raw, dict):
             return {str(k).strip().upper(): str(v) for k, v in raw.items()}
         if isinstance(raw, (list, tuple)):

@@ -217,8 +217,8 @@ class NumericScorer(BaseScorer):
 
 
 class RegexScorer(BaseScorer):
-    """The output (NFKC, trimmed) matches ``pattern`` (or the reference used as a pattern);
-    ``mode`` fullmatch (default) or search; ``ignore_case``."""
+    """The output (NFKC, trimmed) matches ``pattern``, or the reference used as a pattern (a list
+    reference: any of several patterns). ``mode`` fullmatch (default) or search; ``ignore_case``."""
 
     name = "regex"
 
@@ -243,21 +243,27 @@ class RegexScorer(BaseScorer):
     def check_reference(self, reference: Any) -> str | None:
         if self.pattern is not None:
             return None
-        try:
-            re.compile(str(reference))
-        except re.error as exc:
-            return f"reference {short(reference)} is not a valid regex: {exc}"
+        for ref in references(reference):
+            try:
+                re.compile(ref)
+            except re.error as exc:
+                return f"reference {short(ref)} is not a valid regex: {exc}"
         return None
 
     def describe(self, item: Item) -> str:
-        pat = self.pattern.pattern if self.pattern is not None else str(item.reference)
-        return f"text matching /{pat}/"
+        pats = [self.pattern.pattern] if self.pattern is not None else references(item.reference)
+        return "text matching " + " or ".join(f"/{p}/" for p in pats)
 
     def _score(self, output: str, item: Item) -> Score:
+        if self.pattern is not None:
+            return self._one(output, self.pattern)
         try:
-            pattern = self.pattern or self._compile(str(item.reference))
+            patterns = [self._compile(ref) for ref in references(item.reference)]
         except ConfigError as exc:
             return Score(0.0, False, f"cannot score: {exc}")
+        return _best([self._one(output, p) for p in patterns])
+
+    def _one(self, output: str, pattern: re.Pattern[str]) -> Score:
         text = nfkc(output).strip()
         match = pattern.fullmatch(text) if self.mode == "fullmatch" else pattern.search(text)
         if match:
