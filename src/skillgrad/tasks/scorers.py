@@ -3,8 +3,8 @@
 A spec is a name (``"numeric"``), a dict (``{name: numeric, tolerance: 0.01}``), a
 ``module:attr`` / ``file.py:attr`` (a Scorer class, a scorer object, or a plain function
 ``f(output, item) -> Score | float | bool``), or a name registered in the entry-point group
-``skillgrad.scorers``. The classes live in ``scorers_text``, ``scorers_structured`` and
-``scorers_delegate``; this module only names them.
+``skillgrad.scorers``. The classes live in ``scorers_text``, ``scorers_pattern``,
+``scorers_structured`` and ``scorers_delegate``; this module only names them.
 """
 
 from __future__ import annotations
@@ -16,14 +16,13 @@ from skillgrad.errors import ConfigError
 from skillgrad.models.base import ModelBackend
 from skillgrad.tasks.base import Scorer
 from skillgrad.tasks.scorers_delegate import CallableScorer, CodeTestsScorer, LLMJudgeScorer
+from skillgrad.tasks.scorers_pattern import ContainsScorer, RegexScorer
 from skillgrad.tasks.scorers_structured import ChoiceScorer, JsonFieldsScorer
 from skillgrad.tasks.scorers_text import (
     BaseScorer,
-    ContainsScorer,
     ExactScorer,
     NormalizedScorer,
     NumericScorer,
-    RegexScorer,
     TokenF1Scorer,
 )
 
