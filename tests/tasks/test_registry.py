@@ -105,6 +105,10 @@ def test_task_errors_say_what_to_fix(tmp_path: Path) -> None:
 def test_scorer_names_and_builtins() -> None:
     assert set(SCORERS) <= set(scorer_names())
     assert isinstance(load_scorer("numeric", {"tolerance": 0.5}), NumericScorer)
+    by_path = load_scorer("skillgrad.tasks.scorers:NumericScorer", {"tolerance": 0.5})
+    assert isinstance(by_path, NumericScorer) and by_path.tolerance == 0.5
+    with pytest.raises(ConfigError, match=r"Did you mean 'exact'\?"):
+        load_scorer("exakt")
 
 
 def test_scorer_entry_point_group(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
