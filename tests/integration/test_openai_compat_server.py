@@ -13,7 +13,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # for `tests.serve
 from tests.servers import serve
 
 from skillgrad.errors import PermanentModelError
-from skillgrad.models.factory import build_backend
+from skillgrad.models.factory import aclose_backend, build_backend
 from skillgrad.models.metering import MeteredBackend
 from skillgrad.models.ratelimit import LimiterRegistry
 from skillgrad.models.spec import ModelSpec
@@ -118,4 +118,17 @@ async def test_metered_calls_are_cached_and_ledgered(tmp_path: Path) -> None:
         assert first.text == second.text and second.cached and not first.cached
         assert server.count() == 1
         assert cache.totals()["target"]["calls"] == 1
+        cache.close()
+
+
+async def test_aclose_backend_closes_the_sdk_connection_pool(tmp_path: Path) -> None:
+    with serve() as server:
+        backend = build_backend(spec_for(server.base_url), LimiterRegistry())
+        cache = CallCache(tmp_path / "calls.sqlite")
+        metered = MeteredBackend(backend, cache, role="target")
+        await metered.complete(ask("hi"))
+        wire = backend.inner.inner  # type: ignore[attr-defined]
+        assert not wire.client.is_closed()
+        await aclose_backend(metered)
+        assert wire.client.is_closed()
         cache.close()

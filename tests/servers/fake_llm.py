@@ -106,9 +106,7 @@ class FakeLLMServer:
 
     def start(self, port: int = 0) -> FakeLLMServer:
         handler = type("Handler", (_Handler,), {"fake": self})
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", port), handler)
-        self._httpd.daemon_threads = True
-        self._httpd.block_on_close = False
+        self._httpd = _Server(("127.0.0.1", port), handler)
         self._thread = threading.Thread(
             target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
         )
@@ -140,6 +138,13 @@ def serve(**kwargs: Any) -> Iterator[FakeLLMServer]:
         yield server
     finally:
         server.stop()
+
+
+class _Server(ThreadingHTTPServer):
+    # the default backlog of 5 drops connections when 50 clients connect at once
+    request_queue_size = 256
+    daemon_threads = True
+    block_on_close = False
 
 
 class _Handler(BaseHTTPRequestHandler):

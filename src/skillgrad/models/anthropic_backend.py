@@ -145,6 +145,10 @@ class AnthropicBackend:
             kwargs["extra_body"] = self.body
         return kwargs, tool_name
 
+    async def aclose(self) -> None:
+        """Close the SDK's HTTP connection pool (call before the event loop ends)."""
+        await self.client.close()
+
     async def complete(self, request: ChatRequest) -> Completion:
         kwargs, tool_name = self._kwargs(request)
         try:

@@ -90,6 +90,24 @@ def build_backend(spec: ModelSpec, limiters: LimiterRegistry, *, rng_seed: int =
     )
 
 
+async def aclose_backend(backend: object) -> None:
+    """Close every layer of a wrapped backend that holds connections (``aclose``), walking
+    ``.inner`` from the outermost wrapper (MeteredBackend included) to the raw backend.
+
+    Call it before the event loop that used the backend ends, so the SDKs' connection pools
+    are not closed from a dead loop."""
+    seen: set[int] = set()
+    layer: object | None = backend
+    while layer is not None and id(layer) not in seen:
+        seen.add(id(layer))
+        # the class's own method: wrappers forward attributes via __getattr__, and a
+        # forwarded aclose would close the same layer twice
+        close = getattr(type(layer), "aclose", None)
+        if close is not None:
+            await close(layer)
+        layer = getattr(layer, "inner", None)
+
+
 def parse_model_arg(value: str | dict[str, Any] | ModelSpec) -> ModelSpec:
     """``"openai:gpt-4o-mini"`` (or a dict / spec) -> ModelSpec, checking the provider."""
     spec = ModelSpec.parse(value)
@@ -101,4 +119,4 @@ def parse_model_arg(value: str | dict[str, Any] | ModelSpec) -> ModelSpec:
     return spec
 
 
-__all__ = ["build_backend", "build_raw_backend", "parse_model_arg"]
+__all__ = ["aclose_backend", "build_backend", "build_raw_backend", "parse_model_arg"]

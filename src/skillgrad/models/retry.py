@@ -72,7 +72,8 @@ class RetryBackend:
         if self.timeout_s is None:
             return await self.inner.complete(request)
         try:
-            return await asyncio.wait_for(self.inner.complete(request), self.timeout_s)
+            async with asyncio.timeout(self.timeout_s):  # no extra task, unlike wait_for
+                return await self.inner.complete(request)
         except TimeoutError:
             raise TransientModelError(
                 f"{self.name}: no answer within timeout_s={self.timeout_s:g}s "
