@@ -68,11 +68,15 @@ def _logged(fn: Any, role: str) -> Any:
     return wrapped
 
 
-def make_target(latency: float = 0.0) -> FunctionBackend:
-    return FunctionBackend(_logged(target_reply, "target"), name="function:fake-target",
-                           latency=latency)  # fmt: skip
+class FakeTarget(FunctionBackend):
+    def __init__(self, latency: float = 0.0) -> None:
+        super().__init__(_logged(target_reply, "target"), "function:fake-target", latency)
 
 
-def make_optimizer(latency: float = 0.0) -> FunctionBackend:
-    return FunctionBackend(_logged(optimizer_reply, "optimizer"), name="function:fake-optimizer",
-                           latency=latency)  # fmt: skip
+class FakeOptimizer(FunctionBackend):
+    def __init__(self, latency: float = 0.0) -> None:
+        super().__init__(_logged(optimizer_reply, "optimizer"), "function:fake-optimizer", latency)
+
+
+make_target = FakeTarget
+make_optimizer = FakeOptimizer

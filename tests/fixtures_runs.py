@@ -276,9 +276,12 @@ def build_run(
         for e in plan.edits:
             candidate = apply_edit(candidate, e)
         _step_files(paths, plan, skill, candidate, cur_lr)
+        # Like the loop: every step writes the skill in force after it (version = step).
+        version = plan.step
         if plan.accepted:
-            skill, version = candidate, plan.step
-            atomic_write_text(paths.skill_version(version), skill)
+            skill = candidate
+        atomic_write_text(paths.skill_version(version), skill)
+        if plan.accepted:
             for e in plan.edits:
                 append_jsonl(paths.patch_log, {
                     "step": plan.step, "epoch": plan.epoch, "source": plan.source,

@@ -30,7 +30,8 @@ def test_default_diff_is_initial_vs_best(run_dir: Path) -> None:
 
 
 def test_diff_between_steps_resolves_rejected_steps(run_dir: Path) -> None:
-    # step 5 was rejected: the skill in force after it is version 4
+    # a step without its own version file resolves to the latest version before it
+    (run_dir / "skills" / "skill_v0005.md").unlink()
     text = skill_diff(run_dir, 5, 7)
     assert "--- step 5 (skill_v0004.md)" in text and "+++ step 7 (skill_v0007.md)" in text
     added = [x for x in text.splitlines() if x.startswith("+") and not x.startswith("+++")]
@@ -74,8 +75,8 @@ def test_blame_attributes_every_line(run_dir: Path) -> None:
 
 
 def test_blame_is_honest_about_unexplained_lines(run_dir: Path) -> None:
-    # Someone edited version 4 by hand; versions 6 and the best skill carry the line on.
-    for v in (4, 6):
+    # Someone edited version 4 by hand; versions 5, 6 and the best skill carry the line on.
+    for v in (4, 5, 6):
         p = run_dir / "skills" / f"skill_v{v:04d}.md"
         p.write_text(p.read_text() + "Hand-written line.\n")
     best = run_dir / "best_skill.md"

@@ -237,7 +237,8 @@ async def test_tool_use_benchmark_wrong_answer_and_no_tool_feedback() -> None:
     assert traj.score.value == 0 and "no tool was called" in traj.score.feedback
     assert f"expected {item.reference}" in traj.score.feedback
     partial = task.score(f"{item.reference} or maybe 1", item)
-    assert partial.value == 0.5 and not partial.passed
+    assert partial.value == pytest.approx(0.2) and not partial.passed
+    assert task.score(" ".join(str(n) for n in range(200)), item).value == 0.0
     assert task.score(f"It is {item.reference}.", item).value == 1.0
 
 
@@ -253,3 +254,15 @@ def test_tool_use_benchmark_splits_are_disjoint_and_deterministic() -> None:
 def test_tool_use_benchmark_rejects_bad_options() -> None:
     with pytest.raises(ConfigError, match="tool_protocol must be one of native, text, auto"):
         ToolUseBenchmark(tool_protocol="xml")  # type: ignore[arg-type]
+
+
+async def test_tool_use_partial_credit_for_calling_the_needed_tools() -> None:
+    task = ToolUseBenchmark(n_train=20, seed=2, tool_protocol="text")
+    item = next(i for i in task.load_split("train") if i.meta["needs"] == ["lookup_stock"])
+    product = item.input.split()[2]
+    backend = ScriptedBackend()
+    backend.expect("How many", f'CALL lookup_stock {{"item": "{product}"}}')
+    backend.expect(f"RESULT lookup_stock: {item.reference}", "FINAL: 100000")
+    traj = await task.rollout(item, "", backend)
+    assert traj.score.value == pytest.approx(0.3) and not traj.score.passed
+    assert f"tools called: lookup_stock({{'item': '{product}'}})" in traj.score.feedback

@@ -26,8 +26,11 @@ TEXT_PROTOCOL = """## Tools
 Tools you can call:
 {tools}
 To call a tool, reply with one line: CALL tool_name {{"argument": value}}
+Example: {example}
 The result comes back as: RESULT tool_name: ...
 When you know the answer, reply: FINAL: your answer"""
+NEXT = "\nNext: CALL another tool, or reply FINAL: your answer"
+_SAMPLES: dict[str, Any] = {"string": "text", "integer": 2, "number": 2.5, "boolean": True}
 
 NATIVE_NOTE = "## Tools\nCall the tools you need. When you know the answer, reply with it as text."
 
@@ -99,12 +102,20 @@ class ToolTask:
     def score_trajectory(self, output: str, item: Item, steps: tuple[dict[str, Any], ...]) -> Score:
         return self.score(output, item)
 
+    def protocol_example(self, tools: list[Tool]) -> str:
+        """One example call shown in the text protocol (weak models copy examples well)."""
+        if not tools:
+            return "CALL tool_name {}"
+        props = tools[0].parameters.get("properties", {})
+        args = {k: _SAMPLES.get(v.get("type", ""), "text") for k, v in props.items()}
+        return f"CALL {tools[0].name} {json.dumps(args)}"
+
     def system_message(self, skill: str, tools: list[Tool]) -> str:
         if self.tool_protocol == "native":
             note = NATIVE_NOTE
         else:
             lines = "\n".join(f"- {t.signature()}: {t.description}" for t in tools)
-            note = TEXT_PROTOCOL.format(tools=lines)
+            note = TEXT_PROTOCOL.format(tools=lines, example=self.protocol_example(tools))
         return f"{skill.strip()}\n\n{note}" if skill.strip() else note
 
     async def rollout(self, item: Item, skill: str, backend: ModelBackend) -> Trajectory:
@@ -125,7 +136,7 @@ class ToolTask:
                 return run.finish(answer)
         return run.failed(
             f"step limit reached: {self.max_steps} model turns without a final answer "
-            f"({run.n_calls} tool calls made)"
+            f"({run.n_calls} tool calls made{run.last_call()})"
         )
 
 
@@ -152,6 +163,8 @@ class _Run:
             temperature=self.task.temperature,
             max_tokens=self.task.max_tokens,
             tools=self.schemas if native else (),
+            # text protocol: stop before the model invents the tool's result itself
+            stop=("\nRESULT",) if self.task.tool_protocol != "native" else (),
         )
 
     async def take(self, completion: Completion, turn: int) -> str | None:
@@ -178,7 +191,7 @@ class _Run:
         if parsed.kind != "call":
             return parsed.answer
         result = await self.call(parsed.name, parsed.arguments, "text")
-        self.messages.append(Message("user", f"RESULT {parsed.name}: {result.observation}"))
+        self.messages.append(Message("user", f"RESULT {parsed.name}: {result.observation}{NEXT}"))
         return None
 
     async def call(self, name: str, arguments: Any, protocol: str) -> ToolResult:
@@ -202,6 +215,13 @@ class _Run:
             }
         )
         return result
+
+    def last_call(self) -> str:
+        calls = [s for s in self.steps if s["type"] == "tool_call"]
+        if not calls:
+            return ""
+        last = calls[-1]
+        return f"; last: {last['tool']}({_dump(last['arguments'])}) -> {last['observation'][:80]}"
 
     def finish(self, answer: str) -> Trajectory:
         self.steps.append({"type": "final", "answer": answer})

@@ -159,24 +159,31 @@ class ToolUseBenchmark(ToolTask):
     def prompt(self, item: Item) -> str:
         return str(item.input)
 
+    def protocol_example(self, tools: list[Tool]) -> str:
+        return 'CALL lookup_price {"item": "lamp"}'
+
     def score(self, output: str, item: Item) -> Score:
         return self.score_trajectory(output, item, ())
 
     def score_trajectory(self, output: str, item: Item, steps: tuple[dict[str, Any], ...]) -> Score:
-        want = float(item.reference)
+        """1.0 for the right final number; otherwise partial credit: up to 0.3 for calling the
+        needed tools successfully, and 0.2 when the right number appears among at most three
+        numbers (listing many numbers earns nothing)."""
+        want, needs = float(item.reference), item.meta["needs"]
         numbers = _numbers(output)
-        used = {c["tool"] for c in tool_calls_of(steps)}
-        missing = [t for t in item.meta["needs"] if t not in used]
+        used = {c["tool"] for c in tool_calls_of(steps) if c.get("ok")}
         tools_note = _calls_text(steps)
-        if missing:
-            tools_note += f"; this question needs {', '.join(item.meta['needs'])}"
+        if any(t not in used for t in needs):
+            tools_note += f"; this question needs {', '.join(needs)}"
         if numbers and abs(numbers[-1] - want) < 1e-6:
             return Score(1.0, True, f"correct: {item.reference}. {tools_note}")
         got = output.strip()[:120] or "(empty answer)"
-        if any(abs(n - want) < 1e-6 for n in numbers):
-            feedback = f"the right number {item.reference} appears but is not the last number"
-            return Score(0.5, False, f"{feedback} in {got!r}. {tools_note}")
-        return Score(0.0, False, f"expected {item.reference}, got {got!r}. {tools_note}")
+        value = 0.3 * sum(t in used for t in needs) / len(needs)
+        if len(numbers) <= 3 and any(abs(n - want) < 1e-6 for n in numbers):
+            value += 0.2
+            head = f"the right number {item.reference} appears but is not the last number"
+            return Score(value, False, f"{head} in {got!r}. {tools_note}")
+        return Score(value, False, f"expected {item.reference}, got {got!r}. {tools_note}")
 
 
 __all__ = ["ToolUseBenchmark", "make_item", "shop_tools"]

@@ -55,7 +55,7 @@ def is_conflict(a: Edit, b: Edit) -> bool:
 
 
 def is_duplicate(a: Edit, b: Edit, threshold: float) -> bool:
-    if a.op != b.op or _section(a) != _section(b):
+    if a.op != b.op or _section(a) != _section(b) or is_conflict(a, b):
         return False
     if _norm(a.anchor) != _norm(b.anchor) and a.op != "add":
         return False

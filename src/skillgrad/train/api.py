@@ -145,6 +145,7 @@ def _stopped(ctx: RunContext, exc: Exception) -> None:
         ctx.cfg, state, ctx.store.totals(), None,
         tokens=(ctx.count_tokens(state.initial_skill), ctx.count_tokens(state.best_skill)),
         run_name=ctx.run.root.name, status=status, stop_reason=str(exc),
+        models=ctx.model_names, deterministic=ctx.deterministic,
     )  # fmt: skip
     ctx.run.write_summary(summary, render_report(summary, list(state.history)))
 

@@ -34,6 +34,7 @@ async def slow_update(ctx: RunContext, state: TrainState) -> TrainState:
     rng = random.Random(f"{t.seed}:{epoch}:slow")
     sample = rng.sample(train, min(t.slow_update_samples, len(train)))
     previous = state.epoch_start_skill
+    ctx.emit("slow_update_start", epoch=epoch, step=step)
     with call_context("slow_update", step):
         kw = {"workers": ctx.cfg.hardware.rollout_workers, "store": ctx.store,
               "progress": ctx.progress, "stage": "slow_update"}  # fmt: skip

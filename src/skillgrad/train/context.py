@@ -12,7 +12,7 @@ from typing import Any
 
 from skillgrad.callbacks import Callback, Control
 from skillgrad.config import Config
-from skillgrad.models.base import ModelBackend
+from skillgrad.models.base import ModelBackend, backend_name
 from skillgrad.runs.cache import CallCache
 from skillgrad.runs.rundir import RunDir
 from skillgrad.skill import approx_tokens
@@ -48,6 +48,17 @@ class RunContext:
             min_lr=min(t.min_learning_rate, t.learning_rate),
             total_steps=t.num_epochs * self.steps_per_epoch,
             warmup_steps=t.warmup_steps,
+        )
+
+    @property
+    def model_names(self) -> tuple[str, str]:
+        return backend_name(self.optimizer), backend_name(self.target)
+
+    @property
+    def deterministic(self) -> bool:
+        scorer = getattr(self.task, "scorer", None)
+        return bool(getattr(self.task, "deterministic", True)) and bool(
+            getattr(scorer, "deterministic", True)
         )
 
     def emit(self, name: str, **fields: Any) -> None:

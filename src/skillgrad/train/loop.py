@@ -79,7 +79,7 @@ async def finish(ctx: RunContext, state: TrainState) -> dict[str, Any]:
     summary = build_summary(
         ctx.cfg, state, ctx.store.totals(), scores,
         tokens=(ctx.count_tokens(state.initial_skill), ctx.count_tokens(state.best_skill)),
-        run_name=ctx.run.root.name,
+        run_name=ctx.run.root.name, models=ctx.model_names, deterministic=ctx.deterministic,
     )  # fmt: skip
     ctx.run.write_summary(summary, render_report(summary, list(state.history)))
     ctx.emit("run_end", summary=summary)

@@ -46,6 +46,20 @@ def parse_json_output(text: str) -> Any:
         return json.loads(text[start : end + 1])
 
 
+def request_schema(schema: type[BaseModel]) -> dict[str, Any]:
+    """The JSON schema sent to the model: string length limits are dropped (grammar-constrained
+    decoders expand them into huge grammars); the full schema is still enforced on the reply."""
+
+    def strip(node: Any) -> Any:
+        if isinstance(node, dict):
+            return {k: strip(v) for k, v in node.items() if k not in ("maxLength", "minLength")}
+        if isinstance(node, list):
+            return [strip(v) for v in node]
+        return node
+
+    return strip(schema.model_json_schema())  # type: ignore[no-any-return]
+
+
 @dataclass(frozen=True)
 class OptimizerReply:
     parsed: Any  # a validated pydantic model instance, or None when the call failed
@@ -85,7 +99,7 @@ async def ask_structured(
     seed: int = 0,
 ) -> OptimizerReply:
     """Ask, validate, re-ask once with the error; return a reply (``error`` set on failure)."""
-    json_schema = schema.model_json_schema()
+    json_schema = request_schema(schema)
     messages: tuple[Message, ...] = (Message("system", system), Message("user", user))
     raws: list[str] = []
     for attempt in range(2):

@@ -1,0 +1,5 @@
+"""``python -m skillgrad`` runs the CLI."""
+
+from skillgrad.cli import app
+
+app()

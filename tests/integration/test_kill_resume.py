@@ -1,0 +1,127 @@
+"""A run killed mid-step (SIGKILL to a real subprocess) and resumed equals an uninterrupted run,
+and no completed model call is ever made twice."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+FAKES = Path(__file__).parents[1] / "fakes_e2e.py"
+
+
+def _write_config(tmp: Path, latency: float) -> Path:
+    cfg = f"""
+train: {{num_epochs: 2, batch_size: 4, patience: 5, learning_rate: 4, min_learning_rate: 1,
+        lr_decay_on_reject: 0.5, minibatch_size: 2}}
+models:
+  optimizer: {{provider: function, model: "{FAKES}:FakeOptimizer", options: {{latency: {latency}}}}}
+  target: {{provider: function, model: "{FAKES}:FakeTarget", options: {{latency: {latency}}}}}
+env: {{task: toy, output_root: "{tmp / 'runs'}", run_name: run,
+      options: {{n_train: 8, n_val: 8, n_test: 4}}}}
+hardware: {{rollout_workers: 2, analyst_workers: 2}}
+"""
+    path = tmp / "config.yaml"
+    path.write_text(cfg)
+    return path
+
+
+def _start(config: Path, log: Path) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "SKILLGRAD_CALL_LOG": str(log)}
+    return subprocess.Popen(
+        [sys.executable, "-m", "skillgrad", "train", str(config), "--quiet"],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )  # fmt: skip
+
+
+def _run(config: Path, log: Path) -> None:
+    proc = _start(config, log)
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err.decode()
+
+
+def _wait_for(events: Path, name: str, field: str, value: int, timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if events.exists():
+            for line in events.read_text().splitlines():
+                try:
+                    e = json.loads(line)
+                except json.JSONDecodeError:
+                    continue
+                if e.get("event") == name and e.get(field) == value:
+                    return
+        time.sleep(0.005)
+    raise AssertionError(f"{name} {field}={value} never appeared")
+
+
+def _comparable(run: Path) -> dict[str, object]:
+    history = json.loads((run / "history.json").read_text())
+    for rec in history:
+        rec.pop("timings")
+    summary = json.loads((run / "summary.json").read_text())
+    return {
+        "history": history,
+        "best": (run / "best_skill.md").read_text(),
+        "summary": summary,
+        "patch_log": (run / "patch_log.jsonl").read_text(),
+        "skills": sorted(p.name for p in (run / "skills").iterdir()),
+    }
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, object], set[str]]:
+    """One uninterrupted run: what every interrupted-and-resumed run must equal."""
+    ref_dir = tmp_path_factory.mktemp("ref")
+    log = ref_dir / "calls.log"
+    _run(_write_config(ref_dir, 0.02), log)
+    return _comparable(ref_dir / "runs/run"), set(log.read_text().splitlines())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("event", "field", "value", "delay"),
+    [
+        ("step_start", "step", 2, 0.07),  # mid-step: rollouts / reflection of step 2 in flight
+        ("step_start", "step", 1, 0.25),  # inside the first step's gate
+        ("meta_skill", "epoch", 1, 0.0),  # at the epoch boundary
+        ("slow_update_start", "epoch", 2, 0.05),  # inside the slow update of epoch 2
+    ],
+)
+def test_killed_and_resumed_run_equals_uninterrupted(
+    tmp_path: Path,
+    reference: tuple[dict[str, object], set[str]],
+    event: str,
+    field: str,
+    value: int,
+    delay: float,
+) -> None:
+    cut_dir = tmp_path / "cut"
+    cut_dir.mkdir()
+    cut_log = cut_dir / "calls.log"
+
+    config = _write_config(cut_dir, 0.02)
+    proc = _start(config, cut_log)
+    try:
+        _wait_for(cut_dir / "runs/run/events.jsonl", event, field, value)
+        time.sleep(delay)
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+    assert proc.returncode == -signal.SIGKILL
+    assert not (cut_dir / "runs/run/summary.json").exists()  # it really was cut short
+    _run(config, cut_log)
+
+    expected, expected_calls = reference
+    assert _comparable(cut_dir / "runs/run") == expected
+    made = Counter(cut_log.read_text().splitlines())
+    repeated = {k: n for k, n in made.items() if n > 1}
+    assert repeated == {}, f"model calls repeated after resume: {repeated}"
+    assert set(made) == expected_calls

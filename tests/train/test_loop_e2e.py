@@ -1,0 +1,109 @@
+"""The whole loop on the toy task with the shipped fakes: it learns, gates, decays, stops."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from skillgrad.config import load_config
+from skillgrad.runs.io import read_json, read_jsonl
+from skillgrad.testing import FunctionBackend, user_text
+from skillgrad.train import run_training
+from skillgrad.train.select import Schedule, effective_lr
+
+sys.path.insert(0, str(Path(__file__).parents[1]))
+from fakes_e2e import BAD_RULE, GOOD_RULE, make_optimizer, make_target  # noqa: E402
+
+
+def _cfg(tmp_path: Path, **train: Any) -> Any:
+    base = {"num_epochs": 2, "batch_size": 4, "patience": 5, "learning_rate": 4,
+            "min_learning_rate": 1, "lr_scheduler": "cosine", "lr_decay_on_reject": 0.5}  # fmt: skip
+    return load_config(data={
+        "env": {"task": "toy", "output_root": str(tmp_path), "run_name": "run"},
+        "train": {**base, **train},
+    })  # fmt: skip
+
+
+def test_loop_learns_the_rule_and_rejects_the_harmful_edit(tmp_path: Path) -> None:
+    optimizer = make_optimizer()
+    result = run_training(_cfg(tmp_path), optimizer=optimizer, target=make_target())
+    run = result.run_dir
+    best = (run / "best_skill.md").read_text()
+    assert GOOD_RULE in best and BAD_RULE not in best
+    s = result.summary
+    assert s["val_initial"] == 0.0 and s["val_best"] == 1.0
+    assert s["test_initial"] == 0.0 and s["test_best"] == 1.0
+    history = read_json(run / "history.json")
+    first, second = history[0], history[1]
+    # step 1: the harmful rule was applied to the candidate and rejected by the gate
+    assert first["n_applied"] == 1 and not first["accepted"]
+    assert BAD_RULE in (run / "steps/step_0001/candidate.md").read_text()
+    # ... and it appears in the rejected-edit buffer of the next reflection call
+    reflect_prompts = [user_text(r) for r in optimizer.calls if "Scored trajectories" in user_text(r)]
+    buffer_part = reflect_prompts[1].split("## Edits rejected earlier")[1].split("## Scored")[0]
+    assert BAD_RULE in buffer_part and "drop" in buffer_part
+    assert second["accepted"] and second["val_score"] == 1.0
+    # provenance of the accepted line
+    log = read_jsonl(run / "patch_log.jsonl")
+    assert [r["edit"]["content"] for r in log] == [GOOD_RULE]
+    assert log[0]["step"] == 2 and log[0]["edit"]["trajectory_ids"]
+    assert all(t.startswith("step_0002/") for t in log[0]["edit"]["trajectory_ids"])
+
+
+def test_every_run_directory_artifact_is_written(tmp_path: Path) -> None:
+    run = run_training(_cfg(tmp_path), optimizer=make_optimizer(), target=make_target()).run_dir
+    for name in ["config.json", "history.json", "runtime_state.json", "best_skill.md",
+                 "skills/skill_v0000.md", "patch_log.jsonl", "conflicts.json", "events.jsonl",
+                 "summary.json", "report.md", "splits.json", "calls.sqlite",
+                 "slow_update/epoch_02/categories.json", "slow_update/epoch_02/guidance.json",
+                 "meta_skill/epoch_01/memo.md", "meta_skill/epoch_02/memo.md"]:  # fmt: skip
+        assert (run / name).exists(), name
+    for name in ["trajectories.jsonl", "reflections.json", "aggregate.json", "selection.json",
+                 "candidate.md", "apply_report.json", "gate.json"]:  # fmt: skip
+        assert (run / "steps/step_0001" / name).exists(), name
+    events = {e["event"] for e in read_jsonl(run / "events.jsonl")}
+    assert {"run_start", "baseline", "step_start", "step_end", "slow_update", "meta_skill",
+            "epoch_end", "run_end"} <= events  # fmt: skip
+
+
+def test_learning_rate_follows_schedule_and_decays_on_rejection(tmp_path: Path) -> None:
+    run = run_training(_cfg(tmp_path), optimizer=make_optimizer(), target=make_target()).run_dir
+    history = [r for r in read_json(run / "history.json") if r["kind"] == "step"]
+    schedule = Schedule("cosine", 4, 1, total_steps=2 * 2)
+    rejections = 0
+    for i, rec in enumerate(history, start=1):
+        assert rec["lr"] == pytest.approx(effective_lr(schedule, i, 0.5, rejections), abs=1e-6)
+        rejections += rec["gate_evaluated"] > 0 and not rec["accepted"]
+    assert history[1]["lr"] == pytest.approx(schedule.at(2) * 0.5)  # decayed by step 1's reject
+
+
+def test_patience_stops_the_run(tmp_path: Path) -> None:
+    never = FunctionBackend(lambda r: "nope", name="function:never")
+    cfg = _cfg(tmp_path, patience=2, num_epochs=3)
+    result = run_training(cfg, optimizer=make_optimizer(), target=never)
+    assert result.summary["status"] == "early_stopped"
+    assert "patience 2" in result.summary["stop_reason"]
+    assert result.summary["steps"] == 2
+
+
+def test_finished_run_replays_with_zero_model_calls(tmp_path: Path) -> None:
+    cfg = _cfg(tmp_path)
+    first = run_training(cfg, optimizer=make_optimizer(), target=make_target())
+    opt, tgt = make_optimizer(), make_target()
+    again = run_training(cfg, optimizer=opt, target=tgt)
+    assert opt.calls == [] and tgt.calls == []
+    assert again.summary == first.summary
+
+
+def test_no_gate_is_explicit_and_recorded(tmp_path: Path) -> None:
+    cfg = load_config(data={"env": {"task": "toy", "output_root": str(tmp_path)},
+                            "train": {"num_epochs": 1, "batch_size": 4, "gate": False}})  # fmt: skip
+    result = run_training(cfg, optimizer=make_optimizer(), target=make_target())
+    assert result.summary["no_gate"] is True
+    assert any("--no-gate" in w for w in result.summary["warnings"])
+    assert json.loads((result.run_dir / "config.json").read_text())["train"]["gate"] is False
+    assert read_json(result.run_dir / "history.json")[0]["accepted"]  # harmful edit went in
