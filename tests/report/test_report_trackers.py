@@ -112,6 +112,9 @@ def test_wandb_offline(run_dir: Path, tmp_path: Path, monkeypatch: pytest.Monkey
     cb = WandbCallback(tmp_path / "wb")
     (tmp_path / "wb").mkdir()
     _feed(cb, _events(run_dir))
+    import wandb
+
+    wandb.teardown()  # wait for the wandb service to flush the offline file and exit
     (path,) = (tmp_path / "wb").glob("wandb/offline-run-*/run-*.wandb")
     history, last_row = [], {}
     for rec in _wandb_records(path):
@@ -124,9 +127,6 @@ def test_wandb_offline(run_dir: Path, tmp_path: Path, monkeypatch: pytest.Monkey
                        (7, 0.833)]  # fmt: skip
     assert last_row["cost/optimizer"] == pytest.approx(0.002) and last_row["accepted"] == 1
     assert cb.run is None  # finished at run_end
-    import wandb
-
-    wandb.teardown()  # stop the wandb service process before tmp_path is cleaned up
 
 
 def test_build_trackers(tmp_path: Path) -> None:

@@ -73,11 +73,12 @@ def step_edits(run: RunData) -> list[dict[str, Any]]:
         step = int(rec["step"])
         det = step_details(run.root, step)
         gate = det["gate"] or {}
-        gate = gate.get("result", gate)  # {"result": GateResult, "items": {...}}
+        # {"result": GateResult | null (no candidate to gate), "items": {...}}
+        gate = (gate.get("result") or {}) if "result" in gate else gate
         out.append({
             "step": step,
             "accepted": bool(rec.get("accepted")),
-            "gate_reason": gate.get("reason", ""),
+            "gate_reason": gate.get("reason") or rec.get("gate_reason", ""),
             "incumbent": gate.get("incumbent_score", rec.get("incumbent_score")),
             "candidate": gate.get("candidate_score", rec.get("candidate_score")),
             "selected": _edits_of(det["selection"], "selected"),
