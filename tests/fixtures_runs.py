@@ -55,66 +55,22 @@ def _edit(op: str, section: str, content: str, anchor: str = "", why: str = "") 
 
 
 PLAN: tuple[PlannedStep, ...] = (
-    PlannedStep(
-        1,
-        1,
-        "step",
-        (_edit("add", "Output format", "Write the word in UPPER CASE."),),
-        True,
-        0.5,
-    ),
+    PlannedStep(1, 1, "step", (_edit("add", "Output format", "Write the word in UPPER CASE."),),
+                True, 0.5),
     PlannedStep(2, 1, "step", (_edit("add", "Task", "Think step by step first."),), False, 0.5),
-    PlannedStep(
-        3,
-        1,
-        "step",
-        (_edit("add", "Rules", "- Never add punctuation.\n- Do not explain."),),
-        True,
-        0.667,
-    ),
-    PlannedStep(
-        4,
-        2,
-        "step",
-        (
-            _edit(
-                "replace",
-                "Task",
-                "Repeat exactly the single word given by the user.",
-                anchor="Repeat the word given by the user.",
-            ),
-        ),
-        True,
-        0.833,
-    ),
-    PlannedStep(
-        5, 2, "step", (_edit("delete", "Rules", "", anchor="- Do not explain."),), False, 0.833
-    ),
-    PlannedStep(
-        6,
-        2,
-        "step",
-        (
-            _edit(
-                "insert_after",
-                "Rules",
-                "- Keep the original spelling.",
-                anchor="- Never add punctuation.",
-            ),
-        ),
-        True,
-        1.0,
-    ),
-    PlannedStep(
-        7,
-        2,
-        "slow_update",
-        (_edit("add", "Rules", "- Ignore surrounding whitespace."),),
-        True,
-        0.833,
-        source="slow_update",
-    ),
-)
+    PlannedStep(3, 1, "step",
+                (_edit("add", "Rules", "- Never add punctuation.\n- Do not explain."),),
+                True, 0.667),
+    PlannedStep(4, 2, "step", (_edit("replace", "Task", "Repeat exactly the single word given by "
+                                     "the user.", anchor="Repeat the word given by the user."),),
+                True, 0.833),
+    PlannedStep(5, 2, "step", (_edit("delete", "Rules", "", anchor="- Do not explain."),),
+                False, 0.833),
+    PlannedStep(6, 2, "step", (_edit("insert_after", "Rules", "- Keep the original spelling.",
+                                     anchor="- Never add punctuation."),), True, 1.0),
+    PlannedStep(7, 2, "slow_update", (_edit("add", "Rules", "- Ignore surrounding whitespace."),),
+                True, 0.833, source="slow_update"),
+)  # fmt: skip
 
 
 def apply_edit(skill: str, edit: Edit) -> str:
