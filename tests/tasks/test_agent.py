@@ -150,6 +150,12 @@ async def test_step_limit_gives_a_failed_trajectory_with_reason(protocol: str) -
     assert not traj.score.passed and traj.score.value == 0
     assert "step limit" in traj.score.feedback
     assert len(tool_calls_of(traj.steps)) == 3 and traj.steps[-1]["type"] == "error"
+    assert 'last: square({"x": 7}) -> 49' in traj.error
+    # the turn before the limit tells the model to answer; earlier turns do not
+    assert "Last turn: reply FINAL" in backend.calls[2].messages[-1].content
+    assert "Last turn" not in backend.calls[1].messages[-1].content
+    # the text protocol stops generation before the model invents a tool result
+    assert backend.calls[0].stop == (("\nRESULT",) if protocol == "text" else ())
 
 
 async def test_auto_protocol_follows_the_model() -> None:

@@ -29,7 +29,8 @@ To call a tool, reply with one line: CALL tool_name {{"argument": value}}
 Example: {example}
 The result comes back as: RESULT tool_name: ...
 When you know the answer, reply: FINAL: your answer"""
-NEXT = "\nNext: CALL another tool, or reply FINAL: your answer"
+# Shown with the observation before the last allowed turn: the model must answer then.
+LAST_TURN = "\nLast turn: reply FINAL: <answer> now."
 _SAMPLES: dict[str, Any] = {"string": "text", "integer": 2, "number": 2.5, "boolean": True}
 
 NATIVE_NOTE = "## Tools\nCall the tools you need. When you know the answer, reply with it as text."
@@ -182,6 +183,8 @@ class _Run:
             for cid, name, args in calls:
                 result = await self.call(name, args, "native")
                 self.messages.append(Message("tool", result.observation, name, tool_call_id=cid))
+            if turn + 2 == self.task.max_steps:
+                self.messages.append(Message("user", LAST_TURN.strip()))
             return None
         self.messages.append(Message("assistant", text))
         self.steps.append({"type": "model", "turn": turn, "text": text})
@@ -191,7 +194,8 @@ class _Run:
         if parsed.kind != "call":
             return parsed.answer
         result = await self.call(parsed.name, parsed.arguments, "text")
-        self.messages.append(Message("user", f"RESULT {parsed.name}: {result.observation}{NEXT}"))
+        note = LAST_TURN if turn + 2 == self.task.max_steps else ""
+        self.messages.append(Message("user", f"RESULT {parsed.name}: {result.observation}{note}"))
         return None
 
     async def call(self, name: str, arguments: Any, protocol: str) -> ToolResult:
