@@ -66,6 +66,8 @@ def test_interrupted_then_resumed_run_is_reported(tmp_path: Path) -> None:
 
     page = write_html_report(run).read_text()
     assert "Missing files" not in page and 'id="test-scores">0 → 1<' in page
+    # steps 3-4 proposed nothing new (the rule is learnt): nothing was gated
+    assert '<td class="l">no edit applied</td>' in page
     assert "http://" not in page and "https://" not in page
     assert (run / "figures" / "scores.png").exists()
     diff = skill_diff(run)

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 from skillgrad.errors import RunDirError
 from skillgrad.report.load import RunData, flatten, load_run
@@ -74,6 +75,7 @@ def _curves(runs: list[RunData], labels: list[str]) -> bytes:
     for ax, title in ((ax_val, "Selection score per step"), (ax_best, "Best so far")):
         ax.set_title(title)
         ax.set_xlabel("step")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
     fig.tight_layout()

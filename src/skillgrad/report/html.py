@@ -35,6 +35,15 @@ def fmt(value: Any, digits: int = 3) -> str:
     return str(value)
 
 
+def verdict(record: dict[str, Any]) -> str:
+    """How a step ended: accepted, (early-)rejected by the gate, or nothing to gate."""
+    if record.get("accepted"):
+        return "accepted"
+    if record.get("early_rejected"):
+        return "early-rejected"
+    return "rejected" if record.get("gate_evaluated") else "no edit applied"
+
+
 def environment() -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(TEMPLATES),
@@ -42,6 +51,7 @@ def environment() -> jinja2.Environment:
         undefined=jinja2.ChainableUndefined,
     )
     env.globals["fmt"] = fmt
+    env.globals["verdict"] = verdict
     return env
 
 
@@ -88,4 +98,4 @@ def write_html_report(run_dir: Path, out: Path | None = None) -> Path:
     return target
 
 
-__all__ = ["environment", "fmt", "render_html_report", "write_html_report"]
+__all__ = ["environment", "fmt", "render_html_report", "verdict", "write_html_report"]

@@ -13,6 +13,7 @@ from typing import Any
 
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 from skillgrad.report.load import RunData
 
@@ -36,6 +37,7 @@ def _new(title: str, ylabel: str, size: tuple[float, float] = (7.0, 3.2)) -> tup
     ax.set_title(title)
     ax.set_xlabel("step")
     ax.set_ylabel(ylabel)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # steps and epochs are whole numbers
     ax.grid(alpha=0.3)
     return fig, ax
 
@@ -147,6 +149,7 @@ def plot_usage(run: RunData) -> bytes | None:
             ax.plot(steps, ys, label=role)
         ax.set_title(f"Cumulative {key} per role")
         ax.set_xlabel("step")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_ylabel(label)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
