@@ -150,6 +150,9 @@ class _Server(ThreadingHTTPServer):
 class _Handler(BaseHTTPRequestHandler):
     fake: FakeLLMServer
     protocol_version = "HTTP/1.1"
+    # headers and body go out in two writes: without TCP_NODELAY, Nagle's algorithm plus the
+    # client's delayed ACK add ~40 ms to every response
+    disable_nagle_algorithm = True
 
     def log_message(self, format: str, *args: Any) -> None:  # quiet
         pass
