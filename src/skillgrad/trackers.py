@@ -122,13 +122,30 @@ class MLflowCallback:
         self.experiment = experiment
         self.run_id: str | None = None
 
+    def _previous_run(self, exp_id: str) -> str | None:
+        """The MLflow run this run directory logged to before (to continue it on resume)."""
+        key = str(self.run_dir.resolve()).replace("'", "")
+        found = self.client.search_runs(
+            [exp_id], filter_string=f"tags.`skillgrad.run_dir` = '{key}'", max_results=1,
+            order_by=["attributes.start_time DESC"],
+        )  # fmt: skip
+        return found[0].info.run_id if found else None
+
     def _start(self, event: dict[str, Any]) -> None:
         from mlflow.entities import Param
 
         exp = self.client.get_experiment_by_name(self.experiment)
         exp_id = exp.experiment_id if exp else self.client.create_experiment(self.experiment)
         config = event.get("config") or {}
-        tags = {"skillgrad.resumed": str(bool(event.get("resumed")))}
+        previous = self._previous_run(exp_id) if event.get("resumed") else None
+        if previous is not None:
+            # A resumed run continues its MLflow run: one curve, not one run per restart.
+            self.run_id = previous
+            self.client.update_run(previous, "RUNNING")
+            self.client.set_tag(previous, "skillgrad.resumed", "True")
+            return
+        tags = {"skillgrad.resumed": str(bool(event.get("resumed"))),
+                "skillgrad.run_dir": str(self.run_dir.resolve()).replace("'", "")}  # fmt: skip
         run = self.client.create_run(exp_id, run_name=str(config.get("run_name", "")), tags=tags)
         self.run_id = run.info.run_id
         params = [Param(k, str(v)[:500]) for k, v in flatten(config).items() if k]

@@ -81,6 +81,29 @@ def test_mlflow_local_file_store(run_dir: Path, tmp_path: Path) -> None:
     assert Path(local).read_text() == (run_dir / "best_skill.md").read_text()
 
 
+def test_mlflow_resumed_run_continues_the_same_mlflow_run(run_dir: Path, tmp_path: Path) -> None:
+    from mlflow.tracking import MlflowClient
+
+    uri = (tmp_path / "mlruns").as_uri()
+    events = _events(run_dir)
+    cut = next(i for i, e in enumerate(events) if e.get("record", {}).get("step") == 3) + 1
+    _feed(MLflowCallback(run_dir, tracking_uri=uri), events[:cut])  # killed after step 3
+    resumed = [dict(events[0], resumed=True), *events[cut:]]
+    _feed(MLflowCallback(run_dir, tracking_uri=uri), resumed)
+    client = MlflowClient(tracking_uri=uri)
+    exp = client.get_experiment_by_name("skillgrad")
+    assert exp is not None
+    (run,) = client.search_runs([exp.experiment_id])
+    assert run.info.status == "FINISHED" and run.data.tags["skillgrad.resumed"] == "True"
+    steps = sorted(m.step for m in client.get_metric_history(run.info.run_id, "val_score"))
+    assert steps == [1, 2, 3, 4, 5, 6, 7]
+    # a different run directory gets its own MLflow run even when marked resumed
+    other = run_dir.parent / "other"
+    other.mkdir()
+    _feed(MLflowCallback(other, tracking_uri=uri), [dict(events[0], resumed=True)])
+    assert len(client.search_runs([exp.experiment_id])) == 2
+
+
 def _wandb_records(path: Path) -> list[Any]:
     """Decode a W&B offline ``.wandb`` file (LevelDB-log framing of protobuf Records)."""
     from wandb.proto import wandb_internal_pb2 as pb
