@@ -96,7 +96,7 @@ def compare_cmd(
 ) -> None:
     """Compare runs: final scores, cost, differing config settings, overlaid curves."""
     from skillgrad.report.compare import compare_runs, write_compare_html
-    from skillgrad.report.html import fmt
+    from skillgrad.report.text import fmt
 
     try:
         result = compare_runs(run_dirs)

@@ -78,3 +78,12 @@ def test_bind_address_policy() -> None:
         check_host("0.0.0.0", False)
     warning = check_host("0.0.0.0", True)
     assert warning is not None and "without authentication" in warning
+
+
+def test_dashboard_does_not_need_matplotlib() -> None:
+    # the [dashboard] extra has no matplotlib: importing the app must not pull it in
+    import subprocess
+    import sys
+
+    code = "import sys, skillgrad.dashboard.app; sys.exit('matplotlib' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0

@@ -19,9 +19,9 @@ from starlette.routing import Route
 
 from skillgrad.dashboard import data
 from skillgrad.errors import ConfigError, SkillgradError
-from skillgrad.report.html import fmt
 from skillgrad.report.load import RunData, list_runs
 from skillgrad.report.provenance import diff_html, skill_at
+from skillgrad.report.text import fmt
 
 HERE = Path(__file__).parent
 LOOPBACK_NAMES = ("localhost",)

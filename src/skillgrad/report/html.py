@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import base64
 from pathlib import Path
-from typing import Any
 
 import jinja2
 
@@ -16,32 +15,9 @@ from skillgrad.errors import SkillgradError
 from skillgrad.report.load import RunData, load_run
 from skillgrad.report.plots import CATEGORY_COLORS, render_figures
 from skillgrad.report.provenance import blame, diff_html, skill_at
+from skillgrad.report.text import fmt, verdict
 
 TEMPLATES = Path(__file__).parent / "templates"
-
-
-def fmt(value: Any, digits: int = 3) -> str:
-    """Numbers to short text; missing values to an en dash."""
-    if value is None or value == "":
-        return "–"
-    if isinstance(value, bool):
-        return str(value)
-    if isinstance(value, (int, float)):
-        return (
-            f"{value:.{digits}f}".rstrip("0").rstrip(".")
-            if isinstance(value, float)
-            else str(value)
-        )
-    return str(value)
-
-
-def verdict(record: dict[str, Any]) -> str:
-    """How a step ended: accepted, (early-)rejected by the gate, or nothing to gate."""
-    if record.get("accepted"):
-        return "accepted"
-    if record.get("early_rejected"):
-        return "early-rejected"
-    return "rejected" if record.get("gate_evaluated") else "no edit applied"
 
 
 def environment() -> jinja2.Environment:
