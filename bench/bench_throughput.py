@@ -86,6 +86,16 @@ async def _timed(
     }
 
 
+def open_cache(path: Path, sync: str) -> CallCache:
+    """The run's CallCache; ``sync`` other than FULL (its default) measures the effect of a
+    lighter fsync policy (``--sqlite-sync NORMAL``) without changing skillgrad itself."""
+    cache = CallCache(path)
+    if sync != "FULL":
+        with cache._lock:
+            cache._db.execute(f"PRAGMA synchronous={sync}")
+    return cache
+
+
 def _spec(port: int, concurrency: int) -> ModelSpec:
     return ModelSpec(
         provider="openai_compatible",
@@ -115,13 +125,13 @@ async def run_sdk_only(port: int, calls: int, concurrency: int, pid: int) -> dic
 
 
 async def run_stack(
-    port: int, calls: int, concurrency: int, pid: int, tmp: Path | None
+    port: int, calls: int, concurrency: int, pid: int, tmp: Path | None, sync: str = "FULL"
 ) -> dict[str, float]:
     """build_backend (retry + limiter + wire), plus MeteredBackend when ``tmp`` is given."""
     backend: Any = build_backend(_spec(port, concurrency), LimiterRegistry())
     cache = None
     if tmp is not None:
-        cache = CallCache(tmp / "calls.sqlite")
+        cache = open_cache(tmp / "calls.sqlite", sync)
         backend = MeteredBackend(backend, cache, role="target")
     try:
         return await _timed(backend.complete, calls, concurrency, pid)
@@ -131,7 +141,7 @@ async def run_stack(
             cache.close()
 
 
-async def run_layers_only(calls: int, tmp: Path) -> dict[str, float]:
+async def run_layers_only(calls: int, tmp: Path, sync: str) -> dict[str, float]:
     """Per-call cost of our wrappers over a zero-latency in-process backend (no network)."""
     raw = FunctionBackend(lambda r: "ok", name="function:bench")
 
@@ -144,7 +154,7 @@ async def run_layers_only(calls: int, tmp: Path) -> dict[str, float]:
     bare = await per_call(raw, 0)
     wrapped = RetryBackend(LimitedBackend(raw, EndpointLimiter(8)), timeout_s=30)
     retry_limit = await per_call(wrapped, 0)
-    cache = CallCache(tmp / "layers.sqlite")
+    cache = open_cache(tmp / "layers.sqlite", sync)
     metered = await per_call(MeteredBackend(wrapped, cache, role="target"), 10_000)
     cache.close()
     return {
@@ -159,6 +169,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--calls", type=int, default=1000)
     parser.add_argument("--latency", type=float, default=0.1)
     parser.add_argument("--concurrency", type=int, default=50)
+    parser.add_argument("--sqlite-sync", choices=["FULL", "NORMAL", "OFF"], default="FULL")
     args = parser.parse_args(argv)
     ideal = args.calls * args.latency / args.concurrency
     proc, port = start_server(args.latency)
@@ -168,8 +179,9 @@ def main(argv: list[str] | None = None) -> None:
         with tempfile.TemporaryDirectory() as tmp:
             results["sdk_only"] = asyncio.run(run_sdk_only(port, n, c, proc.pid))
             results["build_backend"] = asyncio.run(run_stack(port, n, c, proc.pid, None))
-            results["metered"] = asyncio.run(run_stack(port, n, c, proc.pid, Path(tmp)))
-            layers = asyncio.run(run_layers_only(n, Path(tmp)))
+            sync = args.sqlite_sync
+            results["metered"] = asyncio.run(run_stack(port, n, c, proc.pid, Path(tmp), sync))
+            layers = asyncio.run(run_layers_only(n, Path(tmp), sync))
     finally:
         assert proc.stdin is not None
         proc.stdin.close()
