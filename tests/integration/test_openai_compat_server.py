@@ -85,10 +85,15 @@ async def test_tools_are_native_and_tool_calls_come_back_as_dicts() -> None:
 async def test_reasoning_model_shape() -> None:
     with serve() as server:
         spec = spec_for(server.base_url, model="o4-mini", reasoning_effort="low", max_tokens=900)
-        await build_backend(spec, LimiterRegistry()).complete(ask("think", temperature=0.5))
+        backend = build_backend(spec, LimiterRegistry())
+        out = await backend.complete(
+            ask("think first END then more", temperature=0.5, stop=("END",))
+        )
         body = server.requests[0].body
         assert body["max_completion_tokens"] == 900 and body["reasoning_effort"] == "low"
         assert "max_tokens" not in body and "temperature" not in body
+        # `stop` is not sent to reasoning models; the text is cut client-side instead
+        assert "stop" not in body and out.text == "think first "
 
 
 async def test_options_headers_and_api_key(monkeypatch: pytest.MonkeyPatch) -> None:

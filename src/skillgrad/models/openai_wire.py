@@ -39,6 +39,12 @@ def as_openai_tool(tool: dict[str, Any]) -> dict[str, Any]:
     return {"type": "function", "function": dict(tool)}
 
 
+def cut_at_stop(text: str, stop: tuple[str, ...]) -> str:
+    """``text`` up to the first stop sequence, as a server would have cut it."""
+    cuts = [i for i in (text.find(s) for s in stop if s) if i >= 0]
+    return text[: min(cuts)] if cuts else text
+
+
 class _ModeRejected(Exception):
     """The server refused the structured-output mode we sent (internal signal)."""
 
@@ -149,7 +155,7 @@ class OpenAIChatBackend:
             kwargs["temperature"] = request.temperature
         if request.seed is not None:
             kwargs["seed"] = request.seed
-        if request.stop:
+        if request.stop and not self.reasoning:  # reasoning models reject `stop`
             kwargs["stop"] = list(request.stop)
         if request.tools:
             kwargs["tools"] = [as_openai_tool(t) for t in request.tools]
@@ -175,7 +181,10 @@ class OpenAIChatBackend:
             if rf is not None and structured.is_mode_rejection(status, str(exc)):
                 raise _ModeRejected(str(exc)) from exc
             raise mapped from exc
-        return self._completion(response)
+        completion = self._completion(response)
+        if request.stop and self.reasoning:
+            completion = replace(completion, text=cut_at_stop(completion.text, request.stop))
+        return completion
 
     async def aclose(self) -> None:
         """Close the SDK's HTTP connection pool (call before the event loop ends)."""
@@ -203,4 +212,4 @@ class OpenAIChatBackend:
         )
 
 
-__all__ = ["OpenAIChatBackend", "as_openai_tool", "is_reasoning_model"]
+__all__ = ["OpenAIChatBackend", "as_openai_tool", "cut_at_stop", "is_reasoning_model"]
