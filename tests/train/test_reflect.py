@@ -57,6 +57,16 @@ async def test_still_malformed_output_is_recorded_as_failed_not_replaced() -> No
     assert out.failed_calls == 1
 
 
+async def test_a_reply_without_any_edit_is_invalid() -> None:
+    opt = (
+        ScriptedBackend()
+        .expect("Scored trajectories", {"edits": []})
+        .expect("Your reply is invalid", {"edits": []})
+    )
+    out = await reflect(1, "", [_traj("a")], opt, CFG)
+    assert out.failed_calls == 1 and "edits" in out.records[0]["error"]
+
+
 async def test_successes_are_skipped_in_failure_only_mode() -> None:
     out = await reflect(1, "", [_traj("a", passed=True)], ScriptedBackend(), CFG)
     assert out.calls == 0 and out.edits == []
@@ -64,7 +74,7 @@ async def test_successes_are_skipped_in_failure_only_mode() -> None:
 
 async def test_deep_mode_runs_when_one_pattern_dominates() -> None:
     pattern = {"pattern": "lower case answers", "item_ids": ["a", "b", "c", "d"]}
-    shallow = {"failure_patterns": [pattern], "edits": []}
+    shallow = {"failure_patterns": [pattern], "edits": [{"op": "add", "section": "R", "content": "x"}]}
     deep = {"failure_patterns": [], "edits": [{"op": "add", "section": "R", "content": "Sys."}]}
     opt = (
         ScriptedBackend()
@@ -75,4 +85,5 @@ async def test_deep_mode_runs_when_one_pattern_dominates() -> None:
     out = await reflect(2, "", trajs, opt, CFG)
     opt.assert_done()
     assert [r["mode"] for r in out.records] == ["shallow", "shallow", "deep"]
-    assert out.edits[0].source == "deep_reflect" and len(out.edits[0].trajectory_ids) == 4
+    deep_edit = out.edits[-1]
+    assert deep_edit.source == "deep_reflect" and len(deep_edit.trajectory_ids) == 4

@@ -1,7 +1,7 @@
 """The ModelBackend Protocol: the one seam every provider implements.
 
 A backend has exactly one required method, ``complete``. Retry, rate limiting, caching and cost
-metering are wrappers (``models/wrappers.py``) around any backend, never code inside one.
+metering are wrappers around any backend (``retry.py``, ``ratelimit.py``, ``metering.py``), never code inside one.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ def token_counter(backend: object) -> Callable[[str], int] | None:
     while backend is not None and seen < 16:
         counter = getattr(backend, "count_tokens", None)
         if callable(counter):
-            return counter  # type: ignore[no-any-return]
+            return counter
         backend = getattr(backend, "inner", None)
         seen += 1
     return None

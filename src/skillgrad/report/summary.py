@@ -7,10 +7,12 @@ edit acceptance rate, steps, calls / tokens / cost per role, persistent failures
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from skillgrad.config import Config
-from skillgrad.train.state import TrainState
+
+if TYPE_CHECKING:  # the loop imports this module; avoid the cycle at run time
+    from skillgrad.train.state import TrainState
 
 
 def _edit_counts(history: Sequence[dict[str, Any]]) -> dict[str, int]:

@@ -88,7 +88,10 @@ class ChatTask:
             return failed_trajectory(item, skill, messages, f"{type(exc).__name__}: {exc}")
         output = completion.text
         try:
-            score = self.score(output, item)
+            ascore = getattr(self, "ascore", None)  # async scorers (LLM judge, sandboxed tests)
+            score = await ascore(output, item) if ascore else self.score(output, item)
+        except (PermanentModelError, BudgetExceeded):
+            raise
         except Exception as exc:  # a scorer bug on one item must not kill the step
             return failed_trajectory(
                 item, skill, messages, f"scorer raised {type(exc).__name__}: {exc}", output

@@ -96,20 +96,18 @@ def score_label(output: str, reference: str) -> Score:
     words = re.findall(r"[a-z]+", output.lower())
     found = [w for w in words if w in LABELS]
     shown = output.strip().replace("\n", " ")[:80]
+    rule = f"the reply must be exactly one word, positive or negative (here: {reference})"
     if words == [reference]:
         return Score(1.0, True, "correct")
     if not words:
-        return Score(0.0, False, f"empty reply; expected exactly '{reference}'")
+        return Score(0.0, False, f"empty reply; {rule}")
     if set(found) == {reference}:
-        return Score(
-            0.5, False, f"label right but the reply must be the single word '{reference}', "
-            f"got {shown!r}",
-        )  # fmt: skip
+        return Score(0.5, False, f"right label but extra words in {shown!r}; {rule}")
     if len(set(found)) > 1:
-        return Score(0.0, False, f"reply names both labels ({shown!r}); expected '{reference}'")
+        return Score(0.0, False, f"reply names both labels ({shown!r}); {rule}")
     if found:
-        return Score(0.0, False, f"wrong label: expected '{reference}', got {shown!r}")
-    return Score(0.0, False, f"no label in reply {shown!r}; expected exactly '{reference}'")
+        return Score(0.0, False, f"wrong label in {shown!r}; {rule}")
+    return Score(0.0, False, f"no label in reply {shown!r}; {rule}")
 
 
 __all__ = ["LABELS", "QuickstartTask", "score_label"]

@@ -123,15 +123,28 @@ def run_training(
         callbacks=callbacks, progress=progress or NullProgress(),
         count_tokens=token_counter(raw_tgt) or approx_tokens,
     )  # fmt: skip
+    bind = getattr(task, "bind_judge", None)
+    if callable(bind):  # an LLM-judge scorer uses the optimizer model, metered as such
+        bind(ctx.optimizer)
     try:
         skill = initial_skill_text(cfg.train.init_skill, cfg.base_dir)
-        summary = asyncio.run(train(ctx, skill))
+        summary = asyncio.run(_train_and_close(ctx, skill))
     except (BudgetExceeded, ModelError, SystemicFailure) as exc:
         _stopped(ctx, exc)
         raise
     finally:
         store.close()
     return RunResult(run.root, summary)
+
+
+async def _train_and_close(ctx: RunContext, skill: str) -> dict[str, Any]:
+    from skillgrad.models.factory import aclose_backend
+
+    try:
+        return await train(ctx, skill)
+    finally:  # close SDK connection pools while the event loop is still alive
+        for backend in {id(b): b for b in (ctx.optimizer, ctx.target)}.values():
+            await aclose_backend(backend)
 
 
 def _stopped(ctx: RunContext, exc: Exception) -> None:

@@ -34,6 +34,8 @@ async def train(ctx: RunContext, initial_skill: str) -> dict[str, Any]:
              config=ctx.cfg.redacted_json())  # fmt: skip
     if state is None:
         state = await baseline(ctx, initial_skill)
+    elif state.status == "stopped":  # a callback asked to stop: re-running resumes
+        state = replace(state, status="running", stop_reason="")
     while state.status == "running":
         if ctx.control.stop_requested:
             state = replace(state, status="stopped", stop_reason=ctx.control.stop_reason)

@@ -56,7 +56,7 @@ def render_trajectories(trajs: Sequence[Trajectory], limit: int = 500) -> str:
     for t in trajs:
         user = next((m.content for m in reversed(t.messages) if m.role == "user"), "")
         status = "PASS" if t.score.passed else "FAIL"
-        lines = [
+        lines = [  # the scorer's feedback last, closest to the request for edits
             f"### item {t.item_id}: score {t.score.value:.2f} ({status})",
             f"Input: {user[:limit]}",
             f"Output: {t.output[:limit]!r}",

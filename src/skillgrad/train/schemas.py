@@ -21,15 +21,16 @@ class EditProposal(_Out):
 
 class FailurePattern(_Out):
     pattern: str = Field(max_length=160)
-    item_ids: list[str] = Field(default_factory=list, max_length=32)
+    item_ids: list[str] = Field(default_factory=list, max_length=12)
 
 
 def reflection_model(max_edits: int) -> type[BaseModel]:
     """The reflection schema with the edit count capped at ``max_edits`` (L)."""
 
     class ReflectionOutput(_Out):
-        failure_patterns: list[FailurePattern] = Field(default_factory=list, max_length=4)
-        edits: list[EditProposal] = Field(default_factory=list, max_length=max_edits)
+        # edits first: a small model spends its token budget on what matters
+        edits: list[EditProposal] = Field(min_length=1, max_length=max_edits)
+        failure_patterns: list[FailurePattern] = Field(default_factory=list, max_length=3)
 
     return ReflectionOutput
 

@@ -1,0 +1,70 @@
+"""skillgrad: train agent skill documents the way deep-learning frameworks train weights.
+
+A skill (Markdown) is the system prompt of a frozen target model; an optimizer model turns
+scored trajectories into structured edits, which are merged, clipped to a learning rate, applied
+and accepted only if a held-out selection split improves. Start with ``skillgrad train``.
+"""
+
+from skillgrad.callbacks import Callback, Control
+from skillgrad.config import Config, load_config
+from skillgrad.errors import (
+    BudgetExceeded,
+    ConfigError,
+    DataError,
+    ModelError,
+    PermanentModelError,
+    SkillgradError,
+    TransientModelError,
+)
+from skillgrad.models.base import ModelBackend
+from skillgrad.models.spec import ModelSpec
+from skillgrad.skill import Skill
+from skillgrad.tasks.base import ChatTask, Scorer, Task
+from skillgrad.train.api import RunResult, run_training
+from skillgrad.types import (
+    ChatRequest,
+    Completion,
+    Edit,
+    EditResult,
+    GateResult,
+    Item,
+    Message,
+    Score,
+    Trajectory,
+    Usage,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "BudgetExceeded",
+    "Callback",
+    "ChatRequest",
+    "ChatTask",
+    "Completion",
+    "Config",
+    "ConfigError",
+    "Control",
+    "DataError",
+    "Edit",
+    "EditResult",
+    "GateResult",
+    "Item",
+    "Message",
+    "ModelBackend",
+    "ModelError",
+    "ModelSpec",
+    "PermanentModelError",
+    "RunResult",
+    "Score",
+    "Scorer",
+    "Skill",
+    "SkillgradError",
+    "Task",
+    "Trajectory",
+    "TransientModelError",
+    "Usage",
+    "__version__",
+    "load_config",
+    "run_training",
+]
