@@ -188,6 +188,21 @@ def test_parse_text_turn() -> None:
     assert parse_text_turn("Final answer: 12").answer == "12"
     assert parse_text_turn("FINAL: 3\nCALL add {}").kind == "final"
     assert parse_text_turn("just 12").kind == "none"
+    assert parse_text_turn("FINAL: 46\n\n## Tools\n- add 1 2").answer == "46"
+    text = 'CALL add({"a": 1}) and more'
+    assert text[: parse_text_turn(text).end] == 'CALL add({"a": 1})'
+    assert parse_text_turn("CALL stop\nFINAL: 2").end == len("CALL stop")
+
+
+async def test_history_keeps_a_call_turn_only_up_to_the_call() -> None:
+    backend = ScriptedBackend()
+    backend.expect("What is 7", 'CALL square {"x": 7}\nRESULT square: 12\nFINAL: 12')
+    backend.expect("RESULT square: 49", "FINAL: 49")
+    traj = await SquareTask("text").rollout(Item("i", 7, "49"), "", backend)
+    assert traj.score.passed
+    history = [m.content for m in backend.calls[1].messages if m.role == "assistant"]
+    assert history == ['CALL square {"x": 7}']
+    assert traj.steps[0]["text"].endswith("FINAL: 12")  # the raw turn stays in the steps
 
 
 def test_make_tool_requires_annotations() -> None:

@@ -28,7 +28,7 @@ Tools you can call:
 To call a tool, reply with one line: CALL tool_name {{"argument": value}}
 Example: {example}
 The result comes back as: RESULT tool_name: ...
-When you know the answer, reply: FINAL: your answer"""
+When you know the answer, reply: FINAL: your answer (one paragraph)"""
 # Shown with the observation before the last allowed turn: the model must answer then.
 LAST_TURN = "\nLast turn: reply FINAL: <answer> now."
 _SAMPLES: dict[str, Any] = {"string": "text", "integer": 2, "number": 2.5, "boolean": True}
@@ -47,23 +47,31 @@ class TextTurn:
     name: str = ""
     arguments: Any = None
     answer: str = ""
+    end: int = 0  # where the call ends in the text: anything after it was written blind
 
 
 def parse_text_turn(text: str) -> TextTurn:
     """Read ``CALL name {json}`` or ``FINAL: answer``; whichever comes first wins."""
     call, final = _CALL.search(text), _FINAL.search(text)
     if final and (not call or final.start() < call.start()):
-        return TextTurn("final", answer=text[final.end() :].strip())
+        # one paragraph: weak models often ramble on (or echo the prompt) after the answer
+        return TextTurn("final", answer=text[final.end() :].strip().split("\n\n")[0].strip())
     if not call:
         return TextTurn("none", answer=text.strip())
     rest = text[call.end() :].lstrip().lstrip("(").lstrip()
+    offset = len(text) - len(rest)
+    line_end = text.find("\n", call.end())
+    line_end = len(text) if line_end < 0 else line_end
     if not rest.startswith("{"):
-        return TextTurn("call", call.group(1), {})
+        return TextTurn("call", call.group(1), {}, end=line_end)
     try:
-        arguments, _ = json.JSONDecoder().raw_decode(rest)
+        arguments, used = json.JSONDecoder().raw_decode(rest)
     except json.JSONDecodeError:
-        arguments = rest.splitlines()[0]  # a raw string: Tool.call reports it as invalid JSON
-    return TextTurn("call", call.group(1), arguments)
+        # a raw string: Tool.call reports it as invalid JSON
+        return TextTurn("call", call.group(1), rest.splitlines()[0], end=line_end)
+    close = text.find(")", offset + used)
+    end = close + 1 if 0 <= close < line_end else offset + used
+    return TextTurn("call", call.group(1), arguments, end=end)
 
 
 def _native_call(call: dict[str, Any], index: str) -> tuple[str, str, Any]:
@@ -186,13 +194,14 @@ class _Run:
             if turn + 2 == self.task.max_steps:
                 self.messages.append(Message("user", LAST_TURN.strip()))
             return None
-        self.messages.append(Message("assistant", text))
         self.steps.append({"type": "model", "turn": turn, "text": text})
-        if protocol == "native":
-            return _strip_final(text)
-        parsed = parse_text_turn(text)
+        parsed = parse_text_turn(text) if protocol != "native" else TextTurn("none")
         if parsed.kind != "call":
-            return parsed.answer
+            self.messages.append(Message("assistant", text))
+            return _strip_final(text) if protocol == "native" else parsed.answer
+        # The history keeps the turn only up to its call: text after it (often an invented
+        # result or a guessed FINAL) was written before the tool answered and misleads later turns.
+        self.messages.append(Message("assistant", text[: parsed.end].rstrip()))
         result = await self.call(parsed.name, parsed.arguments, "text")
         note = LAST_TURN if turn + 2 == self.task.max_steps else ""
         self.messages.append(Message("user", f"RESULT {parsed.name}: {result.observation}{note}"))
