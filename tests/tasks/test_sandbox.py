@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import socket
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -47,7 +48,7 @@ class Listener:
 
 
 @pytest.fixture
-def listener() -> object:
+def listener() -> Iterator[Listener]:
     server = Listener()
     yield server
     server.close()
