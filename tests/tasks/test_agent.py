@@ -13,7 +13,7 @@ from skillgrad.tasks.agent import ToolTask, parse_text_turn, tool_calls_of
 from skillgrad.tasks.bench_tools import ToolUseBenchmark
 from skillgrad.tasks.tools import Tool, make_tool
 from skillgrad.testing import FunctionBackend, ScriptedBackend
-from skillgrad.types import ChatRequest, Completion, Item, Score
+from skillgrad.types import ChatRequest, Completion, Item, Score, Trajectory, to_json
 
 
 def square(x: int) -> int:
@@ -85,6 +85,8 @@ async def test_native_protocol_calls_tool_and_scores_final_answer() -> None:
         }
     ]
     assert traj.steps[-1] == {"type": "final", "answer": "49"}
+    again = Trajectory.from_json(json.loads(json.dumps(to_json(traj))))
+    assert again.messages == traj.messages and list(again.steps) == to_json(traj.steps)
 
 
 async def test_text_protocol_calls_tool_and_scores_final_answer() -> None:

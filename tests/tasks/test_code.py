@@ -3,12 +3,14 @@ reason (timeout, blocked network, exception) in the trajectory for the optimizer
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from skillgrad.errors import TransientModelError
 from skillgrad.tasks.code import CodeTask, extract_code
 from skillgrad.testing import FunctionBackend
-from skillgrad.types import ChatRequest, Item
+from skillgrad.types import ChatRequest, Item, Trajectory, to_json
 
 pytestmark = pytest.mark.slow
 
@@ -17,7 +19,7 @@ GOOD = "def evens(xs):\n    return sum(x for x in xs if x % 2 == 0)\n"
 
 class EvensTask(CodeTask):
     name = "evens"
-    timeout_s = 3.0
+    timeout_s = 4.0
 
     def load_split(self, split: object) -> list[Item]:
         return [Item(id="e-0", input="sum of evens", reference="HIDDEN-TESTS")]
@@ -59,6 +61,8 @@ async def test_correct_code_scores_one_and_steps_hold_the_sandbox_run() -> None:
     assert sandbox["tests_passed"] == 4 and sandbox["tests_total"] == 4
     assert "audit-hook" in sandbox["isolation"]
     assert all("HIDDEN-TESTS" not in m.content for m in traj.messages)
+    again = Trajectory.from_json(json.loads(json.dumps(to_json(traj))))
+    assert list(again.steps) == to_json(traj.steps)
 
 
 async def test_partly_wrong_code_scores_the_fraction_with_failures_in_feedback() -> None:
@@ -73,7 +77,7 @@ async def test_timeout_reason_reaches_steps_and_feedback() -> None:
     hang = "def evens(xs):\n    while True:\n        pass\n"
     traj = await EvensTask().rollout(ITEM, "", FunctionBackend(lambda r: hang))
     assert traj.score.value == 0 and not traj.score.passed
-    assert "time limit of 3s exceeded" in traj.score.feedback
+    assert "time limit of 4s exceeded" in traj.score.feedback
     assert traj.steps[2]["timed_out"] is True
 
 

@@ -136,9 +136,9 @@ def test_cannot_write_outside_its_directory(tmp_path: Path) -> None:
 def test_killed_at_time_limit_with_reason() -> None:
     code = "def slow(x):\n    while True:\n        pass\n"
     tests = "assert 1 + 1 == 2\nassert slow(1) == 1\n"
-    result = run_tests(code, tests, timeout_s=1.5, memory_mb=256)
+    result = run_tests(code, tests, timeout_s=3, memory_mb=256)
     assert result.timed_out and not result.passed
-    assert "time limit of 1.5s exceeded" in result.killed_reason
+    assert "time limit of 3s exceeded" in result.killed_reason
     assert result.duration_s < 8
     # the test that finished before the kill is still counted
     assert (result.tests_passed, result.tests_total) == (1, 2)
