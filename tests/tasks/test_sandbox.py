@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import os
 import socket
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -194,3 +196,24 @@ def test_network_modules_still_import() -> None:
     code = "import ssl, http.client, urllib.request, json\n\ndef f():\n    return json.dumps([1])\n"
     result = run_tests(code, "assert f() == '[1]'\n", timeout_s=10, memory_mb=256)
     assert result.passed, result.summary()
+
+
+def test_network_namespace_alone_blocks_loopback(listener: Listener) -> None:
+    # The OS layer by itself, without the in-process guards: a plain interpreter started with
+    # the sandbox's unshare prefix cannot reach the test's server on the host's 127.0.0.1.
+    prefix = network_namespace_prefix()
+    connect = (
+        "import socket\n"
+        "try:\n"
+        f"    socket.create_connection(('127.0.0.1', {listener.port}), timeout=2)\n"
+        "    print('connected')\n"
+        "except OSError as exc:\n"
+        "    print('refused', exc)\n"
+    )
+    out = subprocess.run(
+        [*prefix, sys.executable, "-c", connect], capture_output=True, text=True, timeout=30
+    ).stdout
+    if prefix:
+        assert out.startswith("refused") and listener.accepted == 0
+    else:  # no namespace available here: the control run does connect, guards are the layer
+        assert out.startswith("connected")
