@@ -134,7 +134,7 @@ class ExtractionTask(ChatTask):
     n_test: int = 8
     seed: int = 0
     name: str = "extraction"
-    max_tokens: int = 48
+    max_tokens: int = 64
     _cache: dict[str, list[Item]] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
