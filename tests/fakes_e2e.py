@@ -47,8 +47,14 @@ def optimizer_reply(request: ChatRequest) -> dict[str, Any] | str:
         rule = GOOD_RULE if BAD_RULE in _rejected_section(prompt) else BAD_RULE
         return {
             "failure_patterns": [{"pattern": "answer not in upper case", "item_ids": failed}],
-            "edits": [{"op": "add", "section": "Output format", "content": rule,
-                       "rationale": "the expected answers are upper case"}],
+            "edits": [
+                {
+                    "op": "add",
+                    "section": "Output format",
+                    "content": rule,
+                    "rationale": "the expected answers are upper case",
+                }
+            ],
         }
     raise AssertionError(f"unexpected optimizer prompt: {prompt[:300]}")
 

@@ -17,7 +17,9 @@ from skillgrad.types import Item, Score
 def test_base_inheritance_and_overrides(tmp_path: Path) -> None:
     (tmp_path / "base.yaml").write_text("train: {batch_size: 3, seed: 7}\nenv: {task: toy}\n")
     (tmp_path / "run.yaml").write_text("_base_: base.yaml\ntrain: {batch_size: 5}\n")
-    cfg = load_config(tmp_path / "run.yaml", ["train.learning_rate=8", "models.target=openai:gpt-4o"])
+    cfg = load_config(
+        tmp_path / "run.yaml", ["train.learning_rate=8", "models.target=openai:gpt-4o"]
+    )
     assert (cfg.train.batch_size, cfg.train.seed, cfg.train.learning_rate) == (5, 7, 8)
     assert cfg.env.task == "toy"
     assert (cfg.models.target.provider, cfg.models.target.model) == ("openai", "gpt-4o")
@@ -40,9 +42,9 @@ def test_unknown_keys_fail_with_did_you_mean(data: dict, expected: str) -> None:
 
 
 def test_bad_values_and_bad_set_syntax_are_explained() -> None:
-    with pytest.raises(ConfigError, match="train.lr_scheduler"):
+    with pytest.raises(ConfigError, match=r"train\.lr_scheduler"):
         load_config(data={"train": {"lr_scheduler": "step"}})
-    with pytest.raises(ConfigError, match="section.key=value"):
+    with pytest.raises(ConfigError, match=r"section\.key=value"):
         load_config(overrides=["train.batch_size"])
 
 
@@ -54,10 +56,18 @@ def test_base_cycle_is_refused(tmp_path: Path) -> None:
 
 
 def test_secrets_are_redacted_but_env_var_names_kept() -> None:
-    cfg = load_config(data={"models": {"optimizer": {"provider": "openai", "model": "gpt-4o",
-                                                     "api_key_env": "OPENAI_API_KEY",
-                                                     "options": {"api_key": "sk-live-123456789",
-                                                                 "header": "Bearer abcdefghijkl"}}}})  # fmt: skip
+    cfg = load_config(
+        data={
+            "models": {
+                "optimizer": {
+                    "provider": "openai",
+                    "model": "gpt-4o",
+                    "api_key_env": "OPENAI_API_KEY",
+                    "options": {"api_key": "sk-live-123456789", "header": "Bearer abcdefghijkl"},
+                }
+            }
+        }
+    )
     text = json.dumps(cfg.redacted_json())
     assert "sk-live-123456789" not in text and "abcdefghijkl" not in text
     assert "OPENAI_API_KEY" in text
@@ -86,7 +96,7 @@ def test_test_split_overlapping_selection_split_is_refused_with_ids() -> None:
 
 
 def test_empty_split_and_duplicate_ids_are_refused() -> None:
-    with pytest.raises(ConfigError, match="test split .* is empty"):
+    with pytest.raises(ConfigError, match=r"test split .* is empty"):
         load_splits(_Leaky(["v1"], []))
     with pytest.raises(ConfigError, match="duplicate item ids in the val split: \\['v1'\\]"):
         load_splits(_Leaky(["v1", "v1"], ["x"]))

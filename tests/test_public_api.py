@@ -3,12 +3,37 @@
 import skillgrad
 
 EXPECTED = {
-    "BudgetExceeded", "Callback", "ChatRequest", "ChatTask", "Completion", "Config",
-    "ConfigError", "Control", "DataError", "Edit", "EditResult", "GateResult", "Item", "Message",
-    "ModelBackend", "ModelError", "ModelSpec", "PermanentModelError", "RunResult", "Score",
-    "Scorer", "Skill", "SkillgradError", "Task", "Trajectory", "TransientModelError", "Usage",
-    "__version__", "load_config", "run_training",
-}  # fmt: skip
+    "BudgetExceeded",
+    "Callback",
+    "ChatRequest",
+    "ChatTask",
+    "Completion",
+    "Config",
+    "ConfigError",
+    "Control",
+    "DataError",
+    "Edit",
+    "EditResult",
+    "GateResult",
+    "Item",
+    "Message",
+    "ModelBackend",
+    "ModelError",
+    "ModelSpec",
+    "PermanentModelError",
+    "RunResult",
+    "Score",
+    "Scorer",
+    "Skill",
+    "SkillgradError",
+    "Task",
+    "Trajectory",
+    "TransientModelError",
+    "Usage",
+    "__version__",
+    "load_config",
+    "run_training",
+}
 
 
 def test_public_names_are_locked() -> None:

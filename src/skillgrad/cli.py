@@ -1,9 +1,9 @@
 """The ``skillgrad`` command line: a thin Typer layer over library functions.
 
-    skillgrad train CONFIG [--set section.key=value ...] [--fresh] [--no-gate]
-    skillgrad eval CONFIG --skill FILE --split val|test
-    skillgrad report RUN_DIR [--html]
-    skillgrad diff | blame | compare | dashboard   (see cli_views.py)
+skillgrad train CONFIG [--set section.key=value ...] [--fresh] [--no-gate]
+skillgrad eval CONFIG --skill FILE --split val|test
+skillgrad report RUN_DIR [--html]
+skillgrad diff | blame | compare | dashboard   (see cli_views.py)
 """
 
 from __future__ import annotations
@@ -35,7 +35,9 @@ SetOpt = Annotated[
 OptModel = Annotated[
     str | None, typer.Option("--optimizer_model", "--optimizer-model", help="provider:model")
 ]
-TgtModel = Annotated[str | None, typer.Option("--target_model", "--target-model", help="provider:model")]
+TgtModel = Annotated[
+    str | None, typer.Option("--target_model", "--target-model", help="provider:model")
+]
 
 
 def _config(path: Path, sets: list[str] | None, opt: str | None, tgt: str | None) -> Config:
@@ -75,9 +77,12 @@ def train(
         progress = RichProgress(console)
         with progress:
             result = run_training(
-                cfg, config_path=str(config), fresh=fresh, callbacks=callbacks,
+                cfg,
+                config_path=str(config),
+                fresh=fresh,
+                callbacks=callbacks,
                 progress=None if quiet else progress,
-            )  # fmt: skip
+            )
     except BudgetExceeded as exc:
         raise _fail(exc, 3) from None
     except SkillgradError as exc:

@@ -83,11 +83,11 @@ class BudgetConfig(_Section):
 
 
 class Config(_Section):
-    train: TrainConfig = Field(default_factory=TrainConfig)
-    models: ModelsConfig = Field(default_factory=ModelsConfig)
-    env: EnvConfig = Field(default_factory=EnvConfig)
-    hardware: HardwareConfig = Field(default_factory=HardwareConfig)
-    budget: BudgetConfig = Field(default_factory=BudgetConfig)
+    train: TrainConfig = Field(default_factory=lambda: TrainConfig())
+    models: ModelsConfig = Field(default_factory=lambda: ModelsConfig())
+    env: EnvConfig = Field(default_factory=lambda: EnvConfig())
+    hardware: HardwareConfig = Field(default_factory=lambda: HardwareConfig())
+    budget: BudgetConfig = Field(default_factory=lambda: BudgetConfig())
     trackers: list[str] = Field(default_factory=list, description="tensorboard | mlflow | wandb")
     base_dir: str = Field(".", description="folder of the config file (relative paths)")
 
@@ -106,9 +106,9 @@ def redact(value: Any, key: str = "") -> Any:
         return [redact(v, key) for v in value]
     lowered = key.lower()
     is_name = lowered.endswith("_env") or lowered.endswith("_tokens") or lowered.startswith("max_")
-    if isinstance(value, str) and value and not is_name:
-        if any(w in lowered for w in _SECRET_WORDS) or _looks_like_key(value):
-            return "***"
+    secret = any(w in lowered for w in _SECRET_WORDS)
+    if isinstance(value, str) and value and not is_name and (secret or _looks_like_key(value)):
+        return "***"
     return value
 
 
@@ -193,7 +193,9 @@ def _explain(exc: ValidationError, source: str) -> str:
         if err["type"] == "extra_forbidden":
             lines.append(f"  unknown key '{where}'{_did_you_mean(loc)}")
         else:
-            lines.append(f"  {where}: {err['msg']} (got {json.dumps(err.get('input'), default=str)})")
+            lines.append(
+                f"  {where}: {err['msg']} (got {json.dumps(err.get('input'), default=str)})"
+            )
     return "\n".join(lines)
 
 

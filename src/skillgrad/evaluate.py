@@ -22,10 +22,12 @@ async def evaluate_skill(cfg: Config, skill_path: Path, split: str) -> dict[str,
     skill = Skill.load(skill_path)
     store = CallCache(Path(cfg.env.output_root) / "_eval" / "calls.sqlite")
     try:
-        target = MeteredBackend(build_raw_backend(cfg.models.target, cfg.base_dir, {}), store,
-                                "target")  # fmt: skip
-        trajs = await rollout(task, items, skill.text, target,
-                              workers=cfg.hardware.rollout_workers, store=store)  # fmt: skip
+        target = MeteredBackend(
+            build_raw_backend(cfg.models.target, cfg.base_dir, {}), store, "target"
+        )
+        trajs = await rollout(
+            task, items, skill.text, target, workers=cfg.hardware.rollout_workers, store=store
+        )
     finally:
         store.close()
     return {

@@ -73,13 +73,14 @@ class ScriptedBackend:
         reply: str | dict[str, Any] | Completion | Callable[[ChatRequest], Any],
         times: int = 1,
     ) -> ScriptedBackend:
+        fn: Callable[[ChatRequest], bool]
         if isinstance(match, str):
             needle = match
 
-            def fn(r: ChatRequest) -> bool:
+            def contains(r: ChatRequest) -> bool:
                 return needle in request_text(r)
 
-            label = repr(match)
+            fn, label = contains, repr(match)
         else:
             fn, label = match, getattr(match, "__name__", "predicate")
         for _ in range(times):

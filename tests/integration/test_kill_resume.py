@@ -24,7 +24,7 @@ train: {{num_epochs: 2, batch_size: 4, patience: 5, learning_rate: 4, min_learni
 models:
   optimizer: {{provider: function, model: "{FAKES}:FakeOptimizer", options: {{latency: {latency}}}}}
   target: {{provider: function, model: "{FAKES}:FakeTarget", options: {{latency: {latency}}}}}
-env: {{task: toy, output_root: "{tmp / 'runs'}", run_name: run,
+env: {{task: toy, output_root: "{tmp / "runs"}", run_name: run,
       options: {{n_train: 8, n_val: 8, n_test: 4}}}}
 hardware: {{rollout_workers: 2, analyst_workers: 2}}
 """
@@ -37,8 +37,10 @@ def _start(config: Path, log: Path) -> subprocess.Popen[bytes]:
     env = {**os.environ, "SKILLGRAD_CALL_LOG": str(log)}
     return subprocess.Popen(
         [sys.executable, "-m", "skillgrad", "train", str(config), "--quiet"],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-    )  # fmt: skip
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
 
 
 def _run(config: Path, log: Path) -> None:

@@ -47,8 +47,9 @@ async def test_gate_stops_early_and_decides_like_a_full_evaluation() -> None:
     # candidate passes only the last item: after the first chunks it cannot beat 0.5
     target = _answers_from({"cand": {words[-1]}})
     early = await gate(task, items, "cand", 0.5, target, chunk=2, early_stop=True)
-    full = await gate(task, items, "cand", 0.5, _answers_from({"cand": {words[-1]}}), chunk=2,
-                      early_stop=False)  # fmt: skip
+    full = await gate(
+        task, items, "cand", 0.5, _answers_from({"cand": {words[-1]}}), chunk=2, early_stop=False
+    )
     assert early.result.early_rejected and early.result.evaluated < len(items)
     assert early.result.accepted == full.result.accepted is False
     assert full.result.evaluated == len(items)

@@ -16,16 +16,25 @@ from skillgrad.train import run_training
 from skillgrad.train.select import Schedule, effective_lr
 
 sys.path.insert(0, str(Path(__file__).parents[1]))
-from fakes_e2e import BAD_RULE, GOOD_RULE, make_optimizer, make_target  # noqa: E402
+from fakes_e2e import BAD_RULE, GOOD_RULE, make_optimizer, make_target
 
 
 def _cfg(tmp_path: Path, **train: Any) -> Any:
-    base = {"num_epochs": 2, "batch_size": 4, "patience": 5, "learning_rate": 4,
-            "min_learning_rate": 1, "lr_scheduler": "cosine", "lr_decay_on_reject": 0.5}  # fmt: skip
-    return load_config(data={
-        "env": {"task": "toy", "output_root": str(tmp_path), "run_name": "run"},
-        "train": {**base, **train},
-    })  # fmt: skip
+    base = {
+        "num_epochs": 2,
+        "batch_size": 4,
+        "patience": 5,
+        "learning_rate": 4,
+        "min_learning_rate": 1,
+        "lr_scheduler": "cosine",
+        "lr_decay_on_reject": 0.5,
+    }
+    return load_config(
+        data={
+            "env": {"task": "toy", "output_root": str(tmp_path), "run_name": "run"},
+            "train": {**base, **train},
+        }
+    )
 
 
 def test_loop_learns_the_rule_and_rejects_the_harmful_edit(tmp_path: Path) -> None:
@@ -43,7 +52,9 @@ def test_loop_learns_the_rule_and_rejects_the_harmful_edit(tmp_path: Path) -> No
     assert first["n_applied"] == 1 and not first["accepted"]
     assert BAD_RULE in (run / "steps/step_0001/candidate.md").read_text()
     # ... and it appears in the rejected-edit buffer of the next reflection call
-    reflect_prompts = [user_text(r) for r in optimizer.calls if "Scored trajectories" in user_text(r)]
+    reflect_prompts = [
+        user_text(r) for r in optimizer.calls if "Scored trajectories" in user_text(r)
+    ]
     buffer_part = reflect_prompts[1].split("## Edits rejected earlier")[1].split("## Scored")[0]
     assert BAD_RULE in buffer_part and "drop" in buffer_part
     assert second["accepted"] and second["val_score"] == 1.0
@@ -56,18 +67,46 @@ def test_loop_learns_the_rule_and_rejects_the_harmful_edit(tmp_path: Path) -> No
 
 def test_every_run_directory_artifact_is_written(tmp_path: Path) -> None:
     run = run_training(_cfg(tmp_path), optimizer=make_optimizer(), target=make_target()).run_dir
-    for name in ["config.json", "history.json", "runtime_state.json", "best_skill.md",
-                 "skills/skill_v0000.md", "patch_log.jsonl", "conflicts.json", "events.jsonl",
-                 "summary.json", "report.md", "splits.json", "calls.sqlite",
-                 "slow_update/epoch_02/categories.json", "slow_update/epoch_02/guidance.json",
-                 "meta_skill/epoch_01/memo.md", "meta_skill/epoch_02/memo.md"]:  # fmt: skip
+    for name in [
+        "config.json",
+        "history.json",
+        "runtime_state.json",
+        "best_skill.md",
+        "skills/skill_v0000.md",
+        "patch_log.jsonl",
+        "conflicts.json",
+        "events.jsonl",
+        "summary.json",
+        "report.md",
+        "splits.json",
+        "calls.sqlite",
+        "slow_update/epoch_02/categories.json",
+        "slow_update/epoch_02/guidance.json",
+        "meta_skill/epoch_01/memo.md",
+        "meta_skill/epoch_02/memo.md",
+    ]:
         assert (run / name).exists(), name
-    for name in ["trajectories.jsonl", "reflections.json", "aggregate.json", "selection.json",
-                 "candidate.md", "apply_report.json", "gate.json"]:  # fmt: skip
+    for name in [
+        "trajectories.jsonl",
+        "reflections.json",
+        "aggregate.json",
+        "selection.json",
+        "candidate.md",
+        "apply_report.json",
+        "gate.json",
+    ]:
         assert (run / "steps/step_0001" / name).exists(), name
     events = {e["event"] for e in read_jsonl(run / "events.jsonl")}
-    assert {"run_start", "baseline", "step_start", "step_end", "slow_update", "meta_skill",
-            "epoch_end", "run_end"} <= events  # fmt: skip
+    assert {
+        "run_start",
+        "baseline",
+        "step_start",
+        "step_end",
+        "slow_update",
+        "meta_skill",
+        "epoch_end",
+        "run_end",
+    } <= events
 
 
 def test_learning_rate_follows_schedule_and_decays_on_rejection(tmp_path: Path) -> None:
@@ -100,8 +139,12 @@ def test_finished_run_replays_with_zero_model_calls(tmp_path: Path) -> None:
 
 
 def test_no_gate_is_explicit_and_recorded(tmp_path: Path) -> None:
-    cfg = load_config(data={"env": {"task": "toy", "output_root": str(tmp_path)},
-                            "train": {"num_epochs": 1, "batch_size": 4, "gate": False}})  # fmt: skip
+    cfg = load_config(
+        data={
+            "env": {"task": "toy", "output_root": str(tmp_path)},
+            "train": {"num_epochs": 1, "batch_size": 4, "gate": False},
+        }
+    )
     result = run_training(cfg, optimizer=make_optimizer(), target=make_target())
     assert result.summary["no_gate"] is True
     assert any("--no-gate" in w for w in result.summary["warnings"])

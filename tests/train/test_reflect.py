@@ -9,14 +9,18 @@ from skillgrad.types import Message, Score, Trajectory
 
 def _traj(item: str, passed: bool = False) -> Trajectory:
     return Trajectory(
-        item_id=item, skill_hash="h", output="apple",
+        item_id=item,
+        skill_hash="h",
+        output="apple",
         messages=(Message("user", "Word: apple"), Message("assistant", "apple")),
-        score=Score(float(passed), passed, "expected 'APPLE', got 'apple'"), reference="APPLE",
-    )  # fmt: skip
+        score=Score(float(passed), passed, "expected 'APPLE', got 'apple'"),
+        reference="APPLE",
+    )
 
 
-CFG = ReflectConfig(minibatch_size=2, max_edits=2, failure_only=True, deep_threshold=0.6,
-                    workers=2, max_tokens=200)  # fmt: skip
+CFG = ReflectConfig(
+    minibatch_size=2, max_edits=2, failure_only=True, deep_threshold=0.6, workers=2, max_tokens=200
+)
 GOOD = {"failure_patterns": [], "edits": [{"op": "add", "section": "Rules", "content": "Upper."}]}
 
 
@@ -74,7 +78,10 @@ async def test_successes_are_skipped_in_failure_only_mode() -> None:
 
 async def test_deep_mode_runs_when_one_pattern_dominates() -> None:
     pattern = {"pattern": "lower case answers", "item_ids": ["a", "b", "c", "d"]}
-    shallow = {"failure_patterns": [pattern], "edits": [{"op": "add", "section": "R", "content": "x"}]}
+    shallow = {
+        "failure_patterns": [pattern],
+        "edits": [{"op": "add", "section": "R", "content": "x"}],
+    }
     deep = {"failure_patterns": [], "edits": [{"op": "add", "section": "R", "content": "Sys."}]}
     opt = (
         ScriptedBackend()

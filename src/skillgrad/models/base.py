@@ -1,7 +1,8 @@
 """The ModelBackend Protocol: the one seam every provider implements.
 
 A backend has exactly one required method, ``complete``. Retry, rate limiting, caching and cost
-metering are wrappers around any backend (``retry.py``, ``ratelimit.py``, ``metering.py``), never code inside one.
+metering are wrappers around any backend (``retry.py``, ``ratelimit.py``, ``metering.py``),
+never code inside one.
 """
 
 from __future__ import annotations

@@ -17,7 +17,8 @@ class CallContext:
     step: int = 0
 
 
-_current: ContextVar[CallContext] = ContextVar("skillgrad_call_context", default=CallContext())
+_DEFAULT = CallContext()  # frozen, so sharing it as the default is safe
+_current: ContextVar[CallContext] = ContextVar("skillgrad_call_context", default=_DEFAULT)
 
 
 def current_context() -> CallContext:

@@ -95,12 +95,14 @@ def render_report(summary: dict[str, Any], history: Sequence[dict[str, Any]]) ->
     lines = [
         f"# skillgrad report: {s['run_name']}",
         "",
-        f"- status: **{s['status']}** {('(' + s['stop_reason'] + ')') if s['stop_reason'] else ''}",
-        f"- task: `{s['task']}` · optimizer `{s['optimizer_model']}` · target `{s['target_model']}`",
-        f"- validation score: {_fmt(s['val_initial'])} → {_fmt(s['val_best'])} "
+        f"- status: **{s['status']}** " + (f"({s['stop_reason']})" if s["stop_reason"] else ""),
+        f"- task: `{s['task']}` · optimizer `{s['optimizer_model']}` · "
+        f"target `{s['target_model']}`",
+        f"- validation score: {_fmt(s['val_initial'])} -> {_fmt(s['val_best'])} "
         f"(best at step {s['best_step']})",
-        f"- test score (held out): initial {_fmt(s['test_initial'])} vs best {_fmt(s['test_best'])}",
-        f"- skill length: {s['skill_tokens_initial']} → {s['skill_tokens_best']} tokens",
+        f"- test score (held out): initial {_fmt(s['test_initial'])} "
+        f"vs best {_fmt(s['test_best'])}",
+        f"- skill length: {s['skill_tokens_initial']} -> {s['skill_tokens_best']} tokens",
         f"- steps: {s['steps']} (+{s['slow_updates']} slow updates), "
         f"{s['steps_accepted']} accepted",
         f"- edits: {s['edits_proposed']} proposed, {s['edits_applied']} applied to candidates, "
@@ -116,8 +118,13 @@ def render_report(summary: dict[str, Any], history: Sequence[dict[str, Any]]) ->
             f"| {role} | {int(u['calls'])} | {int(u['prompt_tokens'])} | "
             f"{int(u['completion_tokens'])} | {u['cost']:.4f} |"
         )
-    lines += ["", "## Steps", "", "| step | epoch | kind | lr | k | applied | gate | val | tokens |",
-              "|---:|---:|---|---:|---:|---:|---|---:|---:|"]  # fmt: skip
+    lines += [
+        "",
+        "## Steps",
+        "",
+        "| step | epoch | kind | lr | k | applied | gate | val | tokens |",
+        "|---:|---:|---|---:|---:|---:|---|---:|---:|",
+    ]
     for r in history:
         verdict = _verdict(r)
         lines.append(
@@ -125,9 +132,17 @@ def render_report(summary: dict[str, Any], history: Sequence[dict[str, Any]]) ->
             f"{r['n_applied']} | {verdict} | {r['val_score']:.3f} | {r['skill_tokens']} |"
         )
     pf = s["persistent_failures"]
-    lines += ["", "## Persistent failures", "",
-              ("Validation items that failed under every skill version evaluated (a task-structure "
-               "mismatch rather than a skill deficit): " + ", ".join(pf)) if pf else "None."]  # fmt: skip
+    lines += [
+        "",
+        "## Persistent failures",
+        "",
+        (
+            "Validation items that failed under every skill version evaluated (a task-structure "
+            "mismatch rather than a skill deficit): " + ", ".join(pf)
+        )
+        if pf
+        else "None.",
+    ]
     if s.get("nondeterministic_scorers"):
         lines += ["", "Note: a scorer of this task is an LLM judge (non-deterministic)."]
     if s["warnings"]:

@@ -83,11 +83,20 @@ class CallCache:
             self._db.execute(
                 "INSERT OR IGNORE INTO calls VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
                 (
-                    key, backend, req, response, role, stage, step,
-                    completion.usage.prompt_tokens, completion.usage.completion_tokens,
-                    cost, latency_s, time.time(),
+                    key,
+                    backend,
+                    req,
+                    response,
+                    role,
+                    stage,
+                    step,
+                    completion.usage.prompt_tokens,
+                    completion.usage.completion_tokens,
+                    cost,
+                    latency_s,
+                    time.time(),
                 ),
-            )  # fmt: skip
+            )
 
     def totals(self, where: str = "", args: tuple[Any, ...] = ()) -> dict[str, dict[str, float]]:
         """Calls, tokens and cost per role (plus ``"all"``), optionally filtered by SQL."""

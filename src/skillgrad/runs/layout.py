@@ -1,20 +1,20 @@
 """The run directory layout: every path skillgrad writes, in one place.
 
-    <output_root>/<run_name>/
-      config.json           fully resolved config (secrets redacted)
-      history.json          list of step records (see ``train/state.py: StepRecord``)
-      runtime_state.json    resume checkpoint (atomic); re-running the same command resumes
-      best_skill.md         highest selection-score skill: the deployable artifact
-      skills/skill_v0000.md initial skill; skill_vNNNN.md = skill in force after step NNNN
-      steps/step_0001/      trajectories.jsonl, reflections.json, aggregate.json, selection.json,
-                            candidate.md, apply_report.json, gate.json
-      slow_update/epoch_02/ pairs.jsonl, categories.json, guidance.json, candidate.md, gate.json
-      meta_skill/epoch_01/  inputs.json, memo.md
-      patch_log.jsonl       every accepted edit with provenance
-      conflicts.json        edits held back for human review
-      events.jsonl          append-only log of everything that happened
-      summary.json, report.md
-      calls.sqlite          content-addressed call cache + ledger of paid calls
+<output_root>/<run_name>/
+  config.json           fully resolved config (secrets redacted)
+  history.json          list of step records (see ``train/state.py: StepRecord``)
+  runtime_state.json    resume checkpoint (atomic); re-running the same command resumes
+  best_skill.md         highest selection-score skill: the deployable artifact
+  skills/skill_v0000.md initial skill; skill_vNNNN.md = skill in force after step NNNN
+  steps/step_0001/      trajectories.jsonl, reflections.json, aggregate.json, selection.json,
+                        candidate.md, apply_report.json, gate.json
+  slow_update/epoch_02/ pairs.jsonl, categories.json, guidance.json, candidate.md, gate.json
+  meta_skill/epoch_01/  inputs.json, memo.md
+  patch_log.jsonl       every accepted edit with provenance
+  conflicts.json        edits held back for human review
+  events.jsonl          append-only log of everything that happened
+  summary.json, report.md
+  calls.sqlite          content-addressed call cache + ledger of paid calls
 """
 
 from __future__ import annotations

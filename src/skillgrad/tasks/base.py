@@ -56,7 +56,7 @@ class Task(Protocol):
 
 
 class ChatTask:
-    """Base for single-turn tasks: subclasses define ``prompt(item)`` and ``score(output, item)``."""
+    """Single-turn tasks: define ``load_split``, ``prompt(item)`` and ``score(output, item)``."""
 
     name = "chat"
     max_tokens = 64

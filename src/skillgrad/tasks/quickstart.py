@@ -18,19 +18,53 @@ from skillgrad.types import Item, Score
 
 LABELS = ("positive", "negative")
 _SUBJECTS = (
-    "pasta", "hotel room", "phone", "concert", "movie", "coffee", "service", "laptop",
-    "book", "bike", "haircut", "train ride", "museum", "jacket", "soup", "game",
-)  # fmt: skip
+    "pasta",
+    "hotel room",
+    "phone",
+    "concert",
+    "movie",
+    "coffee",
+    "service",
+    "laptop",
+    "book",
+    "bike",
+    "haircut",
+    "train ride",
+    "museum",
+    "jacket",
+    "soup",
+    "game",
+)
 _WORDS = {
     "positive": (
-        "delicious", "wonderful", "excellent", "friendly", "fantastic", "lovely", "superb",
-        "comfortable", "delightful", "brilliant", "great", "perfect",
+        "delicious",
+        "wonderful",
+        "excellent",
+        "friendly",
+        "fantastic",
+        "lovely",
+        "superb",
+        "comfortable",
+        "delightful",
+        "brilliant",
+        "great",
+        "perfect",
     ),
     "negative": (
-        "awful", "terrible", "broken", "rude", "disappointing", "cold", "boring", "dirty",
-        "horrible", "noisy", "useless", "bland",
+        "awful",
+        "terrible",
+        "broken",
+        "rude",
+        "disappointing",
+        "cold",
+        "boring",
+        "dirty",
+        "horrible",
+        "noisy",
+        "useless",
+        "bland",
     ),
-}  # fmt: skip
+}
 _TEMPLATES = (
     "The {s} was {w}.",
     "Honestly, the {s} was {w} and I would say so again.",
@@ -63,7 +97,7 @@ class QuickstartTask(ChatTask):
         rng = random.Random(self.seed)
         seen: set[str] = set()
         for split, n in (("train", self.n_train), ("val", self.n_val), ("test", self.n_test)):
-            items = []
+            items: list[Item] = []
             while len(items) < n:
                 text, label = self._review(rng)
                 if text in seen:

@@ -76,8 +76,9 @@ def aggregate(edits: Sequence[Edit], threshold: float) -> Aggregated:
         for i, kept in enumerate(out.edits):
             if is_duplicate(kept, edit, threshold):
                 ids = tuple(dict.fromkeys((*kept.trajectory_ids, *edit.trajectory_ids)))
-                out.edits[i] = replace(kept, support=len(ids) or kept.support + 1,
-                                       trajectory_ids=ids)  # fmt: skip
+                out.edits[i] = replace(
+                    kept, support=len(ids) or kept.support + 1, trajectory_ids=ids
+                )
                 out.merges.append({"into": i, "merged": edit})
                 break
         else:

@@ -49,7 +49,7 @@ def run_dir_for(cfg: Config, config_path: str | None, fresh: bool = False) -> Pa
 
 def load_splits(task: Task) -> dict[str, list[Item]]:
     """All splits, checked before any model call: non-empty, unique ids, no leakage."""
-    items = {s: task.load_split(s) for s in SPLITS}
+    items: dict[str, list[Item]] = {s: task.load_split(s) for s in SPLITS}
     for split, rows in items.items():
         if not rows:
             raise ConfigError(f"the {split} split of task {task.name!r} is empty")
@@ -57,8 +57,10 @@ def load_splits(task: Task) -> dict[str, list[Item]]:
         dupes = sorted({i for i in ids if ids.count(i) > 1})
         if dupes:
             raise ConfigError(f"duplicate item ids in the {split} split: {dupes[:10]}")
-    for a, b, why in (("val", "test", "the test split must be held out from the selection split"),
-                      ("train", "val", "the selection split must not be trained on")):  # fmt: skip
+    for a, b, why in (
+        ("val", "test", "the test split must be held out from the selection split"),
+        ("train", "val", "the selection split must not be trained on"),
+    ):
         shared = sorted({i.id for i in items[a]} & {i.id for i in items[b]})
         if shared:
             raise ConfigError(
@@ -73,7 +75,8 @@ def build_raw_backend(spec: ModelSpec, base_dir: str, shared: dict[str, Any]) ->
 
     In-process backends (llama.cpp, Python functions) get no retry or rate limit; remote ones are
     ``retry(limit(raw))`` with one limiter registry per run, shared by both roles."""
-    from skillgrad.models.factory import build_backend, build_raw_backend as raw_backend
+    from skillgrad.models.factory import build_backend
+    from skillgrad.models.factory import build_raw_backend as raw_backend
     from skillgrad.models.ratelimit import LimiterRegistry
 
     if spec.provider == "function" and ".py:" in spec.model and not Path(spec.model).is_absolute():
@@ -85,7 +88,8 @@ def build_raw_backend(spec: ModelSpec, base_dir: str, shared: dict[str, Any]) ->
         else:
             limiters = shared.setdefault("__limiters__", LimiterRegistry())
             shared[key] = build_backend(spec, limiters, rng_seed=0)
-    return shared[key]  # type: ignore[no-any-return]
+    backend: ModelBackend = shared[key]
+    return backend
 
 
 def run_training(
@@ -115,14 +119,19 @@ def run_training(
     prices = PriceTable({**PriceTable().prices, **cfg.budget.prices})
     budget = Budget(cfg.budget.max_cost_usd, cfg.budget.max_tokens, cfg.budget.max_calls)
     ctx = RunContext(
-        cfg=cfg, task=task, items=items, store=store, run=run,
+        cfg=cfg,
+        task=task,
+        items=items,
+        store=store,
+        run=run,
         optimizer=MeteredBackend(raw_opt, store, "optimizer", prices, budget),
         target=MeteredBackend(raw_tgt, store, "target", prices, budget),
         steps_per_epoch=cfg.train.steps_per_epoch
         or math.ceil(len(items["train"]) / cfg.train.batch_size),
-        callbacks=callbacks, progress=progress or NullProgress(),
+        callbacks=callbacks,
+        progress=progress or NullProgress(),
         count_tokens=token_counter(raw_tgt) or approx_tokens,
-    )  # fmt: skip
+    )
     bind = getattr(task, "bind_judge", None)
     if callable(bind):  # an LLM-judge scorer uses the optimizer model, metered as such
         bind(ctx.optimizer)
@@ -155,11 +164,17 @@ def _stopped(ctx: RunContext, exc: Exception) -> None:
     if state is None:
         return
     summary = build_summary(
-        ctx.cfg, state, ctx.store.totals(), None,
+        ctx.cfg,
+        state,
+        ctx.store.totals(),
+        None,
         tokens=(ctx.count_tokens(state.initial_skill), ctx.count_tokens(state.best_skill)),
-        run_name=ctx.run.root.name, status=status, stop_reason=str(exc),
-        models=ctx.model_names, deterministic=ctx.deterministic,
-    )  # fmt: skip
+        run_name=ctx.run.root.name,
+        status=status,
+        stop_reason=str(exc),
+        models=ctx.model_names,
+        deterministic=ctx.deterministic,
+    )
     ctx.run.write_summary(summary, render_report(summary, list(state.history)))
 
 

@@ -36,46 +36,90 @@ async def slow_update(ctx: RunContext, state: TrainState) -> TrainState:
     previous = state.epoch_start_skill
     ctx.emit("slow_update_start", epoch=epoch, step=step)
     with call_context("slow_update", step):
-        kw = {"workers": ctx.cfg.hardware.rollout_workers, "store": ctx.store,
-              "progress": ctx.progress, "stage": "slow_update"}  # fmt: skip
+        kw = {
+            "workers": ctx.cfg.hardware.rollout_workers,
+            "store": ctx.store,
+            "progress": ctx.progress,
+            "stage": "slow_update",
+        }
         before = await rollout(ctx.task, sample, previous, ctx.target, **kw)  # type: ignore[arg-type]
         after = await rollout(ctx.task, sample, state.skill, ctx.target, **kw)  # type: ignore[arg-type]
         items, counts, reply = await slow_update_guidance(
-            previous, state.skill, before, after, ctx.optimizer,
-            max_tokens=t.optimizer_max_tokens, seed=step,
-        )  # fmt: skip
+            previous,
+            state.skill,
+            before,
+            after,
+            ctx.optimizer,
+            max_tokens=t.optimizer_max_tokens,
+            seed=step,
+        )
     folder = ctx.run.paths.slow_dir(epoch)
-    pairs = [{"item_id": b.item_id, "before": b.score.value, "after": a.score.value,
-              "category": items[b.item_id]} for b, a in zip(before, after, strict=True)]  # fmt: skip
-    files = {"pairs.jsonl": pairs, "categories.json": {"counts": counts, "items": items},
-             "guidance.json": reply.to_json()}  # fmt: skip
-    gate_result, applied, candidate = None, (), state.skill
+    pairs = [
+        {
+            "item_id": b.item_id,
+            "before": b.score.value,
+            "after": a.score.value,
+            "category": items[b.item_id],
+        }
+        for b, a in zip(before, after, strict=True)
+    ]
+    files = {
+        "pairs.jsonl": pairs,
+        "categories.json": {"counts": counts, "items": items},
+        "guidance.json": reply.to_json(),
+    }
+    gate_result: GateResult | None = None
+    applied: tuple[EditResult, ...] = ()
+    candidate = state.skill
     if reply.parsed is not None:
         guidance = reply.parsed.guidance.strip()
         candidate = Skill(state.skill).with_protected_block(GUIDANCE_BLOCK, guidance).text
-        edit = Edit("add", "Longitudinal guidance", guidance, rationale="slow update",
-                    trajectory_ids=tuple(f"slow_update/epoch_{epoch:02d}/{i}" for i in items),
-                    source="slow_update")  # fmt: skip
+        edit = Edit(
+            "add",
+            "Longitudinal guidance",
+            guidance,
+            rationale="slow update",
+            trajectory_ids=tuple(f"slow_update/epoch_{epoch:02d}/{i}" for i in items),
+            source="slow_update",
+        )
         applied = (EditResult(edit, "applied", "protected block written"),)
         if t.slow_update_gate:
-            outcome = await evaluate_candidate(ctx, step, candidate, state.current_score, "slow_update")
+            outcome = await evaluate_candidate(
+                ctx, step, candidate, state.current_score, "slow_update"
+            )
             gate_result = outcome.result
-            files["gate.json"] = {"result": gate_result,
-                                  "items": {x.item_id: x.score.value for x in outcome.trajectories}}  # fmt: skip
+            files["gate.json"] = {
+                "result": gate_result,
+                "items": {x.item_id: x.score.value for x in outcome.trajectories},
+            }
         else:
             gate_result = _forced(state.current_score, len(ctx.items["val"]))
     files["candidate.md"] = candidate
     ctx.run.write_artifacts(folder, files)
-    ctx.emit("slow_update", epoch=epoch, categories=counts,
-             accepted=bool(gate_result and gate_result.accepted))  # fmt: skip
+    ctx.emit(
+        "slow_update",
+        epoch=epoch,
+        categories=counts,
+        accepted=bool(gate_result and gate_result.accepted),
+    )
     out = StepOutcome(
-        kind="slow_update", lr=0.0, k=0, candidate=candidate, gate=gate_result, applied=applied,
-        proposed=len(applied), merged=len(applied), selected=len(applied),
+        kind="slow_update",
+        lr=0.0,
+        k=0,
+        candidate=candidate,
+        gate=gate_result,
+        applied=applied,
+        proposed=len(applied),
+        merged=len(applied),
+        selected=len(applied),
         train_score=sum(a.score.value for a in after) / max(1, len(after)),
-        n_failures=sum(not a.score.passed for a in after), n_reflections=1,
-        n_failed_reflections=int(reply.parsed is None), usage=ctx.usage(step),
-        skill_tokens=ctx.count_tokens(state.skill), candidate_tokens=ctx.count_tokens(candidate),
-    )  # fmt: skip
+        n_failures=sum(not a.score.passed for a in after),
+        n_reflections=1,
+        n_failed_reflections=int(reply.parsed is None),
+        usage=ctx.usage(step),
+        skill_tokens=ctx.count_tokens(state.skill),
+        candidate_tokens=ctx.count_tokens(candidate),
+    )
     return commit(ctx, state, out)
 
 
@@ -89,9 +133,13 @@ async def meta_skill(ctx: RunContext, state: TrainState) -> TrainState:
     patch_rows = read_jsonl(ctx.run.paths.patch_log)
     with call_context("meta_skill", state.global_step):
         inputs, reply = await meta_skill_memo(
-            state.meta_memo, state.history, patch_rows, epoch, ctx.optimizer,
+            state.meta_memo,
+            state.history,
+            patch_rows,
+            epoch,
+            ctx.optimizer,
             max_tokens=ctx.cfg.train.optimizer_max_tokens,
-        )  # fmt: skip
+        )
     memo = reply.parsed.memo.strip() if reply.parsed is not None else state.meta_memo
     ctx.run.write_artifacts(
         ctx.run.paths.meta_dir(epoch),

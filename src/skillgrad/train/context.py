@@ -75,7 +75,9 @@ class RunContext:
             return {r: now.get(r, {}).get(key, 0.0) for r in ROLES}
 
         tokens = {
-            r: int(now.get(r, {}).get("prompt_tokens", 0) + now.get(r, {}).get("completion_tokens", 0))
+            r: int(
+                now.get(r, {}).get("prompt_tokens", 0) + now.get(r, {}).get("completion_tokens", 0)
+            )
             for r in ROLES
         }
         return {

@@ -30,8 +30,9 @@ from skillgrad.train.step import training_step
 async def train(ctx: RunContext, initial_skill: str) -> dict[str, Any]:
     state = ctx.run.load_state()
     resumed = state is not None
-    ctx.emit("run_start", run_dir=str(ctx.run.root), resumed=resumed,
-             config=ctx.cfg.redacted_json())  # fmt: skip
+    ctx.emit(
+        "run_start", run_dir=str(ctx.run.root), resumed=resumed, config=ctx.cfg.redacted_json()
+    )
     if state is None:
         state = await baseline(ctx, initial_skill)
     elif state.status == "stopped":  # a callback asked to stop: re-running resumes
@@ -52,16 +53,26 @@ async def baseline(ctx: RunContext, skill: str) -> TrainState:
     ctx.run.write_initial(skill, {s: [i.id for i in items] for s, items in ctx.items.items()})
     with call_context("baseline", 0):
         trajs = await rollout(
-            ctx.task, ctx.items["val"], skill, ctx.target,
-            workers=ctx.cfg.hardware.rollout_workers, store=ctx.store, progress=ctx.progress,
+            ctx.task,
+            ctx.items["val"],
+            skill,
+            ctx.target,
+            workers=ctx.cfg.hardware.rollout_workers,
+            store=ctx.store,
+            progress=ctx.progress,
             stage="baseline",
-        )  # fmt: skip
+        )
     score = mean_score(trajs)
     state = TrainState(
-        initial_skill=skill, skill=skill, current_score=score, initial_score=score,
-        best_score=score, best_skill=skill, epoch_start_skill=skill,
+        initial_skill=skill,
+        skill=skill,
+        current_score=score,
+        initial_score=score,
+        best_score=score,
+        best_skill=skill,
+        epoch_start_skill=skill,
         val_ever_passed={t.item_id: t.score.passed for t in trajs},
-    )  # fmt: skip
+    )
     ctx.run.checkpoint(state)
     ctx.emit("baseline", val_score=score, skill_tokens=ctx.count_tokens(skill))
     return state
@@ -74,15 +85,26 @@ async def finish(ctx: RunContext, state: TrainState) -> dict[str, Any]:
     with call_context("test", state.global_step + 1):
         for name, skill in (("initial", state.initial_skill), ("best", state.best_skill)):
             trajs = await rollout(
-                ctx.task, test, skill, ctx.target, workers=ctx.cfg.hardware.rollout_workers,
-                store=ctx.store, progress=ctx.progress, stage=f"test ({name})",
-            )  # fmt: skip
+                ctx.task,
+                test,
+                skill,
+                ctx.target,
+                workers=ctx.cfg.hardware.rollout_workers,
+                store=ctx.store,
+                progress=ctx.progress,
+                stage=f"test ({name})",
+            )
             scores[name] = mean_score(trajs)
     summary = build_summary(
-        ctx.cfg, state, ctx.store.totals(), scores,
+        ctx.cfg,
+        state,
+        ctx.store.totals(),
+        scores,
         tokens=(ctx.count_tokens(state.initial_skill), ctx.count_tokens(state.best_skill)),
-        run_name=ctx.run.root.name, models=ctx.model_names, deterministic=ctx.deterministic,
-    )  # fmt: skip
+        run_name=ctx.run.root.name,
+        models=ctx.model_names,
+        deterministic=ctx.deterministic,
+    )
     ctx.run.write_summary(summary, render_report(summary, list(state.history)))
     ctx.emit("run_end", summary=summary)
     return summary

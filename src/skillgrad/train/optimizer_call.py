@@ -57,7 +57,8 @@ def request_schema(schema: type[BaseModel]) -> dict[str, Any]:
             return [strip(v) for v in node]
         return node
 
-    return strip(schema.model_json_schema())  # type: ignore[no-any-return]
+    stripped: dict[str, Any] = strip(schema.model_json_schema())
+    return stripped
 
 
 @dataclass(frozen=True)
@@ -113,7 +114,9 @@ async def ask_structured(
         completion = await backend.complete(request)
         raws.append(completion.text)
         try:
-            return OptimizerReply(_validate(schema, completion.text), tuple(raws), None, attempt > 0)
+            return OptimizerReply(
+                _validate(schema, completion.text), tuple(raws), None, attempt > 0
+            )
         except ValueError as exc:
             error = f"output failed validation: {exc}"[:1500]
             messages = (

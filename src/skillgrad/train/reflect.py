@@ -137,9 +137,14 @@ async def reflect(
         )
         async with limit:
             reply = await ask_structured(
-                optimizer, system, user, schema,
-                max_tokens=cfg.max_tokens, temperature=cfg.temperature, seed=step,
-            )  # fmt: skip
+                optimizer,
+                system,
+                user,
+                schema,
+                max_tokens=cfg.max_tokens,
+                temperature=cfg.temperature,
+                seed=step,
+            )
         progress.advance("reflect", info="ok" if reply.error is None else "invalid")
         return reply
 
@@ -203,9 +208,14 @@ async def _deep(
         trajectories=render_trajectories(group, limit=300),
     )
     reply = await ask_structured(
-        optimizer, system, user, reflection_model(cfg.max_edits),
-        max_tokens=cfg.max_tokens, temperature=cfg.temperature, seed=step,
-    )  # fmt: skip
+        optimizer,
+        system,
+        user,
+        reflection_model(cfg.max_edits),
+        max_tokens=cfg.max_tokens,
+        temperature=cfg.temperature,
+        seed=step,
+    )
     tids = [trajectory_id(step, t.item_id) for t in group]
     result.edits.extend(_edits_from(reply, tids, "deep_reflect"))
     result.records.append({"mode": "deep", "pattern": pattern, "items": tids, **reply.to_json()})

@@ -111,15 +111,18 @@ async def _rank(
     pool: list[Edit], k: int, skill: str, optimizer: ModelBackend, step: int, max_tokens: int
 ) -> tuple[list[int], dict[str, Any]]:
     listing = "\n".join(
-        f"[{i}] {e.op} in '{e.section}' (support {e.support}): "
-        f"{(e.content or e.anchor)[:200]!r}"
+        f"[{i}] {e.op} in '{e.section}' (support {e.support}): {(e.content or e.anchor)[:200]!r}"
         for i, e in enumerate(pool)
     )
     user = render_prompt("rank_user", skill=skill or "(empty)", edits=listing, k=k)
     reply = await ask_structured(
-        optimizer, render_prompt("reflect_system"), user, RankingOutput,
-        max_tokens=max_tokens, seed=step,
-    )  # fmt: skip
+        optimizer,
+        render_prompt("reflect_system"),
+        user,
+        RankingOutput,
+        max_tokens=max_tokens,
+        seed=step,
+    )
     record = {"mode": "rank", **reply.to_json()}
     if reply.parsed is None:
         record["fallback"] = "ranking failed; ordered by support then proposal order"

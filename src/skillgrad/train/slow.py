@@ -61,9 +61,13 @@ async def slow_update_guidance(
         persistent=render_trajectories(by_cat["persistent_fail"], limit=200),
     )
     reply = await ask_structured(
-        optimizer, render_prompt("reflect_system"), user, SlowUpdateOutput,
-        max_tokens=max_tokens, seed=seed,
-    )  # fmt: skip
+        optimizer,
+        render_prompt("reflect_system"),
+        user,
+        SlowUpdateOutput,
+        max_tokens=max_tokens,
+        seed=seed,
+    )
     return items, counts, reply
 
 
@@ -100,11 +104,21 @@ async def meta_skill_memo(
     inputs = {"previous": previous, "epoch": epoch, "outcomes": outcomes}
     user = render_prompt("meta_skill_user", **{**inputs, "previous": previous or "(none yet)"})
     reply = await ask_structured(
-        optimizer, render_prompt("reflect_system"), user, MetaSkillOutput,
-        max_tokens=max_tokens, seed=epoch,
-    )  # fmt: skip
+        optimizer,
+        render_prompt("reflect_system"),
+        user,
+        MetaSkillOutput,
+        max_tokens=max_tokens,
+        seed=epoch,
+    )
     return inputs, reply
 
 
-__all__ = ["CATEGORIES", "GUIDANCE_BLOCK", "categorise", "compare", "meta_skill_memo",
-           "slow_update_guidance"]  # fmt: skip
+__all__ = [
+    "CATEGORIES",
+    "GUIDANCE_BLOCK",
+    "categorise",
+    "compare",
+    "meta_skill_memo",
+    "slow_update_guidance",
+]

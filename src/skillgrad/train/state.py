@@ -40,7 +40,8 @@ class TrainState:
     stop_reason: str = ""
 
     def to_json(self) -> dict[str, Any]:
-        return to_json(self)  # type: ignore[no-any-return]
+        data: dict[str, Any] = to_json(self)
+        return data
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> TrainState:
@@ -77,9 +78,7 @@ class StepOutcome:
     no_gate: bool = False
 
 
-def advance(
-    state: TrainState, out: StepOutcome, *, patience: int, buffer_size: int
-) -> TrainState:
+def advance(state: TrainState, out: StepOutcome, *, patience: int, buffer_size: int) -> TrainState:
     """The next state after a step: accept or reject, track best, decay, patience, history."""
     step = state.global_step + 1
     accepted = out.gate is not None and out.gate.accepted
@@ -115,7 +114,8 @@ def advance(
         best_score=new_score if improved else state.best_score,
         best_version=step if improved else state.best_version,
         best_skill=skill if improved else state.best_skill,
-        rejections=state.rejections + (out.gate is not None and not accepted and out.kind == "step"),
+        rejections=state.rejections
+        + (out.gate is not None and not accepted and out.kind == "step"),
         since_improvement=since if out.kind == "step" else state.since_improvement,
         rejected_buffer=buffer,
         history=(*state.history, record),

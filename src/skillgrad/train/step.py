@@ -52,10 +52,17 @@ async def evaluate_candidate(
     use_gate = ctx.cfg.train.gate
     with call_context(stage, step):
         return await gate(
-            ctx.task, ctx.items["val"], candidate, incumbent, ctx.target,
-            chunk=ctx.cfg.hardware.rollout_workers, store=ctx.store, progress=ctx.progress,
-            early_stop=use_gate, require_improvement=use_gate,
-        )  # fmt: skip
+            ctx.task,
+            ctx.items["val"],
+            candidate,
+            incumbent,
+            ctx.target,
+            chunk=ctx.cfg.hardware.rollout_workers,
+            store=ctx.store,
+            progress=ctx.progress,
+            early_stop=use_gate,
+            require_improvement=use_gate,
+        )
 
 
 async def training_step(ctx: RunContext, state: TrainState) -> TrainState:
@@ -67,23 +74,37 @@ async def training_step(ctx: RunContext, state: TrainState) -> TrainState:
     clock = time.monotonic()
     with call_context("rollout", step):
         trajs = await rollout(
-            ctx.task, batch, state.skill, ctx.target, workers=ctx.cfg.hardware.rollout_workers,
-            store=ctx.store, progress=ctx.progress,
-        )  # fmt: skip
+            ctx.task,
+            batch,
+            state.skill,
+            ctx.target,
+            workers=ctx.cfg.hardware.rollout_workers,
+            store=ctx.store,
+            progress=ctx.progress,
+        )
     timings["rollout"], clock = time.monotonic() - clock, time.monotonic()
     with call_context("reflect", step):
         refl = await reflect(
-            step, state.skill, trajs, ctx.optimizer, reflect_config(ctx),
+            step,
+            state.skill,
+            trajs,
+            ctx.optimizer,
+            reflect_config(ctx),
             meta_memo=state.meta_memo if t.use_meta_skill else "",
-            rejected=state.rejected_buffer, progress=ctx.progress,
-        )  # fmt: skip
+            rejected=state.rejected_buffer,
+            progress=ctx.progress,
+        )
     agg = aggregate(refl.edits, t.merge_similarity)
     with call_context("select", step):
         sel = await select(
-            agg.edits, k, max_edit_tokens=t.max_edit_tokens, skill=state.skill,
-            optimizer=ctx.optimizer if t.rank_with_optimizer else None, step=step,
+            agg.edits,
+            k,
+            max_edit_tokens=t.max_edit_tokens,
+            skill=state.skill,
+            optimizer=ctx.optimizer if t.rank_with_optimizer else None,
+            step=step,
             count=ctx.count_tokens,
-        )  # fmt: skip
+        )
     timings["reflect"], clock = time.monotonic() - clock, time.monotonic()
     candidate, report = Skill(state.skill).apply(sel.selected)
     outcome = None
@@ -94,25 +115,40 @@ async def training_step(ctx: RunContext, state: TrainState) -> TrainState:
         "trajectories.jsonl": trajs,
         "reflections.json": refl.records,
         "aggregate.json": {"edits": agg.edits, "merges": agg.merges, "conflicts": agg.conflicts},
-        "selection.json": {"lr": lr, "k": k, "selected": sel.selected, "dropped": sel.dropped,
-                           "ranking": sel.ranking},  # fmt: skip
+        "selection.json": {
+            "lr": lr,
+            "k": k,
+            "selected": sel.selected,
+            "dropped": sel.dropped,
+            "ranking": sel.ranking,
+        },
         "candidate.md": candidate.text,
         "apply_report.json": report,
         "gate.json": _gate_json(outcome),
     }
     ctx.run.write_artifacts(ctx.run.paths.step_dir(step), files)
     result = StepOutcome(
-        kind="step", lr=lr, k=k, candidate=candidate.text,
-        gate=outcome.result if outcome else None, applied=tuple(report),
-        proposed=len(refl.edits), merged=len(agg.edits), conflicts=tuple(to_json(agg.conflicts)),
-        selected=len(sel.selected), train_score=mean_score(trajs),
-        n_failures=sum(not x.score.passed for x in trajs), n_reflections=refl.calls,
+        kind="step",
+        lr=lr,
+        k=k,
+        candidate=candidate.text,
+        gate=outcome.result if outcome else None,
+        applied=tuple(report),
+        proposed=len(refl.edits),
+        merged=len(agg.edits),
+        conflicts=tuple(to_json(agg.conflicts)),
+        selected=len(sel.selected),
+        train_score=mean_score(trajs),
+        n_failures=sum(not x.score.passed for x in trajs),
+        n_reflections=refl.calls,
         n_failed_reflections=refl.failed_calls,
         gate_trajectories=outcome.trajectories if outcome else (),
-        usage=ctx.usage(step), timings=timings,
-        skill_tokens=ctx.count_tokens(state.skill), candidate_tokens=ctx.count_tokens(candidate.text),
+        usage=ctx.usage(step),
+        timings=timings,
+        skill_tokens=ctx.count_tokens(state.skill),
+        candidate_tokens=ctx.count_tokens(candidate.text),
         no_gate=not t.gate,
-    )  # fmt: skip
+    )
     return commit(ctx, state, result)
 
 
