@@ -78,6 +78,8 @@ class ConsoleCallback:
         if name == "run_start":
             verb = "resuming" if event.get("resumed") else "starting"
             self.console.print(f"[bold]{verb}[/] run in {event['run_dir']}")
+        elif name == "preflight":
+            self.console.print(_preflight_line(event))
         elif name == "baseline":
             self.console.print(f"baseline val score {event['val_score']:.3f}")
         elif name == "step_end":
@@ -90,6 +92,17 @@ class ConsoleCallback:
             self.console.print(f"[yellow]warning:[/] {event['message']}")
         elif name == "stopped":
             self.console.print(f"[red]stopped[/] ({event['status']}): {event['error']}")
+
+
+def _preflight_line(e: dict[str, Any]) -> str:
+    calls, tokens, cost = e["calls"], e["tokens"], e["cost_usd"]
+    unpriced = [r for r, ok in e["priced"].items() if not ok]
+    note = f" ({', '.join(unpriced)} unpriced: local or unknown model)" if unpriced else ""
+    return (
+        f"preflight (upper bound, {e['steps']} steps): optimizer {calls['optimizer']} calls / "
+        f"{tokens['optimizer']:,} tok, target {calls['target']} calls / {tokens['target']:,} tok, "
+        f"cost <= ${cost['optimizer'] + cost['target']:.2f}{note}"
+    )
 
 
 def _step_line(r: dict[str, Any]) -> str:

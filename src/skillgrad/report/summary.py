@@ -43,6 +43,7 @@ def build_summary(
     stop_reason: str | None = None,
     models: tuple[str, str] | None = None,
     deterministic: bool = True,
+    by_stage: dict[str, dict[str, float]] | None = None,
 ) -> dict[str, Any]:
     history = list(state.history)
     counts = _edit_counts(history)
@@ -72,6 +73,7 @@ def build_summary(
         "steps_accepted": sum(1 for r in history if r["accepted"]),
         "persistent_failures": sorted(i for i, ok in state.val_ever_passed.items() if not ok),
         "usage": {role: dict(v) for role, v in usage.items()},
+        "usage_by_stage": by_stage or {},
         "no_gate": not cfg.train.gate,
         "warnings": warnings_for(cfg),
         "nondeterministic_scorers": not deterministic,

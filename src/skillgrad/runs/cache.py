@@ -121,6 +121,19 @@ class CallCache:
         out["all"] = total
         return out
 
+    def by_stage(self) -> dict[str, dict[str, float]]:
+        """Calls, tokens and cost per (role, stage), keyed ``"role/stage"``."""
+        sql = (
+            "SELECT role, stage, COUNT(*), SUM(prompt_tokens + completion_tokens), SUM(cost) "
+            "FROM calls GROUP BY role, stage ORDER BY role, stage"
+        )
+        with self._lock:
+            rows = self._db.execute(sql).fetchall()
+        return {
+            f"{role}/{stage}": {"calls": float(n), "tokens": float(tok or 0), "cost": float(c or 0)}
+            for role, stage, n, tok, c in rows
+        }
+
     def keys(self) -> set[str]:
         with self._lock:
             return {r[0] for r in self._db.execute("SELECT key FROM calls")}

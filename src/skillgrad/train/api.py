@@ -131,6 +131,7 @@ def run_training(
         callbacks=callbacks,
         progress=progress or NullProgress(),
         count_tokens=token_counter(raw_tgt) or approx_tokens,
+        prices=prices,
     )
     bind = getattr(task, "bind_judge", None)
     if callable(bind):  # an LLM-judge scorer uses the optimizer model, metered as such

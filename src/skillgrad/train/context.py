@@ -13,6 +13,7 @@ from typing import Any
 from skillgrad.callbacks import Callback, Control
 from skillgrad.config import Config
 from skillgrad.models.base import ModelBackend, backend_name
+from skillgrad.models.metering import PriceTable
 from skillgrad.runs.cache import CallCache
 from skillgrad.runs.rundir import RunDir
 from skillgrad.skill import approx_tokens
@@ -38,6 +39,7 @@ class RunContext:
     progress: Progress = field(default_factory=NullProgress)
     count_tokens: Callable[[str], int] = approx_tokens
     control: Control = field(default_factory=Control)
+    prices: PriceTable = field(default_factory=PriceTable)
 
     @property
     def schedule(self) -> Schedule:

@@ -22,6 +22,7 @@ from skillgrad.report.summary import build_summary, render_report
 from skillgrad.skill import Skill
 from skillgrad.train.boundary import epoch_boundary
 from skillgrad.train.context import RunContext
+from skillgrad.train.preflight import estimate
 from skillgrad.train.rollout import mean_score, rollout
 from skillgrad.train.state import TrainState
 from skillgrad.train.step import training_step
@@ -32,6 +33,9 @@ async def train(ctx: RunContext, initial_skill: str) -> dict[str, Any]:
     resumed = state is not None
     ctx.emit(
         "run_start", run_dir=str(ctx.run.root), resumed=resumed, config=ctx.cfg.redacted_json()
+    )
+    ctx.emit(
+        "preflight", **estimate(ctx, initial_skill if state is None else state.skill, ctx.prices)
     )
     if state is None:
         state = await baseline(ctx, initial_skill)

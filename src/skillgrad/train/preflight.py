@@ -1,0 +1,51 @@
+"""The preflight estimate printed before training: an upper bound on calls, tokens and cost.
+
+Counts assume the worst case (every gate evaluates the whole selection split, every reflection is
+re-asked once); the run's cache makes the real numbers lower. Tokens are rough: skill + prompt
+lengths from the target's tokenizer, completions at their ``max_tokens``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from skillgrad.models.metering import PriceTable
+from skillgrad.train.context import RunContext
+from skillgrad.types import Usage
+
+
+def estimate(ctx: RunContext, skill: str, prices: PriceTable) -> dict[str, Any]:
+    t, items = ctx.cfg.train, ctx.items
+    steps = t.num_epochs * ctx.steps_per_epoch
+    n_val, n_test, batch = len(items["val"]), len(items["test"]), t.batch_size
+    slow_epochs = max(0, t.num_epochs - 1) if t.use_slow_update else 0
+    target_calls = (
+        n_val  # baseline
+        + steps * (batch + n_val)  # rollout + gate
+        + slow_epochs * (2 * min(t.slow_update_samples, len(items["train"])) + n_val)
+        + 2 * n_test  # final test: initial and best skill
+    )
+    reflections = math.ceil(batch / t.minibatch_size) + 1 + int(t.rank_with_optimizer)
+    optimizer_calls = 2 * (
+        steps * reflections + slow_epochs + (t.num_epochs if t.use_meta_skill else 0)
+    )
+    skill_tokens = ctx.count_tokens(skill) + t.max_edit_tokens * 2
+    target_out = int(getattr(ctx.task, "max_tokens", 64))
+    target_usage = Usage((skill_tokens + 80) * target_calls, target_out * target_calls)
+    opt_prompt = 600 + skill_tokens + t.minibatch_size * 150
+    opt_usage = Usage(opt_prompt * optimizer_calls, t.optimizer_max_tokens * optimizer_calls)
+    names = ctx.model_names
+    return {
+        "steps": steps,
+        "calls": {"optimizer": optimizer_calls, "target": target_calls},
+        "tokens": {"optimizer": opt_usage.total_tokens, "target": target_usage.total_tokens},
+        "cost_usd": {
+            "optimizer": round(prices.cost(names[0], opt_usage), 4),
+            "target": round(prices.cost(names[1], target_usage), 4),
+        },
+        "priced": {"optimizer": prices.is_priced(names[0]), "target": prices.is_priced(names[1])},
+    }
+
+
+__all__ = ["estimate"]
