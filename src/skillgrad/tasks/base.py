@@ -10,9 +10,9 @@ from __future__ import annotations
 import hashlib
 from typing import Literal, Protocol, runtime_checkable
 
-from skillgrad.errors import BudgetExceeded, PermanentModelError, SkillgradError
+from skillgrad.errors import BudgetExceeded, ConfigError, PermanentModelError, SkillgradError
 from skillgrad.models.base import ModelBackend
-from skillgrad.types import ChatRequest, Item, Message, Score, Trajectory, Usage
+from skillgrad.types import ChatRequest, Completion, Item, Message, Score, Trajectory, Usage
 
 Split = Literal["train", "val", "test"]
 SPLITS: tuple[Split, ...] = ("train", "val", "test")
@@ -77,21 +77,16 @@ class ChatTask:
 
     async def rollout(self, item: Item, skill: str, backend: ModelBackend) -> Trajectory:
         messages = self.messages(item, skill)
-        request = ChatRequest(
-            messages=messages, temperature=self.temperature, max_tokens=self.max_tokens
-        )
-        try:
-            completion = await backend.complete(request)
-        except (PermanentModelError, BudgetExceeded):
-            raise
-        except SkillgradError as exc:  # one item's failure is data, not an exception
-            return failed_trajectory(item, skill, messages, f"{type(exc).__name__}: {exc}")
+        request = ChatRequest(messages, temperature=self.temperature, max_tokens=self.max_tokens)
+        completion = await complete_item(backend, request)
+        if isinstance(completion, str):
+            return failed_trajectory(item, skill, messages, completion)
         output = completion.text
         try:
             ascore = getattr(self, "ascore", None)  # async scorers (LLM judge, sandboxed tests)
             score = await ascore(output, item) if ascore else self.score(output, item)
-        except (PermanentModelError, BudgetExceeded):
-            raise
+        except (PermanentModelError, BudgetExceeded, ConfigError):
+            raise  # e.g. a judge without a model, or out of budget: the run stops, not one item
         except Exception as exc:  # a scorer bug on one item must not kill the step
             return failed_trajectory(
                 item, skill, messages, f"scorer raised {type(exc).__name__}: {exc}", output
@@ -105,6 +100,17 @@ class ChatTask:
             reference=item.reference,
             usage=completion.usage,
         )
+
+
+async def complete_item(backend: ModelBackend, request: ChatRequest) -> Completion | str:
+    """Call the target for one item. Systemic failures raise; the item's own failure (e.g. a
+    transient error that outlived its retries) is returned as an error string: it is data."""
+    try:
+        return await backend.complete(request)
+    except (PermanentModelError, BudgetExceeded):
+        raise
+    except SkillgradError as exc:
+        return f"{type(exc).__name__}: {exc}"
 
 
 def failed_trajectory(
@@ -122,4 +128,13 @@ def failed_trajectory(
     )
 
 
-__all__ = ["SPLITS", "ChatTask", "Scorer", "Split", "Task", "failed_trajectory", "skill_hash"]
+__all__ = [
+    "SPLITS",
+    "ChatTask",
+    "Scorer",
+    "Split",
+    "Task",
+    "complete_item",
+    "failed_trajectory",
+    "skill_hash",
+]

@@ -14,9 +14,8 @@ import threading
 from dataclasses import asdict
 from typing import Any
 
-from skillgrad.errors import BudgetExceeded, PermanentModelError, SkillgradError
 from skillgrad.models.base import ModelBackend
-from skillgrad.tasks.base import Split, failed_trajectory, skill_hash
+from skillgrad.tasks.base import Split, complete_item, failed_trajectory, skill_hash
 from skillgrad.tasks.sandbox import SandboxResult, run_tests
 from skillgrad.types import ChatRequest, Item, Message, Score, Trajectory
 
@@ -107,15 +106,10 @@ class CodeTask:
 
     async def rollout(self, item: Item, skill: str, backend: ModelBackend) -> Trajectory:
         messages = self.messages(item, skill)
-        request = ChatRequest(
-            messages=messages, temperature=self.temperature, max_tokens=self.max_tokens
-        )
-        try:
-            completion = await backend.complete(request)
-        except (PermanentModelError, BudgetExceeded):
-            raise
-        except SkillgradError as exc:  # one item's failure is data, not an exception
-            return failed_trajectory(item, skill, messages, f"{type(exc).__name__}: {exc}")
+        request = ChatRequest(messages, temperature=self.temperature, max_tokens=self.max_tokens)
+        completion = await complete_item(backend, request)
+        if isinstance(completion, str):
+            return failed_trajectory(item, skill, messages, completion)
         output = completion.text
         all_messages = (*messages, Message("assistant", output))
         steps: list[dict[str, Any]] = [{"type": "model", "text": output}]

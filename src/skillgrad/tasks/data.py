@@ -13,14 +13,11 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from skillgrad.errors import (
-    BudgetExceeded,
     ConfigError,
     DataError,
-    PermanentModelError,
-    SkillgradError,
 )
 from skillgrad.models.base import ModelBackend
-from skillgrad.tasks.base import SPLITS, ChatTask, Split, failed_trajectory, skill_hash
+from skillgrad.tasks.base import SPLITS, ChatTask, Split
 from skillgrad.tasks.loaders import (
     Problems,
     Row,
@@ -33,7 +30,7 @@ from skillgrad.tasks.loaders import (
     template_fields,
 )
 from skillgrad.tasks.scorers import build_scorer
-from skillgrad.types import ChatRequest, Item, Message, Score, Trajectory
+from skillgrad.types import Item, Message, Score
 
 _DEFAULT_RATIOS: dict[Split, float] = {"train": 0.6, "val": 0.2, "test": 0.2}
 
@@ -267,32 +264,6 @@ class DataTask(ChatTask):
             result: Score = await ascore(output, item)
             return result
         return self.scorer.score(output, item)
-
-    async def rollout(self, item: Item, skill: str, backend: ModelBackend) -> Trajectory:
-        messages = self.messages(item, skill)
-        request = ChatRequest(messages, temperature=self.temperature, max_tokens=self.max_tokens)
-        try:
-            completion = await backend.complete(request)
-        except (PermanentModelError, BudgetExceeded):
-            raise
-        except SkillgradError as exc:  # one item's failure is data, not an exception
-            return failed_trajectory(item, skill, messages, f"{type(exc).__name__}: {exc}")
-        try:
-            score = await self.ascore(completion.text, item)
-        except (PermanentModelError, BudgetExceeded, ConfigError):
-            raise  # a judge without a model or out of budget stops the run, not one item
-        except Exception as exc:
-            error = f"scorer raised {type(exc).__name__}: {exc}"
-            return failed_trajectory(item, skill, messages, error, completion.text)
-        return Trajectory(
-            item_id=item.id,
-            skill_hash=skill_hash(skill),
-            messages=(*messages, Message("assistant", completion.text)),
-            output=completion.text,
-            score=score,
-            reference=item.reference,
-            usage=completion.usage,
-        )
 
 
 __all__ = ["DataOptions", "DataTask"]

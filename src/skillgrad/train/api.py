@@ -21,13 +21,12 @@ from skillgrad.models.base import ModelBackend, token_counter
 from skillgrad.models.metering import Budget, MeteredBackend, PriceTable
 from skillgrad.models.spec import ModelSpec
 from skillgrad.registry import load_task
-from skillgrad.report.summary import build_summary, render_report
 from skillgrad.runs.cache import CallCache
 from skillgrad.runs.rundir import RunDir, find_fresh_root
 from skillgrad.skill import approx_tokens
 from skillgrad.tasks.base import SPLITS, Task
 from skillgrad.train.context import RunContext
-from skillgrad.train.loop import initial_skill_text, train
+from skillgrad.train.loop import initial_skill_text, train, write_summary
 from skillgrad.train.progress import NullProgress, Progress
 from skillgrad.types import Item
 
@@ -164,19 +163,7 @@ def _stopped(ctx: RunContext, exc: Exception) -> None:
     state = ctx.run.load_state()
     if state is None:
         return
-    summary = build_summary(
-        ctx.cfg,
-        state,
-        ctx.store.totals(),
-        None,
-        tokens=(ctx.count_tokens(state.initial_skill), ctx.count_tokens(state.best_skill)),
-        run_name=ctx.run.root.name,
-        status=status,
-        stop_reason=str(exc),
-        models=ctx.model_names,
-        deterministic=ctx.deterministic,
-    )
-    ctx.run.write_summary(summary, render_report(summary, list(state.history)))
+    write_summary(ctx, state, None, status=status, stop_reason=str(exc))
 
 
 __all__ = ["RunResult", "build_raw_backend", "load_splits", "run_dir_for", "run_training"]

@@ -99,18 +99,33 @@ async def finish(ctx: RunContext, state: TrainState) -> dict[str, Any]:
                 stage=f"test ({name})",
             )
             scores[name] = mean_score(trajs)
+    summary = write_summary(ctx, state, scores)
+    ctx.emit("run_end", summary=summary)
+    return summary
+
+
+def write_summary(
+    ctx: RunContext,
+    state: TrainState,
+    test_scores: dict[str, float] | None,
+    status: str | None = None,
+    stop_reason: str | None = None,
+) -> dict[str, Any]:
+    """summary.json and report.md from the state, the ledger and the test scores (if any)."""
     summary = build_summary(
         ctx.cfg,
         state,
         ctx.store.totals(),
-        scores,
+        test_scores,
         tokens=(ctx.count_tokens(state.initial_skill), ctx.count_tokens(state.best_skill)),
         run_name=ctx.run.root.name,
+        status=status,
+        stop_reason=stop_reason,
         models=ctx.model_names,
         deterministic=ctx.deterministic,
+        by_stage=ctx.store.by_stage(),
     )
     ctx.run.write_summary(summary, render_report(summary, list(state.history)))
-    ctx.emit("run_end", summary=summary)
     return summary
 
 
