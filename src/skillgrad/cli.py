@@ -18,6 +18,7 @@ import typer
 from rich.console import Console
 
 from skillgrad.config import Config, load_config
+from skillgrad.console import print_error
 from skillgrad.errors import BudgetExceeded, SkillgradError
 
 app = typer.Typer(
@@ -50,7 +51,7 @@ def _config(path: Path, sets: list[str] | None, opt: str | None, tgt: str | None
 
 
 def _fail(exc: Exception, code: int) -> typer.Exit:
-    console.print(f"[bold red]error:[/] {exc}")
+    print_error(exc)
     return typer.Exit(code)
 
 

@@ -14,10 +14,10 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from skillgrad.console import print_error
 from skillgrad.errors import SkillgradError
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -25,7 +25,7 @@ RunDirArg = Annotated[Path, typer.Argument(help="A run directory (<output_root>/
 
 
 def _fail(exc: Exception) -> typer.Exit:
-    Console(stderr=True, soft_wrap=True).print(f"[bold red]error:[/] {escape(str(exc))}")
+    print_error(exc)
     return typer.Exit(2)
 
 

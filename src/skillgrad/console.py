@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -16,6 +17,11 @@ from rich.progress import (
 )
 
 from skillgrad.callbacks import Control
+
+
+def print_error(exc: BaseException) -> None:
+    """One error line on stderr: not re-wrapped (greppable), brackets in ids kept literally."""
+    Console(stderr=True, soft_wrap=True).print(f"[bold red]error:[/] {escape(str(exc))}")
 
 
 class RichProgress:
@@ -118,4 +124,4 @@ def _step_line(r: dict[str, Any]) -> str:
     )
 
 
-__all__ = ["ConsoleCallback", "RichProgress"]
+__all__ = ["ConsoleCallback", "RichProgress", "print_error"]

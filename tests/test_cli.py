@@ -1,0 +1,82 @@
+"""The CLI end to end with the shipped fakes: train, resume, report, eval, and its errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from skillgrad.cli import app
+
+FAKES = Path(__file__).parent / "fakes_e2e.py"
+runner = CliRunner()
+
+
+def _config(tmp_path: Path, extra: str = "") -> Path:
+    path = tmp_path / "toy.yaml"
+    path.write_text(
+        f"""
+train: {{num_epochs: 2, batch_size: 4}}
+models:
+  optimizer: {{provider: function, model: "{FAKES}:FakeOptimizer"}}
+  target: {{provider: function, model: "{FAKES}:FakeTarget"}}
+env: {{task: toy, output_root: "{tmp_path / "runs"}"}}
+{extra}
+"""
+    )
+    return path
+
+
+def test_train_then_report_then_eval(tmp_path: Path) -> None:
+    cfg = _config(tmp_path)
+    result = runner.invoke(app, ["train", str(cfg), "--quiet"])
+    assert result.exit_code == 0, result.output
+    run = tmp_path / "runs/toy"
+    assert "validation score: 0.000 -> 1.000" in result.output
+    again = runner.invoke(app, ["train", str(cfg), "--quiet"])  # resumes a finished run: no-op
+    assert again.exit_code == 0 and (run / "summary.json").exists()
+    report = runner.invoke(app, ["report", str(run)])
+    assert report.exit_code == 0 and "test score (held out): initial 0.000 vs best 1.000" in (
+        report.output
+    )
+    skill = run / "best_skill.md"
+    evaluated = runner.invoke(app, ["eval", str(cfg), "--skill", str(skill), "--split", "test"])
+    assert evaluated.exit_code == 0, evaluated.output
+    assert "mean score 1.0000" in evaluated.output
+    empty = tmp_path / "empty.md"
+    empty.write_text("")
+    zero = runner.invoke(app, ["eval", str(cfg), "--skill", str(empty), "--split", "val"])
+    assert "mean score 0.0000" in zero.output
+
+
+def test_fresh_starts_a_new_directory(tmp_path: Path) -> None:
+    cfg = _config(tmp_path, "")
+    assert runner.invoke(app, ["train", str(cfg), "--quiet"]).exit_code == 0
+    assert runner.invoke(app, ["train", str(cfg), "--quiet", "--fresh"]).exit_code == 0
+    assert (tmp_path / "runs/toy-2/summary.json").exists()
+
+
+def test_changed_config_on_existing_run_is_refused(tmp_path: Path) -> None:
+    cfg = _config(tmp_path)
+    assert runner.invoke(app, ["train", str(cfg), "--quiet"]).exit_code == 0
+    changed = runner.invoke(app, ["train", str(cfg), "--quiet", "--set", "train.learning_rate=9"])
+    assert changed.exit_code == 2
+    assert "different config" in changed.output and "--fresh" in changed.output
+
+
+def test_unknown_key_exits_2_with_did_you_mean(tmp_path: Path) -> None:
+    cfg = _config(tmp_path, "hardware: {rollout_worker: 3}")
+    result = runner.invoke(app, ["train", str(cfg)])
+    assert result.exit_code == 2
+    assert "did you mean 'hardware.rollout_workers'" in result.output
+
+
+def test_budget_stop_exits_3_and_resumes_when_raised(tmp_path: Path) -> None:
+    cfg = _config(tmp_path, "budget: {max_calls: 12}")
+    stopped = runner.invoke(app, ["train", str(cfg), "--quiet"])
+    assert stopped.exit_code == 3 and "budget.max_calls=12" in stopped.output
+    summary = (tmp_path / "runs/toy/summary.json").read_text()
+    assert '"budget_exhausted"' in summary
+    resumed = runner.invoke(app, ["train", str(cfg), "--quiet", "--set", "budget.max_calls=500"])
+    assert resumed.exit_code == 0, resumed.output
+    assert '"finished"' in (tmp_path / "runs/toy/summary.json").read_text()
