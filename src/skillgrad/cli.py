@@ -50,7 +50,7 @@ def _config(path: Path, sets: list[str] | None, opt: str | None, tgt: str | None
     return load_config(path, overrides)
 
 
-def _fail(exc: Exception, code: int) -> typer.Exit:
+def _fail(exc: BaseException, code: int) -> typer.Exit:
     print_error(exc)
     return typer.Exit(code)
 
@@ -84,6 +84,10 @@ def train(
                 callbacks=callbacks,
                 progress=None if quiet else progress,
             )
+    except KeyboardInterrupt:
+        raise _fail(
+            KeyboardInterrupt("interrupted; re-run the same command to resume"), 130
+        ) from None
     except BudgetExceeded as exc:
         raise _fail(exc, 3) from None
     except SkillgradError as exc:

@@ -18,7 +18,7 @@ from dataclasses import replace
 from typing import Any
 
 from skillgrad.models.context import call_context
-from skillgrad.report.summary import build_summary, render_report
+from skillgrad.report.summary import build_summary, render_report, warnings_for
 from skillgrad.skill import Skill
 from skillgrad.train.boundary import epoch_boundary
 from skillgrad.train.context import RunContext
@@ -34,9 +34,10 @@ async def train(ctx: RunContext, initial_skill: str) -> dict[str, Any]:
     ctx.emit(
         "run_start", run_dir=str(ctx.run.root), resumed=resumed, config=ctx.cfg.redacted_json()
     )
-    ctx.emit(
-        "preflight", **estimate(ctx, initial_skill if state is None else state.skill, ctx.prices)
-    )
+    for message in warnings_for(ctx.cfg):
+        ctx.emit("warning", message=message)
+    skill_now = initial_skill if state is None else state.skill
+    ctx.emit("preflight", **estimate(ctx, skill_now, ctx.prices))
     if state is None:
         state = await baseline(ctx, initial_skill)
     elif state.status == "stopped":  # a callback asked to stop: re-running resumes
