@@ -171,9 +171,10 @@ def plot_slow_categories(run: RunData) -> bytes | None:
     )
     for cat in names:
         vals = [float(run.slow_categories[e].get("counts", {}).get(cat, 0)) for e in epochs]
-        ax.bar([str(e) for e in epochs], vals, bottom=bottom, label=cat,
-               color=CATEGORY_COLORS.get(cat))  # fmt: skip
+        positions = list(range(len(epochs)))
+        ax.bar(positions, vals, bottom=bottom, label=cat, color=CATEGORY_COLORS.get(cat))
         bottom = [b + v for b, v in zip(bottom, vals, strict=True)]
+    ax.set_xticks(list(range(len(epochs))), [str(e) for e in epochs])
     ax.legend(fontsize=7)
     return _png(fig)
 
