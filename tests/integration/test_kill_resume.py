@@ -94,7 +94,7 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, objec
         ("step_start", "step", 2, 0.07),  # mid-step: rollouts / reflection of step 2 in flight
         ("step_start", "step", 1, 0.25),  # inside the first step's gate
         ("meta_skill", "epoch", 1, 0.0),  # at the epoch boundary
-        ("slow_update_start", "epoch", 2, 0.05),  # inside the slow update of epoch 2
+        ("slow_update_start", "epoch", 2, 0.01),  # inside the slow update of epoch 2
     ],
 )
 def test_killed_and_resumed_run_equals_uninterrupted(
