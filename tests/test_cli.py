@@ -80,3 +80,12 @@ def test_budget_stop_exits_3_and_resumes_when_raised(tmp_path: Path) -> None:
     resumed = runner.invoke(app, ["train", str(cfg), "--quiet", "--set", "budget.max_calls=500"])
     assert resumed.exit_code == 0, resumed.output
     assert '"finished"' in (tmp_path / "runs/toy/summary.json").read_text()
+
+
+def test_report_shows_cost_per_role_and_stage(tmp_path: Path) -> None:
+    cfg = _config(tmp_path)
+    assert runner.invoke(app, ["train", str(cfg), "--quiet"]).exit_code == 0
+    report = (tmp_path / "runs/toy/report.md").read_text()
+    for row in ("| optimizer |", "| target |", "| target/rollout |", "| target/gate |",
+                "| optimizer/reflect |", "| target/baseline |", "| target/test |"):  # fmt: skip
+        assert row in report, row

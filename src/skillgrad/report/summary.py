@@ -120,6 +120,10 @@ def render_report(summary: dict[str, Any], history: Sequence[dict[str, Any]]) ->
             f"| {role} | {int(u['calls'])} | {int(u['prompt_tokens'])} | "
             f"{int(u['completion_tokens'])} | {u['cost']:.4f} |"
         )
+    if s.get("usage_by_stage"):
+        lines += ["", "| role / stage | calls | tokens | cost (USD) |", "|---|---:|---:|---:|"]
+        for key, u in s["usage_by_stage"].items():
+            lines.append(f"| {key} | {int(u['calls'])} | {int(u['tokens'])} | {u['cost']:.4f} |")
     lines += [
         "",
         "## Steps",
