@@ -46,19 +46,27 @@ def parse_json_output(text: str) -> Any:
         return json.loads(text[start : end + 1])
 
 
-def request_schema(schema: type[BaseModel]) -> dict[str, Any]:
-    """The JSON schema sent to the model: string length limits are dropped (grammar-constrained
-    decoders expand them into huge grammars); the full schema is still enforced on the reply."""
+GRAMMAR_MAX_LENGTH = 160
 
-    def strip(node: Any) -> Any:
+
+def request_schema(schema: type[BaseModel]) -> dict[str, Any]:
+    """The JSON schema sent to the model. String limits are capped at ``GRAMMAR_MAX_LENGTH``:
+    grammar-constrained decoders expand a long ``maxLength`` into a huge grammar, and a small
+    model without any cap can loop inside one string until ``max_tokens`` cuts the JSON. The
+    full schema is still enforced on the reply."""
+
+    def cap(node: Any) -> Any:
         if isinstance(node, dict):
-            return {k: strip(v) for k, v in node.items() if k not in ("maxLength", "minLength")}
+            out = {k: cap(v) for k, v in node.items() if k != "minLength"}
+            if "maxLength" in out:
+                out["maxLength"] = min(int(out["maxLength"]), GRAMMAR_MAX_LENGTH)
+            return out
         if isinstance(node, list):
-            return [strip(v) for v in node]
+            return [cap(v) for v in node]
         return node
 
-    stripped: dict[str, Any] = strip(schema.model_json_schema())
-    return stripped
+    capped: dict[str, Any] = cap(schema.model_json_schema())
+    return capped
 
 
 @dataclass(frozen=True)

@@ -56,11 +56,10 @@ def render_trajectories(trajs: Sequence[Trajectory], limit: int = 500) -> str:
     for t in trajs:
         user = next((m.content for m in reversed(t.messages) if m.role == "user"), "")
         status = "PASS" if t.score.passed else "FAIL"
-        lines = [  # the scorer's feedback last, closest to the request for edits
+        lines = [  # input and gold side by side: what the skill must map one to the other
             f"### item {t.item_id}: score {t.score.value:.2f} ({status})",
-            f"Input: {user[:limit]}",
+            f"Input: {user[:limit]} => Expected: {str(t.reference)[:limit]}",
             f"Output: {t.output[:limit]!r}",
-            f"Reference: {str(t.reference)[:limit]}",
             f"Feedback: {t.score.feedback[:limit]}",
         ]
         if t.error:
