@@ -87,10 +87,10 @@ async def _timed(
 
 
 def open_cache(path: Path, sync: str) -> CallCache:
-    """The run's CallCache; ``sync`` other than FULL (its default) measures the effect of a
-    lighter fsync policy (``--sqlite-sync NORMAL``) without changing skillgrad itself."""
+    """The run's CallCache; ``sync`` other than NORMAL (skillgrad's setting) measures another
+    fsync policy (``--sqlite-sync FULL``) without changing skillgrad itself."""
     cache = CallCache(path)
-    if sync != "FULL":
+    if sync != "NORMAL":
         with cache._lock:
             cache._db.execute(f"PRAGMA synchronous={sync}")
     return cache
@@ -125,7 +125,7 @@ async def run_sdk_only(port: int, calls: int, concurrency: int, pid: int) -> dic
 
 
 async def run_stack(
-    port: int, calls: int, concurrency: int, pid: int, tmp: Path | None, sync: str = "FULL"
+    port: int, calls: int, concurrency: int, pid: int, tmp: Path | None, sync: str = "NORMAL"
 ) -> dict[str, float]:
     """build_backend (retry + limiter + wire), plus MeteredBackend when ``tmp`` is given."""
     backend: Any = build_backend(_spec(port, concurrency), LimiterRegistry())
@@ -169,7 +169,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--calls", type=int, default=1000)
     parser.add_argument("--latency", type=float, default=0.1)
     parser.add_argument("--concurrency", type=int, default=50)
-    parser.add_argument("--sqlite-sync", choices=["FULL", "NORMAL", "OFF"], default="FULL")
+    parser.add_argument("--sqlite-sync", choices=["FULL", "NORMAL", "OFF"], default="NORMAL")
     args = parser.parse_args(argv)
     ideal = args.calls * args.latency / args.concurrency
     proc, port = start_server(args.latency)
