@@ -9,18 +9,19 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from skillgrad.models.context import call_context
 from skillgrad.skill import Skill
-from skillgrad.train.aggregate import aggregate
+from skillgrad.train.aggregate import Aggregated, aggregate
 from skillgrad.train.context import RunContext
 from skillgrad.train.gate import GateOutcome, gate
-from skillgrad.train.reflect import ReflectConfig, reflect
+from skillgrad.train.reflect import ReflectConfig, ReflectResult, reflect
 from skillgrad.train.rollout import mean_score, rollout
-from skillgrad.train.select import edits_allowed, effective_lr, select
+from skillgrad.train.select import Selection, edits_allowed, effective_lr, select
 from skillgrad.train.state import StepOutcome, TrainState, advance
-from skillgrad.types import EditResult, Item, to_json
+from skillgrad.types import EditResult, Item, Trajectory, to_json
 
 
 def sample_batch(items: Sequence[Item], seed: int, epoch: int, index: int, size: int) -> list[Item]:
@@ -65,13 +66,62 @@ async def evaluate_candidate(
         )
 
 
+@dataclass
+class Proposal:
+    """What rollout -> reflect -> aggregate -> select produced for one step."""
+
+    trajectories: list[Trajectory]
+    reflection: ReflectResult
+    aggregated: Aggregated
+    selection: Selection
+
+
 async def training_step(ctx: RunContext, state: TrainState) -> TrainState:
-    t, step, timings = ctx.cfg.train, state.global_step + 1, {}
+    """One step of method.md: propose edits, update a copy of the skill, gate it, commit."""
+    t, step = ctx.cfg.train, state.global_step + 1
     lr = effective_lr(ctx.schedule, state.train_step + 1, t.lr_decay_on_reject, state.rejections)
     k = edits_allowed(lr)
     ctx.emit("step_start", step=step, epoch=state.epoch, lr=lr, k=k)
+    clock = Stopwatch()
+    proposal = await propose(ctx, state, step, k, clock)
+    candidate, report = Skill(state.skill).apply(proposal.selection.selected)  # update
+    outcome = None
+    if any(r.status == "applied" for r in report):
+        outcome = await evaluate_candidate(ctx, step, candidate.text, state.current_score)
+    clock.lap("gate")
+    write_step(ctx, step, lr, k, proposal, candidate.text, report, outcome)
+    p, refl = proposal, proposal.reflection
+    result = StepOutcome(
+        kind="step",
+        lr=lr,
+        k=k,
+        candidate=candidate.text,
+        gate=outcome.result if outcome else None,
+        applied=tuple(report),
+        proposed=len(refl.edits),
+        merged=len(p.aggregated.edits),
+        conflicts=tuple(to_json(p.aggregated.conflicts)),
+        selected=len(p.selection.selected),
+        train_score=mean_score(p.trajectories),
+        n_failures=sum(not x.score.passed for x in p.trajectories),
+        n_reflections=refl.calls,
+        n_failed_reflections=refl.failed_calls,
+        gate_trajectories=outcome.trajectories if outcome else (),
+        usage=ctx.usage(step),
+        timings=clock.laps,
+        skill_tokens=ctx.count_tokens(state.skill),
+        candidate_tokens=ctx.count_tokens(candidate.text),
+        no_gate=not t.gate,
+    )
+    return commit(ctx, state, result)
+
+
+async def propose(
+    ctx: RunContext, state: TrainState, step: int, k: int, clock: Stopwatch
+) -> Proposal:
+    """Rollout the batch, reflect on it, aggregate the edits and select the top k."""
+    t = ctx.cfg.train
     batch = sample_batch(ctx.items["train"], t.seed, state.epoch, state.step_in_epoch, t.batch_size)
-    clock = time.monotonic()
     with call_context("rollout", step):
         trajs = await rollout(
             ctx.task,
@@ -82,7 +132,7 @@ async def training_step(ctx: RunContext, state: TrainState) -> TrainState:
             store=ctx.store,
             progress=ctx.progress,
         )
-    timings["rollout"], clock = time.monotonic() - clock, time.monotonic()
+    clock.lap("rollout")
     with call_context("reflect", step):
         refl = await reflect(
             step,
@@ -105,15 +155,24 @@ async def training_step(ctx: RunContext, state: TrainState) -> TrainState:
             step=step,
             count=ctx.count_tokens,
         )
-    timings["reflect"], clock = time.monotonic() - clock, time.monotonic()
-    candidate, report = Skill(state.skill).apply(sel.selected)
-    outcome = None
-    if any(r.status == "applied" for r in report):
-        outcome = await evaluate_candidate(ctx, step, candidate.text, state.current_score)
-    timings["gate"] = time.monotonic() - clock
+    clock.lap("reflect")
+    return Proposal(trajs, refl, agg, sel)
+
+
+def write_step(
+    ctx: RunContext,
+    step: int,
+    lr: float,
+    k: int,
+    p: Proposal,
+    candidate: str,
+    report: list[EditResult],
+    outcome: GateOutcome | None,
+) -> None:
+    sel, agg = p.selection, p.aggregated
     files: dict[str, Any] = {
-        "trajectories.jsonl": trajs,
-        "reflections.json": refl.records,
+        "trajectories.jsonl": p.trajectories,
+        "reflections.json": p.reflection.records,
         "aggregate.json": {"edits": agg.edits, "merges": agg.merges, "conflicts": agg.conflicts},
         "selection.json": {
             "lr": lr,
@@ -122,34 +181,24 @@ async def training_step(ctx: RunContext, state: TrainState) -> TrainState:
             "dropped": sel.dropped,
             "ranking": sel.ranking,
         },
-        "candidate.md": candidate.text,
+        "candidate.md": candidate,
         "apply_report.json": report,
         "gate.json": _gate_json(outcome),
     }
     ctx.run.write_artifacts(ctx.run.paths.step_dir(step), files)
-    result = StepOutcome(
-        kind="step",
-        lr=lr,
-        k=k,
-        candidate=candidate.text,
-        gate=outcome.result if outcome else None,
-        applied=tuple(report),
-        proposed=len(refl.edits),
-        merged=len(agg.edits),
-        conflicts=tuple(to_json(agg.conflicts)),
-        selected=len(sel.selected),
-        train_score=mean_score(trajs),
-        n_failures=sum(not x.score.passed for x in trajs),
-        n_reflections=refl.calls,
-        n_failed_reflections=refl.failed_calls,
-        gate_trajectories=outcome.trajectories if outcome else (),
-        usage=ctx.usage(step),
-        timings=timings,
-        skill_tokens=ctx.count_tokens(state.skill),
-        candidate_tokens=ctx.count_tokens(candidate.text),
-        no_gate=not t.gate,
-    )
-    return commit(ctx, state, result)
+
+
+class Stopwatch:
+    """Seconds per stage (``laps``), for the step record; never part of the results."""
+
+    def __init__(self) -> None:
+        self.laps: dict[str, float] = {}
+        self._last = time.monotonic()
+
+    def lap(self, name: str) -> None:
+        now = time.monotonic()
+        self.laps[name] = now - self._last
+        self._last = now
 
 
 def _gate_json(outcome: GateOutcome | None) -> dict[str, Any]:
