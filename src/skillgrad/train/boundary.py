@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import random
 from dataclasses import replace
+from typing import Any
 
 from skillgrad.models.context import call_context
 from skillgrad.runs.io import read_jsonl
 from skillgrad.skill import Skill
 from skillgrad.train.context import RunContext
-from skillgrad.train.rollout import rollout
+from skillgrad.train.rollout import mean_score, rollout
 from skillgrad.train.slow import GUIDANCE_BLOCK, meta_skill_memo, slow_update_guidance
 from skillgrad.train.state import StepOutcome, TrainState
-from skillgrad.train.step import commit, evaluate_candidate
+from skillgrad.train.step import commit, evaluate_candidate, gate_json
 from skillgrad.types import Edit, EditResult, GateResult
 
 
@@ -29,31 +30,40 @@ async def epoch_boundary(ctx: RunContext, state: TrainState) -> TrainState:
 
 
 async def slow_update(ctx: RunContext, state: TrainState) -> TrainState:
-    t, step, epoch = ctx.cfg.train, state.global_step + 1, state.epoch
-    train = list(ctx.items["train"])
-    rng = random.Random(f"{t.seed}:{epoch}:slow")
-    sample = rng.sample(train, min(t.slow_update_samples, len(train)))
-    previous = state.epoch_start_skill
+    """Compare last epoch's skill with the current one on the same items; gate the guidance."""
+    step, epoch = state.global_step + 1, state.epoch
     ctx.emit("slow_update_start", epoch=epoch, step=step)
     with call_context("slow_update", step):
-        kw = {
-            "workers": ctx.cfg.hardware.rollout_workers,
-            "store": ctx.store,
-            "progress": ctx.progress,
-            "stage": "slow_update",
-        }
-        before = await rollout(ctx.task, sample, previous, ctx.target, **kw)  # type: ignore[arg-type]
-        after = await rollout(ctx.task, sample, state.skill, ctx.target, **kw)  # type: ignore[arg-type]
-        items, counts, reply = await slow_update_guidance(
-            previous,
-            state.skill,
-            before,
-            after,
-            ctx.optimizer,
-            max_tokens=t.optimizer_max_tokens,
-            seed=step,
+        before, after, items, counts, reply = await _compare(ctx, state, step)
+    candidate = state.skill
+    applied: tuple[EditResult, ...] = ()
+    if reply.parsed is not None:
+        guidance = reply.parsed.guidance.strip()
+        candidate = Skill(state.skill).with_protected_block(GUIDANCE_BLOCK, guidance).text
+        ids = tuple(f"slow_update/epoch_{epoch:02d}/{i}" for i in items)
+        edit = Edit(
+            "add",
+            "Longitudinal guidance",
+            guidance,
+            rationale="slow update",
+            trajectory_ids=ids,
+            source="slow_update",
         )
-    folder = ctx.run.paths.slow_dir(epoch)
+        applied = (EditResult(edit, "applied", "protected block written"),)
+    outcome, gate_result = None, None
+    if applied and ctx.cfg.train.slow_update_gate:
+        outcome = await evaluate_candidate(ctx, step, candidate, state.current_score, "slow_update")
+        gate_result = outcome.result
+    elif applied:  # slow_update_gate: false — written without a gate, recorded as such
+        gate_result = GateResult(
+            True,
+            state.current_score,
+            state.current_score,
+            0,
+            len(ctx.items["val"]),
+            False,
+            "slow_update_gate disabled",
+        )
     pairs = [
         {
             "item_id": b.item_id,
@@ -63,45 +73,18 @@ async def slow_update(ctx: RunContext, state: TrainState) -> TrainState:
         }
         for b, a in zip(before, after, strict=True)
     ]
-    files = {
-        "pairs.jsonl": pairs,
-        "categories.json": {"counts": counts, "items": items},
-        "guidance.json": reply.to_json(),
-    }
-    gate_result: GateResult | None = None
-    applied: tuple[EditResult, ...] = ()
-    candidate = state.skill
-    if reply.parsed is not None:
-        guidance = reply.parsed.guidance.strip()
-        candidate = Skill(state.skill).with_protected_block(GUIDANCE_BLOCK, guidance).text
-        edit = Edit(
-            "add",
-            "Longitudinal guidance",
-            guidance,
-            rationale="slow update",
-            trajectory_ids=tuple(f"slow_update/epoch_{epoch:02d}/{i}" for i in items),
-            source="slow_update",
-        )
-        applied = (EditResult(edit, "applied", "protected block written"),)
-        if t.slow_update_gate:
-            outcome = await evaluate_candidate(
-                ctx, step, candidate, state.current_score, "slow_update"
-            )
-            gate_result = outcome.result
-            files["gate.json"] = {
-                "result": gate_result,
-                "items": {x.item_id: x.score.value for x in outcome.trajectories},
-            }
-        else:
-            gate_result = _forced(state.current_score, len(ctx.items["val"]))
-    files["candidate.md"] = candidate
-    ctx.run.write_artifacts(folder, files)
-    ctx.emit(
-        "slow_update",
-        epoch=epoch,
-        categories=counts,
-        accepted=bool(gate_result and gate_result.accepted),
+    ctx.run.write_artifacts(
+        ctx.run.paths.slow_dir(epoch),
+        {
+            "pairs.jsonl": pairs,
+            "categories.json": {"counts": counts, "items": items},
+            "guidance.json": reply.to_json(),
+            "candidate.md": candidate,
+            "gate.json": gate_json(outcome) if outcome else {"result": gate_result},
+        },
     )
+    accepted = bool(gate_result and gate_result.accepted)
+    ctx.emit("slow_update", epoch=epoch, categories=counts, accepted=accepted)
     out = StepOutcome(
         kind="slow_update",
         lr=0.0,
@@ -112,10 +95,11 @@ async def slow_update(ctx: RunContext, state: TrainState) -> TrainState:
         proposed=len(applied),
         merged=len(applied),
         selected=len(applied),
-        train_score=sum(a.score.value for a in after) / max(1, len(after)),
+        train_score=mean_score(after),
         n_failures=sum(not a.score.passed for a in after),
         n_reflections=1,
         n_failed_reflections=int(reply.parsed is None),
+        gate_trajectories=outcome.trajectories if outcome else (),
         usage=ctx.usage(step),
         skill_tokens=ctx.count_tokens(state.skill),
         candidate_tokens=ctx.count_tokens(candidate),
@@ -123,9 +107,37 @@ async def slow_update(ctx: RunContext, state: TrainState) -> TrainState:
     return commit(ctx, state, out)
 
 
-def _forced(score: float, total: int) -> GateResult:
-    """slow_update_gate: false — the guidance is written without a gate (recorded as such)."""
-    return GateResult(True, score, score, 0, total, False, "slow_update_gate disabled")
+async def _compare(ctx: RunContext, state: TrainState, step: int) -> tuple[Any, ...]:
+    """Both skills on the same seeded train sample, categorised, and the optimizer's guidance."""
+    t, train = ctx.cfg.train, list(ctx.items["train"])
+    sample = random.Random(f"{t.seed}:{state.epoch}:slow").sample(
+        train, min(t.slow_update_samples, len(train))
+    )
+    runs = []
+    for skill in (state.epoch_start_skill, state.skill):
+        runs.append(
+            await rollout(
+                ctx.task,
+                sample,
+                skill,
+                ctx.target,
+                workers=ctx.cfg.hardware.rollout_workers,
+                store=ctx.store,
+                progress=ctx.progress,
+                stage="slow_update",
+            )
+        )
+    before, after = runs
+    items, counts, reply = await slow_update_guidance(
+        state.epoch_start_skill,
+        state.skill,
+        before,
+        after,
+        ctx.optimizer,
+        max_tokens=t.optimizer_max_tokens,
+        seed=step,
+    )
+    return before, after, items, counts, reply
 
 
 async def meta_skill(ctx: RunContext, state: TrainState) -> TrainState:

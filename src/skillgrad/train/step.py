@@ -183,7 +183,7 @@ def write_step(
         },
         "candidate.md": candidate,
         "apply_report.json": report,
-        "gate.json": _gate_json(outcome),
+        "gate.json": gate_json(outcome),
     }
     ctx.run.write_artifacts(ctx.run.paths.step_dir(step), files)
 
@@ -201,7 +201,7 @@ class Stopwatch:
         self._last = now
 
 
-def _gate_json(outcome: GateOutcome | None) -> dict[str, Any]:
+def gate_json(outcome: GateOutcome | None) -> dict[str, Any]:
     if outcome is None:
         return {"result": None, "reason": "no edit applied: gate not run"}
     items = {t.item_id: t.score.value for t in outcome.trajectories}
@@ -240,4 +240,4 @@ def _patch_rows(state: TrainState, out: StepOutcome, step: int) -> list[dict[str
     ]
 
 
-__all__ = ["commit", "evaluate_candidate", "sample_batch", "training_step"]
+__all__ = ["commit", "evaluate_candidate", "gate_json", "sample_batch", "training_step"]
