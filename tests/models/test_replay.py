@@ -1,4 +1,4 @@
-"""RecordingBackend writes calls to a CallCache; ReplayBackend answers only from it."""
+"""A run records its calls (MeteredBackend -> CallCache); ReplayBackend answers only from it."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ import pytest
 
 from skillgrad.errors import ReplayMissError
 from skillgrad.models.context import call_context
-from skillgrad.models.replay import RecordingBackend, ReplayBackend
+from skillgrad.models.metering import MeteredBackend
+from skillgrad.models.replay import ReplayBackend
 from skillgrad.runs.cache import CallCache
 from skillgrad.testing import FunctionBackend
 from skillgrad.types import ChatRequest, Message
@@ -21,11 +22,11 @@ def req(text: str, temperature: float = 0.0) -> ChatRequest:
 async def test_record_then_replay_offline(tmp_path: Path) -> None:
     path = tmp_path / "calls.sqlite"
     live = FunctionBackend(lambda r: r.messages[-1].content.upper(), name="openai:gpt-4o-mini")
-    recorder = RecordingBackend(live, CallCache(path), role="target")
+    recorder = MeteredBackend(live, CallCache(path), role="target")
     with call_context(stage="rollout", step=2):
         first = await recorder.complete(req("apple"))
         await recorder.complete(req("river"))
-    assert first.text == "APPLE" and recorder.recorded == 2
+    assert first.text == "APPLE" and recorder.fresh_calls == 2
     assert recorder.cache.totals()["target"]["calls"] == 2
     recorder.cache.close()
 
@@ -37,7 +38,9 @@ async def test_record_then_replay_offline(tmp_path: Path) -> None:
 
 async def test_unrecorded_request_raises_replay_miss(tmp_path: Path) -> None:
     cache = CallCache(tmp_path / "calls.sqlite")
-    await RecordingBackend(FunctionBackend(lambda r: "x", name="p:m"), cache).complete(req("a"))
+    await MeteredBackend(FunctionBackend(lambda r: "x", name="p:m"), cache, "target").complete(
+        req("a")
+    )
     replay = ReplayBackend(cache, "p:m")
     with pytest.raises(ReplayMissError, match=r"no recorded answer.*Request: .*unseen words"):
         await replay.complete(req("unseen words"))

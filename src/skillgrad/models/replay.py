@@ -1,19 +1,17 @@
 """Record and replay model calls through a CallCache (the ``calls`` table of a run directory).
 
-``RecordingBackend`` stores every fresh answer of ``inner``; ``ReplayBackend`` answers only from
-recorded calls, keyed by ``call_key(name, request)``, and raises ``ReplayMissError`` otherwise,
-so a recorded run can be re-played offline, bit for bit, with no model at all.
+Recording is what every run already does: ``MeteredBackend`` writes each paid call into the run's
+``calls.sqlite``. ``ReplayBackend`` answers only from recorded calls, keyed by
+``call_key(name, request)``, and raises ``ReplayMissError`` otherwise, so a recorded run can be
+re-played offline, bit for bit, with no model at all (tests fail on an unrecorded request).
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 from skillgrad.errors import ReplayMissError
-from skillgrad.models.base import ModelBackend, backend_name
-from skillgrad.models.context import current_context
 from skillgrad.runs.cache import CallCache, call_key
 from skillgrad.types import ChatRequest, Completion
 
@@ -52,35 +50,4 @@ class ReplayBackend:
         return hit
 
 
-class RecordingBackend:
-    """Passes calls to ``inner`` and records each answer (cache entry + ledger line)."""
-
-    def __init__(self, inner: ModelBackend, cache: CallCache | str | Path, role: str = "") -> None:
-        self.inner = inner
-        self.cache = _open(cache, must_exist=False)
-        self.role = role
-        self.name = backend_name(inner)
-        self.recorded = 0
-
-    def __getattr__(self, item: str) -> Any:
-        if item == "count_tokens":
-            return getattr(self.inner, item)
-        raise AttributeError(item)
-
-    async def complete(self, request: ChatRequest) -> Completion:
-        completion = await self.inner.complete(request)
-        ctx = current_context()
-        self.cache.put(
-            call_key(self.name, request),
-            self.name,
-            request,
-            completion,
-            role=self.role,
-            stage=ctx.stage,
-            step=ctx.step,
-        )
-        self.recorded += 1
-        return completion
-
-
-__all__ = ["RecordingBackend", "ReplayBackend"]
+__all__ = ["ReplayBackend"]
