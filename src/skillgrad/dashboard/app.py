@@ -55,7 +55,10 @@ def _env() -> jinja2.Environment:
     )
     env.globals["fmt"] = fmt
     env.globals["live_js"] = (HERE / "static" / "live.js").read_text(encoding="utf-8")
-    env.globals["style_css"] = (HERE / "static" / "style.css").read_text(encoding="utf-8")
+    shared = HERE.parent / "report" / "templates" / "_style.css"  # one stylesheet for both
+    env.globals["style_css"] = shared.read_text(encoding="utf-8") + (
+        HERE / "static" / "style.css"
+    ).read_text(encoding="utf-8")
     return env
 
 
