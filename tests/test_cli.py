@@ -89,3 +89,16 @@ def test_report_shows_cost_per_role_and_stage(tmp_path: Path) -> None:
     for row in ("| optimizer |", "| target |", "| target/rollout |", "| target/gate |",
                 "| optimizer/reflect |", "| target/baseline |", "| target/test |"):  # fmt: skip
         assert row in report, row
+
+
+def test_error_text_is_printed_verbatim(tmp_path: Path) -> None:
+    """No Rich markup or emoji codes are applied to error messages (':m:' stays ':m:')."""
+    import contextlib
+    import io
+
+    from skillgrad.console import print_error
+
+    buf = io.StringIO()
+    with contextlib.redirect_stderr(buf):
+        print_error(ValueError("openai_compatible:m: gave up; ids ['v1'] [bold]x[/bold]"))
+    assert "openai_compatible:m: gave up; ids ['v1'] [bold]x[/bold]" in buf.getvalue()

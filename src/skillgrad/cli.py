@@ -27,8 +27,8 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-console = Console(stderr=True)
-out = Console()
+console = Console(stderr=True, emoji=False)
+out = Console(emoji=False)
 
 SetOpt = Annotated[
     list[str] | None, typer.Option("--set", help="Override: section.key=value (repeatable).")

@@ -21,7 +21,9 @@ from skillgrad.callbacks import Control
 
 def print_error(exc: BaseException) -> None:
     """One error line on stderr: not re-wrapped (greppable), brackets in ids kept literally."""
-    Console(stderr=True, soft_wrap=True).print(f"[bold red]error:[/] {escape(str(exc))}")
+    Console(stderr=True, soft_wrap=True, emoji=False).print(
+        f"[bold red]error:[/] {escape(str(exc))}"
+    )
 
 
 class RichProgress:

@@ -94,3 +94,18 @@ def test_clip_edit_keeps_whole_lines_or_drops() -> None:
 async def test_oversized_edit_is_dropped_with_reason() -> None:
     sel = await select([_edit("x " * 300)], 3, max_edit_tokens=10, skill="")
     assert sel.selected == [] and "exceeds 10 tokens" in sel.dropped[0]["reason"]
+
+
+def test_batches_cover_the_epoch_without_repeats() -> None:
+    from skillgrad.testing import ToyTask
+    from skillgrad.train.step import sample_batch
+
+    items = ToyTask(n_train=10).load_split("train")
+    batches = [sample_batch(items, 0, 1, i, 4) for i in range(3)]
+    assert all(len(b) == 4 and len({x.id for x in b}) == 4 for b in batches)
+    assert {x.id for b in batches[:2] for x in b} | {x.id for x in batches[2]} == {
+        i.id for i in items
+    }
+    assert sample_batch(items, 0, 1, 0, 4) == batches[0]  # seeded
+    assert sample_batch(items, 0, 2, 0, 4) != batches[0]  # reshuffled per epoch
+    assert len(sample_batch(items[:3], 0, 1, 0, 8)) == 3  # never larger than the split

@@ -25,8 +25,10 @@ from skillgrad.types import EditResult, Item, Trajectory, to_json
 
 
 def sample_batch(items: Sequence[Item], seed: int, epoch: int, index: int, size: int) -> list[Item]:
-    """The ``index``-th batch of an epoch: a seeded shuffle per (seed, epoch), then slices."""
+    """The ``index``-th batch of an epoch: a seeded shuffle per (seed, epoch), then slices
+    (wrapping around at the end; a batch never holds the same item twice)."""
     order = list(items)
+    size = min(size, len(order))
     random.Random(f"{seed}:{epoch}").shuffle(order)
     start = (index * size) % len(order)
     batch = order[start : start + size]
