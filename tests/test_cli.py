@@ -102,3 +102,16 @@ def test_error_text_is_printed_verbatim(tmp_path: Path) -> None:
     with contextlib.redirect_stderr(buf):
         print_error(ValueError("openai_compatible:m: gave up; ids ['v1'] [bold]x[/bold]"))
     assert "openai_compatible:m: gave up; ids ['v1'] [bold]x[/bold]" in buf.getvalue()
+
+
+def test_config_command_prints_the_resolved_config(tmp_path: Path) -> None:
+    import yaml
+
+    cfg = _config(tmp_path)
+    result = runner.invoke(app, ["config", str(cfg), "--set", "train.learning_rate=7"])
+    assert result.exit_code == 0, result.output
+    data = yaml.safe_load(result.output)
+    assert data["train"]["learning_rate"] == 7 and data["train"]["batch_size"] == 4
+    assert data["hardware"]["rollout_workers"] == 4  # defaults filled in
+    bad = runner.invoke(app, ["config", "--set", "train.bach_size=3"])
+    assert bad.exit_code == 2 and "did you mean 'train.batch_size'" in bad.output

@@ -28,7 +28,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 console = Console(stderr=True, emoji=False)
-out = Console(emoji=False)
+out = Console(emoji=False, soft_wrap=True)  # reports and YAML are never re-wrapped
 
 SetOpt = Annotated[
     list[str] | None, typer.Option("--set", help="Override: section.key=value (repeatable).")
@@ -41,7 +41,7 @@ TgtModel = Annotated[
 ]
 
 
-def _config(path: Path, sets: list[str] | None, opt: str | None, tgt: str | None) -> Config:
+def _config(path: Path | None, sets: list[str] | None, opt: str | None, tgt: str | None) -> Config:
     overrides = list(sets or [])
     if opt:
         overrides.append(f"models.optimizer={json.dumps(opt)}")
@@ -121,6 +121,23 @@ def eval_(
     )
     if output:
         output.write_text(json.dumps(result, indent=2), encoding="utf-8")
+
+
+@app.command("config")
+def show_config(
+    config: Annotated[Path | None, typer.Argument(help="YAML config (omit: the defaults).")] = None,
+    set_: SetOpt = None,
+    optimizer_model: OptModel = None,
+    target_model: TgtModel = None,
+) -> None:
+    """Print the fully resolved config (``_base_`` and ``--set`` applied, secrets redacted)."""
+    import yaml
+
+    try:
+        cfg = _config(config, set_, optimizer_model, target_model)
+    except SkillgradError as exc:
+        raise _fail(exc, 2) from None
+    out.print(yaml.safe_dump(cfg.redacted_json(), sort_keys=False), markup=False, end="")
 
 
 @app.command()
