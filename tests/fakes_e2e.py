@@ -14,6 +14,7 @@ import os
 import re
 from typing import Any
 
+from skillgrad.errors import TransientModelError
 from skillgrad.testing import FunctionBackend, system_text, user_text
 from skillgrad.types import ChatRequest
 
@@ -22,6 +23,8 @@ BAD_RULE = "Reply in lowercase only."
 
 
 def target_reply(request: ChatRequest) -> str:
+    if os.environ.get("FAKE_TARGET_DOWN"):
+        raise TransientModelError("fake endpoint down (connection refused)")
     skill = system_text(request)
     word = user_text(request).removeprefix("Word: ").strip()
     if "lowercase" in skill.lower():

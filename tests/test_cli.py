@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from skillgrad.cli import app
@@ -115,3 +116,27 @@ def test_config_command_prints_the_resolved_config(tmp_path: Path) -> None:
     assert data["hardware"]["rollout_workers"] == 4  # defaults filled in
     bad = runner.invoke(app, ["config", "--set", "train.bach_size=3"])
     assert bad.exit_code == 2 and "did you mean 'train.batch_size'" in bad.output
+
+
+def test_endpoint_down_stops_cleanly_and_resumes_when_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cfg = _config(tmp_path)
+    monkeypatch.setenv("FAKE_TARGET_DOWN", "1")
+    down = runner.invoke(app, ["train", str(cfg), "--quiet"])
+    assert down.exit_code == 2
+    assert "every one of 6 baseline items failed" in down.output
+    assert "fake endpoint down" in down.output and "re-run to resume" in down.output
+    monkeypatch.delenv("FAKE_TARGET_DOWN")
+    back = runner.invoke(app, ["train", str(cfg), "--quiet"])
+    assert back.exit_code == 0, back.output
+    assert '"finished"' in (tmp_path / "runs/toy/summary.json").read_text()
+
+
+def test_resume_may_change_where_a_model_is_reached_but_not_which(tmp_path: Path) -> None:
+    cfg = _config(tmp_path, "budget: {max_calls: 12}")
+    assert runner.invoke(app, ["train", str(cfg), "--quiet"]).exit_code == 3
+    moved = ["--set", "models.target.timeout_s=30", "--set", "budget.max_calls=999"]
+    assert runner.invoke(app, ["train", str(cfg), "--quiet", *moved]).exit_code == 0
+    other = runner.invoke(app, ["train", str(cfg), "--quiet", "--set", "models.target.model=x"])
+    assert other.exit_code == 2 and "models.target.model" in other.output

@@ -23,8 +23,13 @@ from skillgrad.runs.io import (
 from skillgrad.runs.layout import RunPaths
 from skillgrad.train.state import TrainState
 
-# Config sections that may change between a run and its resume (they do not change results).
-RESUMABLE_CHANGES = ("budget", "hardware", "trackers")
+# What may change between a run and its resume because it cannot change results: limits,
+# parallelism, trackers, and where / how a model is reached (not which model it is).
+RESUMABLE_CHANGES = ("budget", "hardware", "trackers", "base_dir")
+RESUMABLE_MODEL_KEYS = (
+    "base_url", "api_key_env", "timeout_s", "max_retries", "max_concurrency",
+    "requests_per_minute", "tokens_per_minute", "azure_endpoint", "api_version",
+)  # fmt: skip
 
 
 def _now() -> str:
@@ -32,7 +37,16 @@ def _now() -> str:
 
 
 def _comparable(config: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in config.items() if k not in RESUMABLE_CHANGES}
+    out = {k: v for k, v in config.items() if k not in RESUMABLE_CHANGES}
+    models = out.get("models")
+    if isinstance(models, dict):
+        out["models"] = {
+            role: {k: v for k, v in spec.items() if k not in RESUMABLE_MODEL_KEYS}
+            if isinstance(spec, dict)
+            else spec
+            for role, spec in models.items()
+        }
+    return out
 
 
 def _flat_diff(a: Any, b: Any, prefix: str = "") -> list[str]:
