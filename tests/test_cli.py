@@ -140,3 +140,23 @@ def test_resume_may_change_where_a_model_is_reached_but_not_which(tmp_path: Path
     assert runner.invoke(app, ["train", str(cfg), "--quiet", *moved]).exit_code == 0
     other = runner.invoke(app, ["train", str(cfg), "--quiet", "--set", "models.target.model=x"])
     assert other.exit_code == 2 and "models.target.model" in other.output
+
+
+def test_rich_progress_shows_items_score_tokens_and_cost() -> None:
+    import io
+
+    from rich.console import Console
+
+    from skillgrad.console import RichProgress
+
+    buf = io.StringIO()
+    progress = RichProgress(Console(file=buf, force_terminal=True, width=160))
+    progress.set_usage_source(lambda: {"prompt_tokens": 1200, "completion_tokens": 34, "cost": 0.5})
+    with progress:
+        progress.start("rollout", 4)
+        progress.advance("rollout", info="1.0")
+        progress.advance("rollout", info="0.0")
+        progress._bars.refresh()
+        shown = buf.getvalue()
+    assert "rollout" in shown and "2/4" in shown
+    assert "mean score 0.500" in shown and "1,234 tok" in shown and "$0.5000" in shown

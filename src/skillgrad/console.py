@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from rich.console import Console
@@ -44,6 +45,11 @@ class RichProgress:
         )
         self._tasks: dict[str, TaskID] = {}
         self._sums: dict[str, tuple[float, int]] = {}
+        self.usage: Callable[[], dict[str, float]] | None = None  # the run's ledger totals
+
+    def set_usage_source(self, usage: Callable[[], dict[str, float]]) -> None:
+        """Show the run's tokens and cost so far beside every bar (set once the run exists)."""
+        self.usage = usage
 
     def __enter__(self) -> RichProgress:
         self._bars.start()
@@ -67,6 +73,10 @@ class RichProgress:
             info = f"mean score {total / count:.3f}"
         except ValueError:
             pass
+        if self.usage is not None:
+            u = self.usage()
+            tokens = int(u["prompt_tokens"] + u["completion_tokens"])
+            info = f"{info} · {tokens:,} tok · ${u['cost']:.4f}"
         self._sums[stage] = (total, count)
         self._bars.update(self._tasks[stage], advance=n, info=info)
 

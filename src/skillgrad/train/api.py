@@ -132,6 +132,9 @@ def run_training(
         count_tokens=token_counter(raw_tgt) or approx_tokens,
         prices=prices,
     )
+    show_usage = getattr(progress, "set_usage_source", None)
+    if callable(show_usage):  # progress bars show tokens and cost so far
+        show_usage(lambda: store.totals()["all"])
     bind = getattr(task, "bind_judge", None)
     if callable(bind):  # an LLM-judge scorer uses the optimizer model, metered as such
         bind(ctx.optimizer)
