@@ -39,6 +39,8 @@ def _rejected_section(prompt: str) -> str:
 
 def optimizer_reply(request: ChatRequest) -> dict[str, Any] | str:
     prompt = user_text(request)
+    if "Group the indices" in prompt:  # semantic merge: every edit is its own group
+        return {"groups": [[i] for i in range(len(re.findall(r"^\[\d+\]", prompt, re.M)))]}
     if "Rank the candidate edits" in prompt:
         return {"order": [0, 1, 2, 3]}
     if "Longitudinal comparison" in prompt:

@@ -44,6 +44,7 @@ class TrainConfig(_Section):
     deep_reflect_threshold: float = Field(0.6, gt=0, le=1)
     max_edit_tokens: int = Field(200, ge=1)
     merge_similarity: float = Field(0.85, gt=0, le=1)
+    semantic_merge: bool = Field(True, description="optimizer groups equivalent edits")
     rank_with_optimizer: bool = True
     rejected_buffer_size: int = Field(8, ge=0)
     gate: bool = Field(True, description="False only via --no-gate; recorded in config + report")

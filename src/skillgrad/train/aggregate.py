@@ -1,5 +1,7 @@
 """Aggregate (gradient aggregation): merge edits that say the same thing; hold back conflicts.
 
+This is the lexical pass; ``train/merge.py`` is the semantic pass that follows it.
+
 Near-duplicates (same op, same section, lexically similar text) merge into one edit whose
 ``support`` is the number of backing trajectories and whose ids are the union. Conflicts — two
 edits changing the same rule in opposite directions — are never applied: both go to
@@ -67,6 +69,7 @@ class Aggregated:
     edits: list[Edit] = field(default_factory=list)
     conflicts: list[dict[str, Any]] = field(default_factory=list)
     merges: list[dict[str, Any]] = field(default_factory=list)
+    semantic: list[dict[str, Any]] = field(default_factory=list)  # see train/merge.py
 
 
 def aggregate(edits: Sequence[Edit], threshold: float) -> Aggregated:

@@ -17,6 +17,7 @@ from skillgrad.skill import Skill
 from skillgrad.train.aggregate import Aggregated, aggregate
 from skillgrad.train.context import RunContext
 from skillgrad.train.gate import GateOutcome, gate
+from skillgrad.train.merge import semantic_merge
 from skillgrad.train.reflect import ReflectConfig, ReflectResult, reflect
 from skillgrad.train.rollout import mean_score, rollout
 from skillgrad.train.select import Selection, edits_allowed, effective_lr, select
@@ -147,6 +148,11 @@ async def propose(
             progress=ctx.progress,
         )
     agg = aggregate(refl.edits, t.merge_similarity)
+    if t.semantic_merge:
+        with call_context("aggregate", step):
+            agg.edits, agg.semantic = await semantic_merge(
+                agg.edits, ctx.optimizer, step=step, max_tokens=t.optimizer_max_tokens
+            )
     with call_context("select", step):
         sel = await select(
             agg.edits,
@@ -175,7 +181,12 @@ def write_step(
     files: dict[str, Any] = {
         "trajectories.jsonl": p.trajectories,
         "reflections.json": p.reflection.records,
-        "aggregate.json": {"edits": agg.edits, "merges": agg.merges, "conflicts": agg.conflicts},
+        "aggregate.json": {
+            "edits": agg.edits,
+            "merges": agg.merges,
+            "semantic_merge": agg.semantic,
+            "conflicts": agg.conflicts,
+        },
         "selection.json": {
             "lr": lr,
             "k": k,
