@@ -27,6 +27,8 @@ def estimate(ctx: RunContext, skill: str, prices: PriceTable) -> dict[str, Any]:
         + 2 * n_test  # final test: initial and best skill
     )
     reflections = math.ceil(batch / t.minibatch_size) + 1 + int(t.rank_with_optimizer)
+    if t.semantic_merge:  # at most one call per (op, section) cluster of two or more edits
+        reflections += reflections * t.max_edits_per_reflection // 2
     optimizer_calls = 2 * (
         steps * reflections + slow_epochs + (t.num_epochs if t.use_meta_skill else 0)
     )
