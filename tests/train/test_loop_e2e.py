@@ -150,3 +150,16 @@ def test_no_gate_is_explicit_and_recorded(tmp_path: Path) -> None:
     assert any("--no-gate" in w for w in result.summary["warnings"])
     assert json.loads((result.run_dir / "config.json").read_text())["train"]["gate"] is False
     assert read_json(result.run_dir / "history.json")[0]["accepted"]  # harmful edit went in
+
+
+def test_preflight_estimate_bounds_the_real_usage(tmp_path: Path) -> None:
+    result = run_training(_cfg(tmp_path), optimizer=make_optimizer(), target=make_target())
+    events = read_jsonl(result.run_dir / "events.jsonl")
+    pre = next(e for e in events if e["event"] == "preflight")
+    assert list(e["event"] for e in events).index("preflight") < [e["event"] for e in events].index(
+        "baseline"
+    )  # printed before any model call
+    usage = result.summary["usage"]
+    for role in ("optimizer", "target"):
+        assert pre["calls"][role] >= usage[role]["calls"] > 0
+        assert pre["tokens"][role] > 0
