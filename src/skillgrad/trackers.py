@@ -8,6 +8,7 @@ observe events (``step_end`` records, ``run_start`` config, ``run_end`` summary)
 from __future__ import annotations
 
 import difflib
+import hashlib
 import importlib.util
 import os
 import time
@@ -190,6 +191,8 @@ class WandbCallback:
         self.project = project
         self.mode = mode or os.environ.get("WANDB_MODE", "offline")
         self.run: Any = None
+        digest = hashlib.sha256(str(self.run_dir.resolve()).encode()).hexdigest()[:16]
+        self.run_id = f"skillgrad-{digest}"  # stable per run directory
 
     def on_event(self, event: dict[str, Any], control: Control) -> None:
         import wandb
@@ -200,6 +203,7 @@ class WandbCallback:
             self.run = wandb.init(
                 project=self.project, mode=self.mode, dir=str(self.run_dir),  # type: ignore[arg-type]
                 name=str(config.get("run_name", "")) or None, config=flatten(config),
+                id=self.run_id, resume="allow",  # a resumed training run continues this W&B run
                 settings=wandb.Settings(silent=True, x_disable_stats=True),
             )  # fmt: skip
             return

@@ -150,6 +150,8 @@ def test_wandb_offline(run_dir: Path, tmp_path: Path, monkeypatch: pytest.Monkey
                        (7, 0.833)]  # fmt: skip
     assert last_row["cost/optimizer"] == pytest.approx(0.002) and last_row["accepted"] == 1
     assert cb.run is None  # finished at run_end
+    assert path.name == f"run-{cb.run_id}.wandb"  # a stable id: a resumed run continues it
+    assert WandbCallback(tmp_path / "wb").run_id == cb.run_id
 
 
 def test_build_trackers(tmp_path: Path) -> None:
