@@ -79,11 +79,17 @@ def test_dashboard_live_curve_and_diff_in_chromium(server: tuple[str, Path]) -> 
             page.wait_for_selector("svg#curve[data-points='3']", state="attached", timeout=15_000)
             assert page.locator("svg#curve circle.pt").count() == 3
             assert page.locator("#steps-body tr").count() == 3
-            append_step(root / "live", 0.95)  # the run writes a new step while we watch
+            rec = append_step(root / "live", 0.95)  # the run writes a new step while we watch
+            version = root / "live" / "skills" / f"skill_v{rec['step']:04d}.md"
+            version.write_text("# Echo skill\n\nNEW RULE FROM THE LIVE STEP\n")
             page.wait_for_selector("svg#curve[data-points='4']", state="attached", timeout=15_000)
             assert page.locator("svg#curve circle.pt").count() == 4
             assert page.locator("#steps-body tr").count() == 4
             assert page.inner_text("#best") == "0.95"
+            page.wait_for_function(
+                "document.getElementById('current-skill').textContent.includes('NEW RULE')",
+                timeout=15_000,
+            )  # the current skill is live too
             page.screenshot(path=str(ARTIFACTS / "dashboard_run_live.png"), full_page=True)
 
             page.goto(base + "/run/demo")

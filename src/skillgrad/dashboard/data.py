@@ -45,7 +45,9 @@ def run_overview(run: RunData) -> dict[str, Any]:
 def run_points(run: RunData) -> dict[str, Any]:
     """The JSON the run page polls: overview plus one compact point per step."""
     points = [{k: r.get(k) for k in POINT_KEYS} for r in live_history(run)]
-    return run_overview(run) | {"points": points}
+    current = run.skills[max(run.skills)] if run.skills else None
+    skills = {"current_skill": current, "best_skill": run.best_skill}
+    return run_overview(run) | {"points": points} | skills
 
 
 def _edits_of(sel: dict[str, Any] | None, key: str) -> list[dict[str, Any]]:

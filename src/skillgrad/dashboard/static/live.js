@@ -1,4 +1,5 @@
-// Polls the run's JSON endpoint and redraws the curve (inline SVG) and the step table.
+// Polls the run's JSON endpoint and redraws the curve (inline SVG), the step table and the
+// current / best skill.
 (function () {
   "use strict";
   var cfg = document.getElementById("live").dataset;
@@ -68,9 +69,16 @@
     });
   }
 
+  function setText(id, text) {
+    var node = document.getElementById(id);
+    if (node && typeof text === "string") { node.textContent = text; }
+  }
+
   function update(data) {
     drawCurve(data.points);
     drawTable(data.points);
+    setText("current-skill", data.current_skill);
+    setText("best-skill", data.best_skill);
     document.getElementById("status").textContent = data.status;
     document.getElementById("nsteps").textContent = String(data.steps);
     document.getElementById("best").textContent = fmt(data.best_score);
