@@ -48,6 +48,9 @@ class TrainConfig(_Section):
     rank_with_optimizer: bool = True
     rejected_buffer_size: int = Field(8, ge=0)
     gate: bool = Field(True, description="False only via --no-gate; recorded in config + report")
+    gate_min_delta: float = Field(
+        0.0, ge=0, lt=1, description="accept only if the val mean improves by more than this"
+    )
     optimizer_max_tokens: int = Field(600, ge=16)
 
 

@@ -88,3 +88,17 @@ def test_replace_vs_delete_of_same_anchor_conflict() -> None:
     d = Edit("delete", "Rules", anchor="Use US dates.")
     assert is_conflict(r, d)
     assert not is_conflict(r, Edit("replace", "Other", "x", anchor="Use US dates."))
+
+
+async def test_min_delta_raises_the_bar() -> None:
+    task = ToyTask(n_val=4)
+    items = task.load_split("val")
+
+    def target() -> FunctionBackend:
+        return _answers_from({"cand": {i.input for i in items[:3]}})  # candidate scores 0.75
+
+    assert (await gate(task, items, "cand", 0.5, target(), chunk=4, min_delta=0.2)).result.accepted
+    high = await gate(task, items, "cand", 0.5, target(), chunk=1, min_delta=0.3)
+    assert not high.result.accepted
+    full = await gate(task, items, "cand", 0.5, target(), chunk=1, min_delta=0.3, early_stop=False)
+    assert not full.result.accepted  # early stop (if any) agreed with the full evaluation

@@ -1,4 +1,5 @@
-"""Gate (validation): accept a candidate skill only on strict improvement on the selection split.
+"""Gate (validation): accept a candidate skill only on strict improvement on the selection split
+(by more than ``train.gate_min_delta``, default 0: any improvement).
 
 Items are evaluated in a fixed order, in chunks of ``chunk`` items. After each chunk the gate
 stops as soon as the candidate can no longer beat the incumbent even if every remaining item
@@ -47,10 +48,13 @@ async def gate(
     progress: Progress | None = None,
     early_stop: bool = True,
     require_improvement: bool = True,
+    min_delta: float = 0.0,
 ) -> GateOutcome:
+    """Accept iff the candidate's mean score exceeds ``incumbent_score + min_delta`` (strictly);
+    stop early, losslessly, once that is out of reach."""
     progress = progress or NullProgress()
     total = len(items)
-    incumbent_sum = incumbent_score * total
+    incumbent_sum = (incumbent_score + min_delta) * total  # the bar to clear
     scored: list[Trajectory] = []
     progress.start("gate", total)
     try:

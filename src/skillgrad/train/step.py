@@ -66,6 +66,7 @@ async def evaluate_candidate(
             progress=ctx.progress,
             early_stop=use_gate,
             require_improvement=use_gate,
+            min_delta=ctx.cfg.train.gate_min_delta,
         )
 
 
