@@ -10,7 +10,7 @@ from skillgrad.models.context import call_context
 from skillgrad.runs.io import read_jsonl
 from skillgrad.skill import Skill
 from skillgrad.train.context import RunContext
-from skillgrad.train.rollout import mean_score, rollout
+from skillgrad.train.rollout import mean_score
 from skillgrad.train.slow import GUIDANCE_BLOCK, meta_skill_memo, slow_update_guidance
 from skillgrad.train.state import StepOutcome, TrainState
 from skillgrad.train.step import commit, evaluate_candidate, gate_json
@@ -113,21 +113,8 @@ async def _compare(ctx: RunContext, state: TrainState, step: int) -> tuple[Any, 
     sample = random.Random(f"{t.seed}:{state.epoch}:slow").sample(
         train, min(t.slow_update_samples, len(train))
     )
-    runs = []
-    for skill in (state.epoch_start_skill, state.skill):
-        runs.append(
-            await rollout(
-                ctx.task,
-                sample,
-                skill,
-                ctx.target,
-                workers=ctx.cfg.hardware.rollout_workers,
-                store=ctx.store,
-                progress=ctx.progress,
-                stage="slow_update",
-            )
-        )
-    before, after = runs
+    before = await ctx.rollout(sample, state.epoch_start_skill, "slow_update")
+    after = await ctx.rollout(sample, state.skill, "slow_update")
     items, counts, reply = await slow_update_guidance(
         state.epoch_start_skill,
         state.skill,

@@ -19,8 +19,9 @@ from skillgrad.runs.rundir import RunDir
 from skillgrad.skill import approx_tokens
 from skillgrad.tasks.base import Task
 from skillgrad.train.progress import NullProgress, Progress
+from skillgrad.train.rollout import rollout
 from skillgrad.train.select import Schedule
-from skillgrad.types import Item
+from skillgrad.types import Item, Trajectory
 
 ROLES = ("optimizer", "target")
 
@@ -61,6 +62,21 @@ class RunContext:
         scorer = getattr(self.task, "scorer", None)
         return bool(getattr(self.task, "deterministic", True)) and bool(
             getattr(scorer, "deterministic", True)
+        )
+
+    async def rollout(
+        self, items: Sequence[Item], skill: str, stage: str = "rollout"
+    ) -> list[Trajectory]:
+        """Roll ``items`` out on the target with this run's workers, result store and progress."""
+        return await rollout(
+            self.task,
+            items,
+            skill,
+            self.target,
+            workers=self.cfg.hardware.rollout_workers,
+            store=self.store,
+            progress=self.progress,
+            stage=stage,
         )
 
     def emit(self, name: str, **fields: Any) -> None:

@@ -23,7 +23,7 @@ from skillgrad.skill import Skill
 from skillgrad.train.boundary import epoch_boundary
 from skillgrad.train.context import RunContext
 from skillgrad.train.preflight import estimate
-from skillgrad.train.rollout import mean_score, rollout
+from skillgrad.train.rollout import mean_score
 from skillgrad.train.state import TrainState
 from skillgrad.train.step import training_step
 
@@ -57,16 +57,7 @@ async def baseline(ctx: RunContext, skill: str) -> TrainState:
     """Score the initial skill on the whole selection split: the incumbent to beat."""
     ctx.run.write_initial(skill, {s: [i.id for i in items] for s, items in ctx.items.items()})
     with call_context("baseline", 0):
-        trajs = await rollout(
-            ctx.task,
-            ctx.items["val"],
-            skill,
-            ctx.target,
-            workers=ctx.cfg.hardware.rollout_workers,
-            store=ctx.store,
-            progress=ctx.progress,
-            stage="baseline",
-        )
+        trajs = await ctx.rollout(ctx.items["val"], skill, "baseline")
     score = mean_score(trajs)
     state = TrainState(
         initial_skill=skill,
@@ -89,17 +80,7 @@ async def finish(ctx: RunContext, state: TrainState) -> dict[str, Any]:
     scores = {}
     with call_context("test", state.global_step + 1):
         for name, skill in (("initial", state.initial_skill), ("best", state.best_skill)):
-            trajs = await rollout(
-                ctx.task,
-                test,
-                skill,
-                ctx.target,
-                workers=ctx.cfg.hardware.rollout_workers,
-                store=ctx.store,
-                progress=ctx.progress,
-                stage=f"test ({name})",
-            )
-            scores[name] = mean_score(trajs)
+            scores[name] = mean_score(await ctx.rollout(test, skill, f"test ({name})"))
     summary = write_summary(ctx, state, scores)
     ctx.emit("run_end", summary=summary)
     return summary

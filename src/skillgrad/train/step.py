@@ -19,7 +19,7 @@ from skillgrad.train.context import RunContext
 from skillgrad.train.gate import GateOutcome, gate
 from skillgrad.train.merge import semantic_merge
 from skillgrad.train.reflect import ReflectConfig, ReflectResult, reflect
-from skillgrad.train.rollout import mean_score, rollout
+from skillgrad.train.rollout import mean_score
 from skillgrad.train.select import Selection, edits_allowed, effective_lr, select
 from skillgrad.train.state import StepOutcome, TrainState, advance
 from skillgrad.types import EditResult, Item, Trajectory, to_json
@@ -127,15 +127,7 @@ async def propose(
     t = ctx.cfg.train
     batch = sample_batch(ctx.items["train"], t.seed, state.epoch, state.step_in_epoch, t.batch_size)
     with call_context("rollout", step):
-        trajs = await rollout(
-            ctx.task,
-            batch,
-            state.skill,
-            ctx.target,
-            workers=ctx.cfg.hardware.rollout_workers,
-            store=ctx.store,
-            progress=ctx.progress,
-        )
+        trajs = await ctx.rollout(batch, state.skill)
     clock.lap("rollout")
     with call_context("reflect", step):
         refl = await reflect(
