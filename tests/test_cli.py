@@ -160,3 +160,19 @@ def test_rich_progress_shows_items_score_tokens_and_cost() -> None:
         shown = buf.getvalue()
     assert "rollout" in shown and "2/4" in shown
     assert "mean score 0.500" in shown and "1,234 tok" in shown and "$0.5000" in shown
+
+
+def test_missing_extra_names_the_install_command(tmp_path: Path) -> None:
+    """Without matplotlib (hidden from a real subprocess), --html says what to install."""
+    import subprocess
+    import sys
+
+    cfg = _config(tmp_path)
+    assert runner.invoke(app, ["train", str(cfg), "--quiet"]).exit_code == 0
+    code = (
+        "import sys; sys.modules['matplotlib'] = None; from skillgrad.cli import app; "
+        f"app(['report', {str(tmp_path / 'runs/toy')!r}, '--html'])"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 2
+    assert "pip install 'skillgrad[report]'" in done.stderr and "Traceback" not in done.stderr

@@ -18,7 +18,7 @@ import typer
 from rich.console import Console
 
 from skillgrad.config import Config, load_config
-from skillgrad.console import print_error
+from skillgrad.console import missing_extra, print_error
 from skillgrad.errors import BudgetExceeded, SkillgradError
 
 app = typer.Typer(
@@ -155,8 +155,10 @@ def report(
         raise _fail(SkillgradError(f"{run_dir} has no summary.json (not a finished run?)"), 2)
     out.print(render_report(summary, history), markup=False)
     if html:
-        from skillgrad.report.html import write_html_report
-
+        try:
+            from skillgrad.report.html import write_html_report
+        except ImportError as exc:
+            raise _fail(missing_extra(exc, "report"), 2) from None
         out.print(f"HTML report: {write_html_report(run_dir)}")
 
 

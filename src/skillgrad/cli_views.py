@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from skillgrad.console import print_error
+from skillgrad.console import missing_extra, print_error
 from skillgrad.errors import SkillgradError
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -95,8 +95,11 @@ def compare_cmd(
     out: Annotated[Path | None, typer.Option(help="Write compare.html + PNG here.")] = None,
 ) -> None:
     """Compare runs: final scores, cost, differing config settings, overlaid curves."""
-    from skillgrad.report.compare import compare_runs, write_compare_html
-    from skillgrad.report.text import fmt
+    try:
+        from skillgrad.report.compare import compare_runs, write_compare_html
+        from skillgrad.report.text import fmt
+    except ImportError as exc:
+        raise _fail(missing_extra(exc, "report")) from exc
 
     try:
         result = compare_runs(run_dirs)
@@ -127,7 +130,10 @@ def report_html_cmd(
     out: Annotated[Path | None, typer.Option(help="Output file (default RUN/report.html).")] = None,
 ) -> None:
     """Write the self-contained HTML report and figures/*.png of a run."""
-    from skillgrad.report.html import write_html_report
+    try:
+        from skillgrad.report.html import write_html_report
+    except ImportError as exc:
+        raise _fail(missing_extra(exc, "report")) from exc
 
     try:
         path = write_html_report(run_dir, out)
@@ -150,11 +156,7 @@ def dashboard_cmd(
     try:
         from skillgrad.dashboard.app import check_host, serve
     except ImportError as exc:
-        raise _fail(
-            SkillgradError(
-                f"{exc}; install the dashboard extra: pip install 'skillgrad[dashboard]'"
-            )
-        ) from exc
+        raise _fail(missing_extra(exc, "dashboard")) from exc
     try:
         check_host(host, allow_remote)  # refuse before announcing anything
         Console().print(f"dashboard on http://{host}:{port}/ (Ctrl-C to stop)")

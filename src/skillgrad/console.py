@@ -18,12 +18,20 @@ from rich.progress import (
 )
 
 from skillgrad.callbacks import Control
+from skillgrad.errors import SkillgradError
 
 
 def print_error(exc: BaseException) -> None:
     """One error line on stderr: not re-wrapped (greppable), brackets in ids kept literally."""
     Console(stderr=True, soft_wrap=True, emoji=False).print(
         f"[bold red]error:[/] {escape(str(exc))}"
+    )
+
+
+def missing_extra(exc: ImportError, extra: str) -> SkillgradError:
+    """The error for a command whose optional dependencies are not installed."""
+    return SkillgradError(
+        f"this needs the '{extra}' extra ({exc}); install it: pip install 'skillgrad[{extra}]'"
     )
 
 
@@ -136,4 +144,4 @@ def _step_line(r: dict[str, Any]) -> str:
     )
 
 
-__all__ = ["ConsoleCallback", "RichProgress", "print_error"]
+__all__ = ["ConsoleCallback", "RichProgress", "missing_extra", "print_error"]
