@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 FAKES = Path(__file__).parents[1] / "fakes_e2e.py"
+IN_FLIGHT = 2  # at most rollout_workers / analyst_workers calls complete at once
 
 
 def _write_config(tmp: Path, latency: float) -> Path:
@@ -119,11 +120,17 @@ def test_killed_and_resumed_run_equals_uninterrupted(
         proc.wait(timeout=30)
     assert proc.returncode == -signal.SIGKILL
     assert not (cut_dir / "runs/run/summary.json").exists()  # it really was cut short
+    before_kill = cut_log.read_text().splitlines() if cut_log.exists() else []
     _run(config, cut_log)
 
     expected, expected_calls = reference
     assert _comparable(cut_dir / "runs/run") == expected
     made = Counter(cut_log.read_text().splitlines())
     repeated = {k: n for k, n in made.items() if n > 1}
-    assert repeated == {}, f"model calls repeated after resume: {repeated}"
+    # The one unavoidable repeat: a call the model answered in the instant before the kill,
+    # before its answer reached the cache (in flight). Nothing recorded is ever paid twice.
+    in_flight = set(before_kill[-IN_FLIGHT:])
+    assert all(n == 2 and key in in_flight for key, n in repeated.items()), (
+        f"model calls repeated after resume: {repeated}"
+    )
     assert set(made) == expected_calls
