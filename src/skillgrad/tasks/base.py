@@ -69,11 +69,7 @@ class ChatTask:
         raise NotImplementedError
 
     def messages(self, item: Item, skill: str) -> tuple[Message, ...]:
-        msgs: list[Message] = []
-        if skill.strip():
-            msgs.append(Message("system", skill))
-        msgs.append(Message("user", self.prompt(item)))
-        return tuple(msgs)
+        return skill_messages(skill, self.prompt(item))
 
     async def rollout(self, item: Item, skill: str, backend: ModelBackend) -> Trajectory:
         messages = self.messages(item, skill)
@@ -100,6 +96,12 @@ class ChatTask:
             reference=item.reference,
             usage=completion.usage,
         )
+
+
+def skill_messages(skill: str, prompt: str) -> tuple[Message, ...]:
+    """The target's view: the skill as system prompt (if any), then the item's prompt."""
+    system = (Message("system", skill),) if skill.strip() else ()
+    return (*system, Message("user", prompt))
 
 
 async def complete_item(backend: ModelBackend, request: ChatRequest) -> Completion | str:
@@ -137,4 +139,5 @@ __all__ = [
     "complete_item",
     "failed_trajectory",
     "skill_hash",
+    "skill_messages",
 ]

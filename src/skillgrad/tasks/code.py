@@ -15,7 +15,13 @@ from dataclasses import asdict
 from typing import Any
 
 from skillgrad.models.base import ModelBackend
-from skillgrad.tasks.base import Split, complete_item, failed_trajectory, skill_hash
+from skillgrad.tasks.base import (
+    Split,
+    complete_item,
+    failed_trajectory,
+    skill_hash,
+    skill_messages,
+)
 from skillgrad.tasks.sandbox import SandboxResult, run_tests
 from skillgrad.types import ChatRequest, Item, Message, Score, Trajectory
 
@@ -101,8 +107,7 @@ class CodeTask:
         return self.score_result(self.run(code, item), code, item)
 
     def messages(self, item: Item, skill: str) -> tuple[Message, ...]:
-        msgs = [Message("system", skill)] if skill.strip() else []
-        return (*msgs, Message("user", self.prompt(item)))
+        return skill_messages(skill, self.prompt(item))
 
     async def rollout(self, item: Item, skill: str, backend: ModelBackend) -> Trajectory:
         messages = self.messages(item, skill)
