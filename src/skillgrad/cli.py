@@ -146,11 +146,12 @@ def report(
     html: Annotated[bool, typer.Option(help="Also write a self-contained HTML report.")] = False,
 ) -> None:
     """Print the final report of a run (val initial -> best, test, length, cost, failures)."""
+    from skillgrad.report.load import load_history
     from skillgrad.report.summary import render_report
     from skillgrad.runs.io import read_json
 
     summary = read_json(run_dir / "summary.json")
-    history = read_json(run_dir / "history.json", [])
+    history = load_history(run_dir / "history.json")
     if summary is None:
         raise _fail(SkillgradError(f"{run_dir} has no summary.json (not a finished run?)"), 2)
     out.print(render_report(summary, history), markup=False)

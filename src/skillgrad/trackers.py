@@ -18,30 +18,44 @@ from typing import Any
 from skillgrad.callbacks import Callback, Control
 from skillgrad.errors import ConfigError
 from skillgrad.report.load import flatten
+from skillgrad.types import StepRecord
 
 EXTRAS = {"tensorboard": "tensorboard", "mlflow": "mlflow", "wandb": "wandb"}
 
 
-def record_scalars(record: dict[str, Any]) -> dict[str, float]:
-    """Numeric fields of a StepRecord as scalars; per-role dicts become ``cost/optimizer``."""
-    out: dict[str, float] = {}
-    for key, value in record.items():
-        if key in ("step", "epoch"):
-            continue
-        if isinstance(value, (bool, int, float)):  # accepted: bool -> 0/1
-            out[key] = float(value)
-        elif isinstance(value, dict):
-            for sub, v in value.items():
-                if isinstance(v, (int, float)) and not isinstance(v, bool):
-                    out[f"{key}/{sub}"] = float(v)
-    return out
+def record_scalars(record: StepRecord) -> dict[str, float]:
+    """Numeric fields of a StepRecord as scalars (``accepted`` as 0/1, ``candidate_score`` only
+    when the gate ran); per-role fields become ``cost/optimizer`` and the like."""
+    r = record
+    out: dict[str, float] = {
+        "lr": r.lr, "k": r.k, "train_score": r.train_score, "n_failures": r.n_failures,
+        "n_reflections": r.n_reflections, "n_failed_reflections": r.n_failed_reflections,
+        "n_proposed": r.n_proposed, "n_merged": r.n_merged, "n_conflicts": r.n_conflicts,
+        "n_selected": r.n_selected, "n_applied": r.n_applied, "accepted": r.accepted,
+        "incumbent_score": r.incumbent_score, "gate_evaluated": r.gate_evaluated,
+        "gate_total": r.gate_total, "early_rejected": r.early_rejected, "val_score": r.val_score,
+        "best_score": r.best_score, "skill_version": r.skill_version,
+        "skill_tokens": r.skill_tokens, "candidate_tokens": r.candidate_tokens,
+        "no_gate": r.no_gate, "cum_calls": r.cum_calls, "cum_cost": r.cum_cost,
+    }  # fmt: skip
+    if r.candidate_score is not None:
+        out["candidate_score"] = r.candidate_score
+    per_role: dict[str, dict[str, float]] = {
+        "calls": dict(r.calls), "tokens": dict(r.tokens), "cost": dict(r.cost),
+        "timings": dict(r.timings),
+    }  # fmt: skip
+    for key, values in per_role.items():
+        out |= {f"{key}/{sub}": v for sub, v in values.items()}
+    return {k: float(v) for k, v in out.items()}
 
 
-def _step_of(event: dict[str, Any]) -> tuple[int, dict[str, Any]] | None:
+def _step_of(event: dict[str, Any]) -> tuple[int, StepRecord] | None:
+    """The record of a ``step_end`` event (events are JSON: parsed here into a StepRecord)."""
     record = event.get("record")
     if event.get("event") != "step_end" or not isinstance(record, dict):
         return None
-    return int(record.get("step", 0)), record
+    parsed = StepRecord.from_json(record)
+    return parsed.step, parsed
 
 
 class TensorBoardCallback:

@@ -203,3 +203,236 @@ class GateResult:
     total: int
     early_rejected: bool = False
     reason: str = ""
+
+
+StepKind = Literal["step", "slow_update"]
+
+
+def _field_error(record: str, name: str, expected: str, value: Any) -> ValueError:
+    return ValueError(
+        f"{record} field {name!r}: expected {expected}, got {value!r} "
+        "(the record is damaged; restore the file or re-run with --fresh)"
+    )
+
+
+def _number(record: str, name: str, value: Any, kind: type) -> Any:
+    """``value`` as an int or float; bools and other types are refused."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise _field_error(record, name, kind.__name__, value)
+    if kind is int and not float(value).is_integer():
+        raise _field_error(record, name, "int", value)
+    return kind(value)
+
+
+def _per_role(record: str, name: str, value: Any, kind: type) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise _field_error(record, name, f"an object of {kind.__name__} per role", value)
+    return {str(k): _number(record, f"{name}.{k}", v, kind) for k, v in value.items()}
+
+
+def _object(record: str, data: Any) -> dict[str, Any]:
+    if not isinstance(data, dict):
+        raise ValueError(f"{record}: expected a JSON object, got {type(data).__name__}")
+    return data
+
+
+def _edits(record: str, value: Any) -> tuple[Edit, ...]:
+    if not isinstance(value, list):
+        raise _field_error(record, "edits", "a list of edits", value)
+    try:
+        return tuple(Edit.from_json(_object(f"{record} edit", e)) for e in value)
+    except KeyError as exc:
+        raise ValueError(f"{record}: an edit has no {exc.args[0]!r}") from None
+
+
+@dataclass(frozen=True)
+class StepRecord:
+    """One entry of ``history.json``: what one step (or slow update) did, decided and cost.
+
+    Built once by ``train.state.advance``; read by the report, the dashboard, the trackers and
+    the console. ``to_json``/``from_json`` are its only (de)serialisation; ``from_json`` accepts
+    records written by earlier versions (missing fields take the defaults below).
+    """
+
+    step: int
+    """Global step number (1-based); slow updates take a step number too."""
+    epoch: int
+    """Epoch the step belongs to (1-based)."""
+    kind: StepKind
+    """``"step"`` (a training step) or ``"slow_update"`` (the epoch-boundary update)."""
+    lr: float = 0.0
+    """Learning rate after rejection decay (0 for slow updates)."""
+    k: int = 0
+    """Edits allowed in this step (``round(lr)``, at least 1; 0 for slow updates)."""
+    train_score: float = 0.0
+    """Mean score of the rolled-out training batch under the skill in force."""
+    n_failures: int = 0
+    """Trajectories of the batch that did not pass."""
+    n_reflections: int = 0
+    """Optimizer reflection calls made (shallow and deep)."""
+    n_failed_reflections: int = 0
+    """Reflection calls whose reply failed validation twice (recorded, no edits)."""
+    n_proposed: int = 0
+    """Edits proposed by reflection."""
+    n_merged: int = 0
+    """Edits left after aggregation (lexical and semantic merge)."""
+    n_conflicts: int = 0
+    """Conflicting edit pairs held back for human review."""
+    n_selected: int = 0
+    """Edits kept by selection (at most ``k``)."""
+    n_applied: int = 0
+    """Selected edits that applied cleanly to the candidate skill."""
+    accepted: bool = False
+    """Whether the candidate became the skill in force."""
+    gate_reason: str = ""
+    """The gate's reason for its decision (or why the gate did not run)."""
+    incumbent_score: float = 0.0
+    """Selection-split score of the skill in force before the step."""
+    candidate_score: float | None = None
+    """Selection-split score of the candidate (mean over the items evaluated); None if no gate."""
+    gate_evaluated: int = 0
+    """Selection items the gate evaluated (fewer than ``gate_total`` on early rejection)."""
+    gate_total: int = 0
+    """Selection items the gate would evaluate in full (0 when the gate did not run)."""
+    early_rejected: bool = False
+    """Whether the gate stopped early because the candidate could no longer win."""
+    val_score: float = 0.0
+    """Selection score of the skill in force after the step."""
+    best_score: float = 0.0
+    """Best selection score so far."""
+    skill_version: int = 0
+    """Version number of the skill in force after the step (equals ``step``)."""
+    skill_tokens: int = 0
+    """Length in tokens of the skill in force after the step."""
+    candidate_tokens: int = 0
+    """Length in tokens of the candidate skill."""
+    no_gate: bool = False
+    """Whether the run trains without the validation gate (``--no-gate``)."""
+    calls: dict[str, int] = field(default_factory=dict)
+    """Model calls of this step per role (``optimizer``, ``target``)."""
+    tokens: dict[str, int] = field(default_factory=dict)
+    """Prompt plus completion tokens of this step per role."""
+    cost: dict[str, float] = field(default_factory=dict)
+    """Cost in USD of this step per role."""
+    cum_calls: int = 0
+    """Model calls of the run so far (all roles)."""
+    cum_cost: float = 0.0
+    """Cost in USD of the run so far (all roles)."""
+    timings: dict[str, float] = field(default_factory=dict)
+    """Wall-clock seconds per stage (``rollout``, ``reflect``, ``gate``); never part of results."""
+
+    @property
+    def verdict(self) -> str:
+        """How the step ended: accepted, (early-)rejected by the gate, or nothing to gate."""
+        if self.accepted:
+            return "accepted"
+        if self.early_rejected:
+            return "early-rejected"
+        return "rejected" if self.gate_evaluated else "no edit applied"
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = to_json(self)
+        return data
+
+    @classmethod
+    def from_json(cls, data: Any) -> StepRecord:
+        """Parse one history entry; raises ValueError naming the bad field."""
+        what = "step record"
+        d = _object(what, data)
+        for name in ("step", "epoch", "kind"):
+            if name not in d:
+                raise ValueError(f"{what}: required field {name!r} is missing")
+        if d["kind"] not in ("step", "slow_update"):
+            raise _field_error(what, "kind", "'step' or 'slow_update'", d["kind"])
+        kwargs: dict[str, Any] = {"kind": d["kind"]}
+        for f in dataclasses.fields(cls):
+            if f.name not in d or f.name == "kind":
+                continue
+            value = d[f.name]
+            if f.name in _PER_ROLE:
+                kwargs[f.name] = _per_role(what, f.name, value, _PER_ROLE[f.name])
+            elif f.name in _BOOLS or f.name == "gate_reason":
+                expected = bool if f.name in _BOOLS else str
+                if not isinstance(value, expected):
+                    raise _field_error(what, f.name, expected.__name__, value)
+                kwargs[f.name] = value
+            elif f.name == "candidate_score" and value is None:
+                kwargs[f.name] = None
+            else:
+                kind = int if f.name in _INTS else float
+                kwargs[f.name] = _number(what, f.name, value, kind)
+        return cls(**kwargs)
+
+
+_BOOLS = frozenset({"accepted", "early_rejected", "no_gate"})
+_PER_ROLE: dict[str, type] = {"calls": int, "tokens": int, "cost": float, "timings": float}
+_INTS = frozenset(
+    {"step", "epoch", "k", "n_failures", "n_reflections", "n_failed_reflections", "n_proposed",
+     "n_merged", "n_conflicts", "n_selected", "n_applied", "gate_evaluated", "gate_total",
+     "skill_version", "skill_tokens", "candidate_tokens", "cum_calls"}
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class RejectedEdit:
+    """The applied edits of one candidate the gate rejected, with the scores that decided it.
+
+    A bounded buffer of these (``train.rejected_buffer_size``) is shown to reflection so the
+    optimizer does not propose the same change again.
+    """
+
+    step: int
+    """Step whose candidate was rejected."""
+    edits: tuple[Edit, ...]
+    """The edits that were applied to the rejected candidate."""
+    incumbent: float
+    """Selection score of the skill in force (the bar the candidate had to clear)."""
+    candidate: float
+    """Selection score the candidate reached."""
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = to_json(self)
+        return data
+
+    @classmethod
+    def from_json(cls, data: Any) -> RejectedEdit:
+        what = "rejected-edit entry"
+        d = _object(what, data)
+        return cls(
+            step=_number(what, "step", d.get("step"), int),
+            edits=_edits(what, d.get("edits")),
+            incumbent=_number(what, "incumbent", d.get("incumbent"), float),
+            candidate=_number(what, "candidate", d.get("candidate"), float),
+        )
+
+
+@dataclass(frozen=True)
+class Conflict:
+    """Two edits of one step that change the same rule in opposite directions.
+
+    Neither is applied; both go to ``conflicts.json`` for human review.
+    """
+
+    step: int
+    """Step whose reflection proposed the edits."""
+    edits: tuple[Edit, ...]
+    """The opposing edits (two)."""
+    reason: str
+    """Why they conflict (e.g. ``"opposite changes"``)."""
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = to_json(self)
+        return data
+
+    @classmethod
+    def from_json(cls, data: Any) -> Conflict:
+        what = "conflict entry"
+        d = _object(what, data)
+        reason = d.get("reason", "")
+        if not isinstance(reason, str):
+            raise _field_error(what, "reason", "str", reason)
+        return cls(
+            step=_number(what, "step", d.get("step"), int),
+            edits=_edits(what, d.get("edits")),
+            reason=reason,
+        )

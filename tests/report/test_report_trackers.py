@@ -18,6 +18,7 @@ from skillgrad.trackers import (
     build_trackers,
     record_scalars,
 )
+from skillgrad.types import StepRecord
 
 
 def _events(run_dir: Path) -> list[dict[str, Any]]:
@@ -33,12 +34,16 @@ def _feed(cb: Any, events: list[dict[str, Any]]) -> None:
 
 
 def test_record_scalars() -> None:
-    rec = {"step": 3, "epoch": 1, "kind": "step", "accepted": True, "val_score": 0.5,
-           "cost": {"optimizer": 0.1, "target": 0.2}, "timings": {"gate": 1.5}}  # fmt: skip
-    assert record_scalars(rec) == {
-        "accepted": 1.0, "val_score": 0.5, "cost/optimizer": 0.1, "cost/target": 0.2,
-        "timings/gate": 1.5,
+    rec = StepRecord.from_json(
+        {"step": 3, "epoch": 1, "kind": "step", "accepted": True, "val_score": 0.5,
+         "cost": {"optimizer": 0.1, "target": 0.2}, "timings": {"gate": 1.5}}
+    )  # fmt: skip
+    scalars = record_scalars(rec)
+    assert {k: scalars[k] for k in ("accepted", "val_score", "cost/optimizer", "timings/gate")} == {
+        "accepted": 1.0, "val_score": 0.5, "cost/optimizer": 0.1, "timings/gate": 1.5,
     }  # fmt: skip
+    assert "step" not in scalars and "candidate_score" not in scalars  # step is the x axis
+    assert all(isinstance(v, float) for v in scalars.values())
 
 
 def test_tensorboard_scalars_and_skill_text(run_dir: Path, tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ import pytest
 from skillgrad.testing import FunctionBackend, ToyTask, system_text, user_text
 from skillgrad.train.aggregate import aggregate, is_conflict
 from skillgrad.train.gate import can_still_win, decide, gate
-from skillgrad.types import ChatRequest, Edit
+from skillgrad.types import ChatRequest, Conflict, Edit
 
 
 def test_strict_improvement_required() -> None:
@@ -67,7 +67,7 @@ def test_aggregate_merges_near_duplicates_with_support_and_ids() -> None:
     a = Edit("add", "Output format", "Answer in upper case.", trajectory_ids=("s/1", "s/2"))
     b = Edit("add", "output format", "Answer in upper case!", trajectory_ids=("s/2", "s/3"))
     c = Edit("add", "Output format", "Keep answers short.", trajectory_ids=("s/4",))
-    out = aggregate([a, b, c], threshold=0.85)
+    out = aggregate([a, b, c], threshold=0.85, step=1)
     assert len(out.edits) == 2
     assert out.edits[0].support == 3 and out.edits[0].trajectory_ids == ("s/1", "s/2", "s/3")
     assert out.edits[1].support == 1
@@ -78,9 +78,9 @@ def test_conflicting_edits_are_held_back() -> None:
     yes = Edit("add", "Style", "Use bullet points in answers.")
     no = Edit("add", "Style", "Do not use bullet points in answers.")
     other = Edit("add", "Style", "Be brief.")
-    out = aggregate([yes, no, other], threshold=0.85)
+    out = aggregate([yes, no, other], threshold=0.85, step=3)
     assert [e.content for e in out.edits] == ["Be brief."]
-    assert len(out.conflicts) == 1 and out.conflicts[0]["edits"] == [yes, no]
+    assert out.conflicts == [Conflict(3, (yes, no), "opposite changes")]
 
 
 def test_replace_vs_delete_of_same_anchor_conflict() -> None:

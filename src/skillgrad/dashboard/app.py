@@ -103,7 +103,7 @@ class Dashboard:
         return JSONResponse(data.run_points(self._run(request.path_params["name"])))
 
     def _steps(self, run: RunData) -> list[int]:
-        return [0, *(int(r["step"]) for r in data.live_history(run))]
+        return [0, *(r.step for r in data.live_history(run))]
 
     async def run_page(self, request: Request) -> HTMLResponse:
         run = self._run(request.path_params["name"])

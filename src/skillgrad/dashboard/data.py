@@ -9,29 +9,38 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from skillgrad.report.load import RunData, load_run, step_details
-
-POINT_KEYS = ("step", "epoch", "kind", "val_score", "best_score", "train_score", "accepted",
-              "lr", "n_applied", "skill_tokens", "cum_cost")  # fmt: skip
+from skillgrad.report.load import RunData, load_run, parse_history, step_details
+from skillgrad.types import StepRecord
 
 
-def live_history(run: RunData) -> list[dict[str, Any]]:
+def point(r: StepRecord) -> dict[str, Any]:
+    """The compact JSON of one step the run page plots."""
+    return {
+        "step": r.step, "epoch": r.epoch, "kind": r.kind, "val_score": r.val_score,
+        "best_score": r.best_score, "train_score": r.train_score, "accepted": r.accepted,
+        "lr": r.lr, "n_applied": r.n_applied, "skill_tokens": r.skill_tokens,
+        "cum_cost": r.cum_cost,
+    }  # fmt: skip
+
+
+def live_history(run: RunData) -> list[StepRecord]:
     """history.json records plus newer ``step_end`` records from events.jsonl, by step."""
-    by_step: dict[int, dict[str, Any]] = {}
-    for ev in run.events:
-        rec = ev.get("record") if ev.get("event") == "step_end" else None
-        if isinstance(rec, dict) and isinstance(rec.get("step"), int):
-            by_step[rec["step"]] = rec
+    events = [
+        ev["record"]
+        for ev in run.events
+        if ev.get("event") == "step_end" and isinstance(ev.get("record"), dict)
+    ]
+    by_step: dict[int, StepRecord] = {}
+    for rec in parse_history(events, f"{run.paths.events} (step_end records)"):
+        by_step[rec.step] = rec
     for rec in run.history:
-        if isinstance(rec.get("step"), int):
-            by_step[rec["step"]] = rec
+        by_step[rec.step] = rec
     return [by_step[k] for k in sorted(by_step)]
 
 
 def run_overview(run: RunData) -> dict[str, Any]:
     hist = live_history(run)
-    best = next((r.get("best_score") for r in reversed(hist) if r.get("best_score") is not None),
-                None)  # fmt: skip
+    best = hist[-1].best_score if hist else None
     last = run.events[-1] if run.events else {}
     return {
         "name": run.root.name,
@@ -44,7 +53,7 @@ def run_overview(run: RunData) -> dict[str, Any]:
 
 def run_points(run: RunData) -> dict[str, Any]:
     """The JSON the run page polls: overview plus one compact point per step."""
-    points = [{k: r.get(k) for k in POINT_KEYS} for r in live_history(run)]
+    points = [point(r) for r in live_history(run)]
     current = run.skills[max(run.skills)] if run.skills else None
     skills = {"current_skill": current, "best_skill": run.best_skill}
     return run_overview(run) | {"points": points} | skills
@@ -70,19 +79,19 @@ def step_edits(run: RunData) -> list[dict[str, Any]]:
     """Per step: selected/dropped edits (with reasons), apply statuses and the gate verdict."""
     out = []
     for rec in live_history(run):
-        if rec.get("kind") == "slow_update":
+        if rec.kind == "slow_update":
             continue
-        step = int(rec["step"])
+        step = rec.step
         det = step_details(run.root, step)
         gate = det["gate"] or {}
         # {"result": GateResult | null (no candidate to gate), "items": {...}}
         gate = (gate.get("result") or {}) if "result" in gate else gate
         out.append({
             "step": step,
-            "accepted": bool(rec.get("accepted")),
-            "gate_reason": gate.get("reason") or rec.get("gate_reason", ""),
-            "incumbent": gate.get("incumbent_score", rec.get("incumbent_score")),
-            "candidate": gate.get("candidate_score", rec.get("candidate_score")),
+            "accepted": rec.accepted,
+            "gate_reason": gate.get("reason") or rec.gate_reason,
+            "incumbent": gate.get("incumbent_score", rec.incumbent_score),
+            "candidate": gate.get("candidate_score", rec.candidate_score),
             "selected": _edits_of(det["selection"], "selected"),
             "dropped": _edits_of(det["selection"], "dropped"),
             "applied": _apply_rows(det["apply_report"]),
@@ -105,4 +114,12 @@ def load(run_dir: Path) -> RunData:
     return load_run(run_dir)
 
 
-__all__ = ["accepted_edits", "live_history", "load", "run_overview", "run_points", "step_edits"]
+__all__ = [
+    "accepted_edits",
+    "live_history",
+    "load",
+    "point",
+    "run_overview",
+    "run_points",
+    "step_edits",
+]

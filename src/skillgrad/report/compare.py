@@ -16,7 +16,7 @@ from matplotlib.ticker import MaxNLocator
 
 from skillgrad.errors import RunDirError
 from skillgrad.report.load import RunData, flatten, load_run
-from skillgrad.report.plots import _png, _series
+from skillgrad.report.plots import _png, _series, best_score, val_score
 
 # Keys that differ between any two runs by construction and say nothing about the setup.
 IGNORED_CONFIG_KEYS = ("run_name", "resolved_at")
@@ -32,7 +32,7 @@ class CompareResult:
 
 def _final_row(run: RunData) -> dict[str, Any]:
     s = run.summary or {}
-    last = run.history[-1] if run.history else {}
+    last = run.history[-1] if run.history else None
     usage_all = (s.get("usage") or {}).get("all") or {}
     return {
         "run": run.name,
@@ -43,9 +43,9 @@ def _final_row(run: RunData) -> dict[str, Any]:
         "test_initial": s.get("test_initial"),
         "test_best": s.get("test_best"),
         "acceptance_rate": s.get("acceptance_rate"),
-        "skill_tokens_best": s.get("skill_tokens_best", last.get("skill_tokens")),
-        "cost": usage_all.get("cost", last.get("cum_cost")),
-        "calls": usage_all.get("calls", last.get("cum_calls")),
+        "skill_tokens_best": s.get("skill_tokens_best", last.skill_tokens if last else None),
+        "cost": usage_all.get("cost", last.cum_cost if last else None),
+        "calls": usage_all.get("calls", last.cum_calls if last else None),
     }
 
 
@@ -68,9 +68,9 @@ def _curves(runs: list[RunData], labels: list[str]) -> bytes:
     ax_val = fig.add_subplot(1, 2, 1)
     ax_best = fig.add_subplot(1, 2, 2)
     for run, label in zip(runs, labels, strict=True):
-        xs, ys = _series(run.history, "val_score")
+        xs, ys = _series(run.history, val_score)
         ax_val.plot(xs, ys, "-o", markersize=3, label=label)
-        bx, by = _series(run.history, "best_score")
+        bx, by = _series(run.history, best_score)
         ax_best.plot(bx, by, "-", label=label)
     for ax, title in ((ax_val, "Selection score per step"), (ax_best, "Best so far")):
         ax.set_title(title)

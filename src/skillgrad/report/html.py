@@ -15,7 +15,7 @@ from skillgrad.errors import SkillgradError
 from skillgrad.report.load import RunData, load_run
 from skillgrad.report.plots import CATEGORY_COLORS, render_figures
 from skillgrad.report.provenance import blame, diff_html, skill_at
-from skillgrad.report.text import fmt, verdict
+from skillgrad.report.text import fmt
 
 TEMPLATES = Path(__file__).parent / "templates"
 
@@ -27,7 +27,6 @@ def environment() -> jinja2.Environment:
         undefined=jinja2.ChainableUndefined,
     )
     env.globals["fmt"] = fmt
-    env.globals["verdict"] = verdict
     return env
 
 
@@ -74,4 +73,4 @@ def write_html_report(run_dir: Path, out: Path | None = None) -> Path:
     return target
 
 
-__all__ = ["environment", "fmt", "render_html_report", "verdict", "write_html_report"]
+__all__ = ["environment", "fmt", "render_html_report", "write_html_report"]

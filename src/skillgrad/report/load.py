@@ -15,6 +15,7 @@ from typing import Any
 from skillgrad.errors import RunDirError
 from skillgrad.runs.io import read_jsonl
 from skillgrad.runs.layout import RunPaths
+from skillgrad.types import StepRecord
 
 _VERSION_RE = re.compile(r"skill_v(\d+)\.md$")
 _EPOCH_RE = re.compile(r"epoch_(\d+)$")
@@ -28,7 +29,7 @@ class RunData:
 
     root: Path
     config: dict[str, Any]
-    history: list[dict[str, Any]]
+    history: list[StepRecord]
     summary: dict[str, Any] | None
     patch_log: list[dict[str, Any]]
     events: list[dict[str, Any]]
@@ -54,8 +55,7 @@ class RunData:
 
     @property
     def best_score(self) -> float | None:
-        scores = [float(r["best_score"]) for r in self.history if r.get("best_score") is not None]
-        return scores[-1] if scores else None
+        return self.history[-1].best_score if self.history else None
 
     @property
     def initial_skill(self) -> str | None:
@@ -82,6 +82,27 @@ def _read_json_lenient(path: Path, what: str) -> Any:
             f"{path}: {what} is not valid JSON ({exc.msg} at line {exc.lineno}); "
             "the file is corrupt — restore it or delete it and re-run to resume."
         ) from exc
+
+
+def parse_history(rows: Any, where: str) -> list[StepRecord]:
+    """Step records from the JSON list of ``history.json`` (or ``step_end`` events).
+
+    Raises RunDirError naming ``where`` and the entry when a record is damaged.
+    """
+    if not isinstance(rows, list):
+        raise RunDirError(f"{where}: expected a JSON list of step records.")
+    out = []
+    for i, row in enumerate(rows):
+        try:
+            out.append(StepRecord.from_json(row))
+        except ValueError as exc:
+            raise RunDirError(f"{where}: entry {i}: {exc}") from None
+    return out
+
+
+def load_history(path: Path) -> list[StepRecord]:
+    """``history.json`` as step records ([] when absent); damaged files are a RunDirError."""
+    return parse_history(_read_json_lenient(path, "the step history") or [], str(path))
 
 
 def load_skills(paths: RunPaths) -> dict[int, str]:
@@ -126,14 +147,12 @@ def load_run(run_dir: Path) -> RunData:
             "events.jsonl); pass <output_root>/<run_name>."
         )
     paths = RunPaths(run_dir)
-    history = _read_json_lenient(paths.history, "the step history") or []
-    if not isinstance(history, list):
-        raise RunDirError(f"{paths.history}: expected a JSON list of step records.")
+    history = load_history(paths.history)
     best = paths.best_skill.read_text(encoding="utf-8") if paths.best_skill.exists() else None
     return RunData(
         root=run_dir,
         config=_read_json_lenient(paths.config, "the run config") or {},
-        history=[r for r in history if isinstance(r, dict)],
+        history=history,
         summary=_read_json_lenient(paths.summary, "the run summary"),
         patch_log=read_jsonl(paths.patch_log),
         events=read_jsonl(paths.events),
@@ -180,8 +199,10 @@ __all__ = [
     "flatten",
     "is_run_dir",
     "list_runs",
+    "load_history",
     "load_run",
     "load_skills",
     "load_slow_categories",
+    "parse_history",
     "step_details",
 ]

@@ -16,6 +16,9 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
 from skillgrad.report.load import RunData
+from skillgrad.types import StepRecord
+
+Field = Callable[[StepRecord], float | None]
 
 CATEGORY_COLORS = {
     "improved": "#2ca02c",
@@ -42,14 +45,23 @@ def _new(title: str, ylabel: str, size: tuple[float, float] = (7.0, 3.2)) -> tup
     return fig, ax
 
 
-def _series(history: list[dict[str, Any]], key: str) -> tuple[list[int], list[float]]:
+def _series(history: list[StepRecord], value: Field) -> tuple[list[int], list[float]]:
+    """(steps, values) of one field, skipping steps where it is None."""
     xs, ys = [], []
     for r in history:
-        v = r.get(key)
-        if isinstance(v, (int, float)) and not isinstance(v, bool):
-            xs.append(int(r["step"]))
+        v = value(r)
+        if v is not None:
+            xs.append(r.step)
             ys.append(float(v))
     return xs, ys
+
+
+def val_score(r: StepRecord) -> float:
+    return r.val_score
+
+
+def best_score(r: StepRecord) -> float:
+    return r.best_score
 
 
 def plot_scores(run: RunData) -> bytes | None:
@@ -57,17 +69,22 @@ def plot_scores(run: RunData) -> bytes | None:
     if not run.history:
         return None
     fig, ax = _new("Selection score per step", "score")
-    for key, style in (("val_score", "-"), ("best_score", "--"), ("train_score", ":")):
-        xs, ys = _series(run.history, key)
+    curves: tuple[tuple[str, Field, str], ...] = (
+        ("val_score", val_score, "-"),
+        ("best_score", best_score, "--"),
+        ("train_score", lambda r: r.train_score, ":"),
+    )
+    for label, value, style in curves:
+        xs, ys = _series(run.history, value)
         if xs:
-            ax.plot(xs, ys, style, label=key)
+            ax.plot(xs, ys, style, label=label)
     for accepted, marker, color, label in ((True, "o", "#2ca02c", "accepted"),
                                            (False, "x", "#d62728", "rejected")):  # fmt: skip
-        rows = [r for r in run.history if bool(r.get("accepted")) == accepted]
-        xs, ys = _series(rows, "val_score")
+        rows = [r for r in run.history if r.accepted == accepted]
+        xs, ys = _series(rows, val_score)
         if xs:
             ax.scatter(xs, ys, marker=marker, color=color, zorder=3, label=label)
-    slow = [int(r["step"]) for r in run.history if r.get("kind") == "slow_update"]
+    slow = [r.step for r in run.history if r.kind == "slow_update"]
     for i, s in enumerate(slow):
         ax.axvline(s, color="#9467bd", alpha=0.4, label="slow update" if i == 0 else None)
     ax.legend(fontsize=7, loc="lower right")
@@ -76,12 +93,12 @@ def plot_scores(run: RunData) -> bytes | None:
 
 def plot_skill_tokens(run: RunData) -> bytes | None:
     """Skill length (tokens) in force and of the candidate, on the step axis."""
-    xs, ys = _series(run.history, "skill_tokens")
+    xs, ys = _series(run.history, lambda r: r.skill_tokens)
     if not xs:
         return None
     fig, ax = _new("Skill length", "tokens")
     ax.plot(xs, ys, "-o", label="skill in force")
-    cx, cy = _series(run.history, "candidate_tokens")
+    cx, cy = _series(run.history, lambda r: r.candidate_tokens)
     if cx:
         ax.plot(cx, cy, ":", label="candidate")
     ax.legend(fontsize=7)
@@ -90,27 +107,27 @@ def plot_skill_tokens(run: RunData) -> bytes | None:
 
 def plot_lr(run: RunData) -> bytes | None:
     """The learning rate (after rejection decay) and edits allowed per step."""
-    xs, ys = _series(run.history, "lr")
+    xs, ys = _series(run.history, lambda r: r.lr)
     if not xs:
         return None
     fig, ax = _new("Learning rate used", "lr")
     ax.step(xs, ys, where="mid", label="lr")
-    kx, ky = _series(run.history, "k")
+    kx, ky = _series(run.history, lambda r: r.k)
     if kx:
         ax.plot(kx, ky, "s", alpha=0.6, label="k (edits allowed)")
     ax.legend(fontsize=7)
     return _png(fig)
 
 
-def acceptance_curve(history: list[dict[str, Any]]) -> tuple[list[int], list[float]]:
+def acceptance_curve(history: list[StepRecord]) -> tuple[list[int], list[float]]:
     """Cumulative edit acceptance rate: accepted edits / edits applied to candidates so far."""
     xs, ys, acc, applied = [], [], 0, 0
     for r in history:
-        n = int(r.get("n_applied") or 0)
+        n = r.n_applied
         applied += n
-        acc += n if r.get("accepted") else 0
+        acc += n if r.accepted else 0
         if applied:
-            xs.append(int(r["step"]))
+            xs.append(r.step)
             ys.append(acc / applied)
     return xs, ys
 
@@ -125,14 +142,21 @@ def plot_acceptance(run: RunData) -> bytes | None:
     return _png(fig)
 
 
-def cumulative_by_role(history: list[dict[str, Any]], key: str) -> dict[str, list[float]]:
-    """Running totals of a per-role dict field (``cost`` or ``calls``), one value per step."""
-    roles = sorted({role for r in history for role in (r.get(key) or {})})
+PER_ROLE: dict[str, Callable[[StepRecord], dict[str, Any]]] = {
+    "cost": lambda r: r.cost,
+    "calls": lambda r: r.calls,
+}
+
+
+def cumulative_by_role(history: list[StepRecord], key: str) -> dict[str, list[float]]:
+    """Running totals of a per-role field (``cost`` or ``calls``), one value per step."""
+    per_role = PER_ROLE[key]
+    roles = sorted({role for r in history for role in per_role(r)})
     totals = dict.fromkeys(roles, 0.0)
     out: dict[str, list[float]] = {role: [] for role in roles}
     for r in history:
         for role in roles:
-            totals[role] += float((r.get(key) or {}).get(role) or 0.0)
+            totals[role] += float(per_role(r).get(role) or 0.0)
             out[role].append(totals[role])
     return out
 
@@ -141,7 +165,7 @@ def plot_usage(run: RunData) -> bytes | None:
     """Cumulative cost and calls per role over time."""
     if not run.history:
         return None
-    steps = [int(r["step"]) for r in run.history]
+    steps = [r.step for r in run.history]
     fig = Figure(figsize=(7.0, 3.2))
     for i, (key, label) in enumerate((("cost", "cost (USD)"), ("calls", "calls"))):
         ax = fig.add_subplot(1, 2, i + 1)

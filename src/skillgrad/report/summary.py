@@ -10,15 +10,16 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from skillgrad.config import Config
+from skillgrad.types import StepRecord
 
 if TYPE_CHECKING:  # the loop imports this module; avoid the cycle at run time
     from skillgrad.train.state import TrainState
 
 
-def _edit_counts(history: Sequence[dict[str, Any]]) -> dict[str, int]:
-    proposed = sum(r.get("n_proposed", 0) for r in history)
-    applied = sum(r.get("n_applied", 0) for r in history)
-    accepted = sum(r.get("n_applied", 0) for r in history if r.get("accepted"))
+def _edit_counts(history: Sequence[StepRecord]) -> dict[str, int]:
+    proposed = sum(r.n_proposed for r in history)
+    applied = sum(r.n_applied for r in history)
+    accepted = sum(r.n_applied for r in history if r.accepted)
     return {"edits_proposed": proposed, "edits_applied": applied, "edits_accepted": accepted}
 
 
@@ -47,7 +48,7 @@ def build_summary(
 ) -> dict[str, Any]:
     history = list(state.history)
     counts = _edit_counts(history)
-    steps = [r for r in history if r["kind"] == "step"]
+    steps = [r for r in history if r.kind == "step"]
     return {
         "run_name": run_name,
         "status": status or state.status,
@@ -70,8 +71,9 @@ def build_summary(
         "acceptance_rate": (
             counts["edits_accepted"] / counts["edits_applied"] if counts["edits_applied"] else 0.0
         ),
-        "steps_accepted": sum(1 for r in history if r["accepted"]),
+        "steps_accepted": sum(1 for r in history if r.accepted),
         "persistent_failures": sorted(i for i, ok in state.val_ever_passed.items() if not ok),
+        "val_items": len(state.val_ever_passed),
         "usage": {role: dict(v) for role, v in usage.items()},
         "usage_by_stage": by_stage or {},
         "no_gate": not cfg.train.gate,
@@ -84,15 +86,7 @@ def _fmt(x: float | None) -> str:
     return "n/a" if x is None else f"{x:.3f}"
 
 
-def _verdict(r: dict[str, Any]) -> str:
-    if r["accepted"]:
-        return "accepted"
-    if r["early_rejected"]:
-        return "early-rejected"
-    return "rejected" if r["gate_evaluated"] else "no edit applied"
-
-
-def render_report(summary: dict[str, Any], history: Sequence[dict[str, Any]]) -> str:
+def render_report(summary: dict[str, Any], history: Sequence[StepRecord]) -> str:
     s = summary
     lines = [
         f"# skillgrad report: {s['run_name']}",
@@ -132,23 +126,11 @@ def render_report(summary: dict[str, Any], history: Sequence[dict[str, Any]]) ->
         "|---:|---:|---|---:|---:|---:|---|---:|---:|",
     ]
     for r in history:
-        verdict = _verdict(r)
         lines.append(
-            f"| {r['step']} | {r['epoch']} | {r['kind']} | {r['lr']:.2f} | {r['k']} | "
-            f"{r['n_applied']} | {verdict} | {r['val_score']:.3f} | {r['skill_tokens']} |"
+            f"| {r.step} | {r.epoch} | {r.kind} | {r.lr:.2f} | {r.k} | "
+            f"{r.n_applied} | {r.verdict} | {r.val_score:.3f} | {r.skill_tokens} |"
         )
-    pf = s["persistent_failures"]
-    lines += [
-        "",
-        "## Persistent failures",
-        "",
-        (
-            "Validation items that failed under every skill version evaluated (a task-structure "
-            "mismatch rather than a skill deficit): " + ", ".join(pf)
-        )
-        if pf
-        else "None.",
-    ]
+    lines += ["", "## Persistent failures", "", persistent_failures_text(s)]
     if s.get("nondeterministic_scorers"):
         lines += ["", "Note: a scorer of this task is an LLM judge (non-deterministic)."]
     if s["warnings"]:
@@ -156,4 +138,27 @@ def render_report(summary: dict[str, Any], history: Sequence[dict[str, Any]]) ->
     return "\n".join(lines) + "\n"
 
 
-__all__ = ["build_summary", "render_report"]
+def persistent_failures_text(summary: dict[str, Any]) -> str:
+    """What the run knows about validation items no skill version solved, and nothing more.
+
+    ``val_items`` (the size of the selection split) is absent from summaries written before it
+    existed; then only the list is stated.
+    """
+    failed = list(summary.get("persistent_failures") or [])
+    total = summary.get("val_items")
+    if not failed:
+        return "None."
+    if total is not None and len(failed) >= total:
+        return (
+            f"Every validation item ({len(failed)} of {total}) failed under every skill version "
+            "evaluated, the initial skill included: no item was ever solved, so the run had no "
+            "success to learn from. Check that the target model can do this task at all and "
+            "that the scorer and the references are right."
+        )
+    head = f"{len(failed)} of {total}" if total is not None else str(len(failed))
+    return f"{head} validation items failed under every skill version evaluated: " + ", ".join(
+        failed
+    )
+
+
+__all__ = ["build_summary", "persistent_failures_text", "render_report"]

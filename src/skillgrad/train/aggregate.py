@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from skillgrad.types import Edit
+from skillgrad.types import Conflict, Edit
 
 _NEGATIONS = {"not", "never", "no", "don't", "dont", "do not", "avoid", "without", "nor"}
 _WORD = re.compile(r"[a-z0-9']+")
@@ -67,13 +67,14 @@ def is_duplicate(a: Edit, b: Edit, threshold: float) -> bool:
 @dataclass
 class Aggregated:
     edits: list[Edit] = field(default_factory=list)
-    conflicts: list[dict[str, Any]] = field(default_factory=list)
+    conflicts: list[Conflict] = field(default_factory=list)
     merges: list[dict[str, Any]] = field(default_factory=list)
     semantic: list[dict[str, Any]] = field(default_factory=list)  # see train/merge.py
 
 
-def aggregate(edits: Sequence[Edit], threshold: float) -> Aggregated:
-    """Merge near-duplicates (first occurrence's text is kept), then remove conflicting pairs."""
+def aggregate(edits: Sequence[Edit], threshold: float, *, step: int) -> Aggregated:
+    """Merge near-duplicates (first occurrence's text is kept), then remove conflicting pairs
+    (recorded as ``Conflict``s of ``step``)."""
     out = Aggregated()
     for edit in edits:
         for i, kept in enumerate(out.edits):
@@ -91,7 +92,7 @@ def aggregate(edits: Sequence[Edit], threshold: float) -> Aggregated:
     for i, a in enumerate(out.edits):
         for j in range(i + 1, len(out.edits)):
             if is_conflict(a, out.edits[j]):
-                out.conflicts.append({"edits": [a, out.edits[j]], "reason": "opposite changes"})
+                out.conflicts.append(Conflict(step, (a, out.edits[j]), "opposite changes"))
                 bad.update((i, j))
     out.edits = [e for i, e in enumerate(out.edits) if i not in bad]
     return out

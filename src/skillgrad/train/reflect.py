@@ -18,7 +18,7 @@ from skillgrad.models.base import ModelBackend
 from skillgrad.train.optimizer_call import OptimizerReply, ask_structured, render_prompt
 from skillgrad.train.progress import NullProgress, Progress
 from skillgrad.train.schemas import reflection_model
-from skillgrad.types import Edit, Trajectory
+from skillgrad.types import Edit, RejectedEdit, Trajectory
 
 
 @dataclass(frozen=True)
@@ -68,17 +68,17 @@ def render_trajectories(trajs: Sequence[Trajectory], limit: int = 500) -> str:
     return "\n\n".join(blocks) if blocks else "(none)"
 
 
-def render_rejected(buffer: Sequence[dict[str, Any]]) -> str:
+def render_rejected(buffer: Sequence[RejectedEdit]) -> str:
     if not buffer:
         return "(none)"
     rows = []
     for entry in buffer:
-        drop = entry["incumbent"] - entry["candidate"]
-        for e in entry["edits"]:
-            what = e.get("content") or e.get("anchor") or ""
+        drop = entry.incumbent - entry.candidate
+        for e in entry.edits:
+            what = e.content or e.anchor or ""
             rows.append(
-                f"- step {entry['step']}: {e['op']} in '{e['section']}': {what[:160]!r} "
-                f"(gate score {entry['candidate']:.3f} vs {entry['incumbent']:.3f}, "
+                f"- step {entry.step}: {e.op} in '{e.section}': {what[:160]!r} "
+                f"(gate score {entry.candidate:.3f} vs {entry.incumbent:.3f}, "
                 f"drop {drop:+.3f})"
             )
     return "\n".join(rows)
@@ -109,7 +109,7 @@ async def reflect(
     cfg: ReflectConfig,
     *,
     meta_memo: str = "",
-    rejected: Sequence[dict[str, Any]] = (),
+    rejected: Sequence[RejectedEdit] = (),
     progress: Progress | None = None,
 ) -> ReflectResult:
     progress = progress or NullProgress()

@@ -16,7 +16,7 @@ from skillgrad.models.base import ModelBackend
 from skillgrad.train.optimizer_call import OptimizerReply, ask_structured, render_prompt
 from skillgrad.train.reflect import render_trajectories
 from skillgrad.train.schemas import MetaSkillOutput, SlowUpdateOutput
-from skillgrad.types import Trajectory
+from skillgrad.types import StepRecord, Trajectory
 
 CATEGORIES = ("improved", "regressed", "persistent_fail", "stable_success")
 GUIDANCE_BLOCK = "slow_update"
@@ -71,24 +71,24 @@ async def slow_update_guidance(
     return items, counts, reply
 
 
-def epoch_outcomes(history: Sequence[dict[str, Any]], epoch: int) -> str:
+def epoch_outcomes(history: Sequence[StepRecord], epoch: int) -> str:
     rows = []
     for rec in history:
-        if rec["epoch"] != epoch:
+        if rec.epoch != epoch:
             continue
-        verdict = "ACCEPTED" if rec["accepted"] else "rejected"
-        cand = rec.get("candidate_score")
+        verdict = "ACCEPTED" if rec.accepted else "rejected"
+        cand = rec.candidate_score
         rows.append(
-            f"- step {rec['step']} ({rec['kind']}): {rec['n_applied']} edits applied, {verdict}; "
-            f"gate {rec['incumbent_score']:.3f} -> "
-            f"{'n/a' if cand is None else format(cand, '.3f')} ({rec['gate_reason']})"
+            f"- step {rec.step} ({rec.kind}): {rec.n_applied} edits applied, {verdict}; "
+            f"gate {rec.incumbent_score:.3f} -> "
+            f"{'n/a' if cand is None else format(cand, '.3f')} ({rec.gate_reason})"
         )
     return "\n".join(rows) or "(no steps)"
 
 
 async def meta_skill_memo(
     previous: str,
-    history: Sequence[dict[str, Any]],
+    history: Sequence[StepRecord],
     patch_rows: Sequence[dict[str, Any]],
     epoch: int,
     optimizer: ModelBackend,

@@ -11,7 +11,16 @@ import dataclasses
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from skillgrad.types import Edit, EditResult, GateResult, Trajectory, to_json
+from skillgrad.types import (
+    Conflict,
+    EditResult,
+    GateResult,
+    RejectedEdit,
+    StepKind,
+    StepRecord,
+    Trajectory,
+    to_json,
+)
 
 
 @dataclass(frozen=True)
@@ -30,25 +39,35 @@ class TrainState:
     best_skill: str = ""
     rejections: int = 0
     since_improvement: int = 0
-    rejected_buffer: tuple[dict[str, Any], ...] = ()
+    rejected_buffer: tuple[RejectedEdit, ...] = ()
     meta_memo: str = ""
     epoch_start_skill: str = ""
-    history: tuple[dict[str, Any], ...] = ()
-    conflicts: tuple[dict[str, Any], ...] = ()
+    history: tuple[StepRecord, ...] = ()
+    conflicts: tuple[Conflict, ...] = ()
     val_ever_passed: dict[str, bool] = field(default_factory=dict)
     status: str = "running"
     stop_reason: str = ""
 
     def to_json(self) -> dict[str, Any]:
+        """``runtime_state.json``: the records as JSON objects (``StepRecord.to_json`` etc.)."""
         data: dict[str, Any] = to_json(self)
         return data
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> TrainState:
+        """The state saved by ``to_json``; raises ValueError (naming the record) when damaged."""
         names = {f.name for f in dataclasses.fields(cls)}
         kwargs = {k: v for k, v in data.items() if k in names}
-        for key in ("rejected_buffer", "history", "conflicts"):
-            kwargs[key] = tuple(kwargs.get(key, ()))
+        parsers: dict[str, Any] = {
+            "history": StepRecord.from_json,
+            "rejected_buffer": RejectedEdit.from_json,
+            "conflicts": Conflict.from_json,
+        }
+        for key, parse in parsers.items():
+            rows = kwargs.get(key, ())
+            if not isinstance(rows, (list, tuple)):
+                raise ValueError(f"runtime state: {key!r} is not a list")
+            kwargs[key] = tuple(parse(r) for r in rows)
         return cls(**kwargs)
 
 
@@ -56,7 +75,7 @@ class TrainState:
 class StepOutcome:
     """What one step (or slow update) produced, as the loop observed it."""
 
-    kind: str
+    kind: StepKind
     lr: float
     k: int
     candidate: str
@@ -64,7 +83,7 @@ class StepOutcome:
     applied: tuple[EditResult, ...]
     proposed: int = 0
     merged: int = 0
-    conflicts: tuple[dict[str, Any], ...] = ()
+    conflicts: tuple[Conflict, ...] = ()
     selected: int = 0
     train_score: float = 0.0
     n_failures: int = 0
@@ -88,12 +107,9 @@ def advance(state: TrainState, out: StepOutcome, *, patience: int, buffer_size: 
     applied_edits = [r.edit for r in out.applied if r.status == "applied"]
     buffer = state.rejected_buffer
     if out.gate is not None and not accepted and applied_edits:
-        entry = {
-            "step": step,
-            "edits": [to_json(e) for e in applied_edits],
-            "incumbent": out.gate.incumbent_score,
-            "candidate": out.gate.candidate_score,
-        }
+        entry = RejectedEdit(
+            step, tuple(applied_edits), out.gate.incumbent_score, out.gate.candidate_score
+        )
         buffer = (*buffer, entry)[-buffer_size:] if buffer_size else ()
     ever = dict(state.val_ever_passed)
     for t in out.gate_trajectories:
@@ -119,7 +135,7 @@ def advance(state: TrainState, out: StepOutcome, *, patience: int, buffer_size: 
         since_improvement=since if out.kind == "step" else state.since_improvement,
         rejected_buffer=buffer,
         history=(*state.history, record),
-        conflicts=(*state.conflicts, *({"step": step, **c} for c in out.conflicts)),
+        conflicts=(*state.conflicts, *out.conflicts),
         val_ever_passed=ever,
         status=status,
         stop_reason=reason,
@@ -134,43 +150,43 @@ def _record(
     new_score: float,
     improved: bool,
     n_applied: int,
-) -> dict[str, Any]:
-    g = out.gate
-    return {
-        "step": step,
-        "epoch": state.epoch,
-        "kind": out.kind,
-        "lr": round(out.lr, 6),
-        "k": out.k,
-        "train_score": round(out.train_score, 6),
-        "n_failures": out.n_failures,
-        "n_reflections": out.n_reflections,
-        "n_failed_reflections": out.n_failed_reflections,
-        "n_proposed": out.proposed,
-        "n_merged": out.merged,
-        "n_conflicts": len(out.conflicts),
-        "n_selected": out.selected,
-        "n_applied": n_applied,
-        "accepted": accepted,
-        "gate_reason": g.reason if g else "no edit applied: gate not run",
-        "incumbent_score": g.incumbent_score if g else state.current_score,
-        "candidate_score": g.candidate_score if g else None,
-        "gate_evaluated": g.evaluated if g else 0,
-        "gate_total": g.total if g else 0,
-        "early_rejected": g.early_rejected if g else False,
-        "val_score": new_score,
-        "best_score": new_score if improved else state.best_score,
-        "skill_version": step,
-        "skill_tokens": out.candidate_tokens if accepted else out.skill_tokens,
-        "candidate_tokens": out.candidate_tokens,
-        "no_gate": out.no_gate,
-        **out.usage,
-        "timings": {k: round(v, 3) for k, v in out.timings.items()},
-    }
-
-
-def edits_json(edits: list[Edit]) -> list[dict[str, Any]]:
-    return [to_json(e) for e in edits]
+) -> StepRecord:
+    g, usage = out.gate, out.usage
+    return StepRecord(
+        step=step,
+        epoch=state.epoch,
+        kind=out.kind,
+        lr=round(out.lr, 6),
+        k=out.k,
+        train_score=round(out.train_score, 6),
+        n_failures=out.n_failures,
+        n_reflections=out.n_reflections,
+        n_failed_reflections=out.n_failed_reflections,
+        n_proposed=out.proposed,
+        n_merged=out.merged,
+        n_conflicts=len(out.conflicts),
+        n_selected=out.selected,
+        n_applied=n_applied,
+        accepted=accepted,
+        gate_reason=g.reason if g else "no edit applied: gate not run",
+        incumbent_score=g.incumbent_score if g else state.current_score,
+        candidate_score=g.candidate_score if g else None,
+        gate_evaluated=g.evaluated if g else 0,
+        gate_total=g.total if g else 0,
+        early_rejected=g.early_rejected if g else False,
+        val_score=new_score,
+        best_score=new_score if improved else state.best_score,
+        skill_version=step,
+        skill_tokens=out.candidate_tokens if accepted else out.skill_tokens,
+        candidate_tokens=out.candidate_tokens,
+        no_gate=out.no_gate,
+        calls=dict(usage.get("calls", {})),
+        tokens=dict(usage.get("tokens", {})),
+        cost=dict(usage.get("cost", {})),
+        cum_calls=int(usage.get("cum_calls", 0)),
+        cum_cost=float(usage.get("cum_cost", 0.0)),
+        timings={k: round(v, 3) for k, v in out.timings.items()},
+    )
 
 
 __all__ = ["StepOutcome", "TrainState", "advance"]

@@ -104,7 +104,7 @@ async def training_step(ctx: RunContext, state: TrainState) -> TrainState:
         applied=tuple(report),
         proposed=len(refl.edits),
         merged=len(p.aggregated.edits),
-        conflicts=tuple(to_json(p.aggregated.conflicts)),
+        conflicts=tuple(p.aggregated.conflicts),
         selected=len(p.selection.selected),
         train_score=mean_score(p.trajectories),
         n_failures=sum(not x.score.passed for x in p.trajectories),
@@ -140,7 +140,7 @@ async def propose(
             rejected=state.rejected_buffer,
             progress=ctx.progress,
         )
-    agg = aggregate(refl.edits, t.merge_similarity)
+    agg = aggregate(refl.edits, t.merge_similarity, step=step)
     if t.semantic_merge:
         with call_context("aggregate", step):
             agg.edits, agg.semantic = await semantic_merge(
@@ -219,12 +219,12 @@ def commit(ctx: RunContext, state: TrainState, out: StepOutcome) -> TrainState:
     t = ctx.cfg.train
     new = advance(state, out, patience=t.patience, buffer_size=t.rejected_buffer_size)
     record = new.history[-1]
-    if record["accepted"]:
+    if record.accepted:
         ctx.run.append_patch_log(_patch_rows(state, out, new.global_step))
     ctx.run.checkpoint(new)
-    ctx.emit("step_end", record=record, skill=new.skill)
-    if record["skill_tokens"] > 2 * max(1, ctx.count_tokens(state.skill)) + 200:
-        ctx.emit("warning", message=f"skill length jumped to {record['skill_tokens']} tokens")
+    ctx.emit("step_end", record=record.to_json(), skill=new.skill)  # events are JSON
+    if record.skill_tokens > 2 * max(1, ctx.count_tokens(state.skill)) + 200:
+        ctx.emit("warning", message=f"skill length jumped to {record.skill_tokens} tokens")
     return new
 
 
