@@ -5,8 +5,14 @@ The row is both the cache entry (the response) and the ledger line (role, stage,
 cost), written in one transaction, so a resumed run replays paid calls for free and its
 per-step accounting equals an uninterrupted run's.
 
+``totals``: calls, tokens and cost per (role, stage, step), updated in the same transaction as
+each new ``calls`` row, so budget checks and progress bars cost the same at call 30,000 as at
+call 1 (``totals()`` without a filter reads an in-memory mirror of it).
+
 ``results``: per-(skill hash, item id) scored trajectories, so a skill is never re-run on an item
 it has already been scored on.
+
+A file that is not a readable SQLite database is a RunDirError naming it, never a traceback.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from skillgrad.errors import RunDirError
 from skillgrad.types import ChatRequest, Completion, Trajectory, to_json
 
 _SCHEMA = """
@@ -26,6 +33,11 @@ CREATE TABLE IF NOT EXISTS calls (
     key TEXT PRIMARY KEY, backend TEXT NOT NULL, request TEXT NOT NULL, response TEXT NOT NULL,
     role TEXT, stage TEXT, step INTEGER, prompt_tokens INTEGER, completion_tokens INTEGER,
     cost REAL, latency_s REAL, created REAL
+);
+CREATE TABLE IF NOT EXISTS totals (
+    role TEXT NOT NULL, stage TEXT NOT NULL, step INTEGER NOT NULL, calls INTEGER NOT NULL,
+    prompt_tokens INTEGER NOT NULL, completion_tokens INTEGER NOT NULL, cost REAL NOT NULL,
+    PRIMARY KEY (role, stage, step)
 );
 CREATE TABLE IF NOT EXISTS results (
     skill_hash TEXT NOT NULL, item_id TEXT NOT NULL, trajectory TEXT NOT NULL,
@@ -42,16 +54,49 @@ def call_key(backend: str, request: ChatRequest) -> str:
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
 
+_ZERO = {"calls": 0.0, "prompt_tokens": 0.0, "completion_tokens": 0.0, "cost": 0.0}
+_REBUILD_TOTALS = """
+DELETE FROM totals;
+INSERT INTO totals SELECT COALESCE(role, ''), COALESCE(stage, ''), COALESCE(step, 0), COUNT(*),
+    COALESCE(SUM(prompt_tokens), 0), COALESCE(SUM(completion_tokens), 0), COALESCE(SUM(cost), 0)
+    FROM calls GROUP BY 1, 2, 3;
+"""
+_TOTALS_BY_ROLE = (
+    "SELECT role, SUM(calls), SUM(prompt_tokens), SUM(completion_tokens), SUM(cost) "
+    "FROM totals {where} GROUP BY role"
+)
+
+
 class CallCache:
     def __init__(self, path: Path) -> None:
+        existed = path.exists() and path.stat().st_size > 0
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        # WAL + NORMAL: a committed call survives a killed process (what resume needs)
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.executescript(_SCHEMA)
+        try:
+            self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
+            self._db.execute("PRAGMA busy_timeout=10000")
+            if existed:
+                bad = self._db.execute("PRAGMA quick_check").fetchone()[0]
+                if bad != "ok":
+                    raise sqlite3.DatabaseError(bad)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            # WAL + NORMAL: a committed call survives a killed process (what resume needs)
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.executescript(_SCHEMA)
+            self._sync_totals()
+            self._all = self._by_role_from_db()
+        except sqlite3.DatabaseError as exc:
+            raise corrupt_ledger(path, exc) from exc
+
+    def _sync_totals(self) -> None:
+        """Rebuild ``totals`` from ``calls`` when they disagree (a ledger of an older version)."""
+        counted = self._db.execute("SELECT COUNT(*), COALESCE(SUM(cost), 0) FROM calls").fetchone()
+        summed = self._db.execute(
+            "SELECT COALESCE(SUM(calls), 0), COALESCE(SUM(cost), 0) FROM totals"
+        ).fetchone()
+        if counted[0] != summed[0] or abs(counted[1] - summed[1]) > 1e-9:
+            self._db.executescript(f"BEGIN IMMEDIATE; {_REBUILD_TOTALS} COMMIT;")
 
     def close(self) -> None:
         with self._lock:
@@ -77,37 +122,54 @@ class CallCache:
         cost: float = 0.0,
         latency_s: float = 0.0,
     ) -> None:
+        """Record a paid call: cache entry, ledger line and running totals in one transaction."""
         response = json.dumps(to_json(completion), ensure_ascii=False)
         req = json.dumps(request.cache_payload(), ensure_ascii=False)
+        p, c = completion.usage.prompt_tokens, completion.usage.completion_tokens
+        row = (key, backend, req, response, role, stage, step, p, c, cost, latency_s, time.time())
         with self._lock:
-            self._db.execute(
-                "INSERT OR IGNORE INTO calls VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-                (
-                    key,
-                    backend,
-                    req,
-                    response,
-                    role,
-                    stage,
-                    step,
-                    completion.usage.prompt_tokens,
-                    completion.usage.completion_tokens,
-                    cost,
-                    latency_s,
-                    time.time(),
-                ),
-            )
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                cur = self._db.execute(
+                    "INSERT OR IGNORE INTO calls VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", row
+                )
+                new = cur.rowcount == 1
+                if new:
+                    self._db.execute(
+                        "INSERT INTO totals VALUES (?,?,?,1,?,?,?) ON CONFLICT (role, stage, step) "
+                        "DO UPDATE SET calls=calls+1, prompt_tokens=prompt_tokens+excluded."
+                        "prompt_tokens, completion_tokens=completion_tokens+excluded."
+                        "completion_tokens, cost=cost+excluded.cost",
+                        (role, stage, step, p, c, cost),
+                    )
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+            if new:
+                for rec in (self._all.setdefault(role or "unknown", dict(_ZERO)), self._all["all"]):
+                    rec["calls"] += 1
+                    rec["prompt_tokens"] += p
+                    rec["completion_tokens"] += c
+                    rec["cost"] += cost
 
     def totals(self, where: str = "", args: tuple[Any, ...] = ()) -> dict[str, dict[str, float]]:
-        """Calls, tokens and cost per role (plus ``"all"``), optionally filtered by SQL."""
-        sql = (
-            "SELECT role, COUNT(*), SUM(prompt_tokens), SUM(completion_tokens), SUM(cost) "
-            f"FROM calls {('WHERE ' + where) if where else ''} GROUP BY role"
-        )
+        """Calls, tokens and cost per role (plus ``"all"``), optionally filtered by SQL on the
+        ``role``, ``stage`` and ``step`` columns. Unfiltered, it costs O(1) whatever the ledger's
+        size (this process is the run directory's only writer: see ``runs/lock.py``)."""
+        if not where:
+            with self._lock:
+                return {role: dict(rec) for role, rec in self._all.items()}
+        return self._by_role_from_db(where, args)
+
+    def _by_role_from_db(
+        self, where: str = "", args: tuple[Any, ...] = ()
+    ) -> dict[str, dict[str, float]]:
+        sql = _TOTALS_BY_ROLE.format(where=f"WHERE {where}" if where else "")
         with self._lock:
             rows = self._db.execute(sql, args).fetchall()
         out: dict[str, dict[str, float]] = {}
-        total = {"calls": 0.0, "prompt_tokens": 0.0, "completion_tokens": 0.0, "cost": 0.0}
+        total = dict(_ZERO)
         for role, n, p, c, cost in rows:
             rec = {
                 "calls": float(n),
@@ -124,8 +186,8 @@ class CallCache:
     def by_stage(self) -> dict[str, dict[str, float]]:
         """Calls, tokens and cost per (role, stage), keyed ``"role/stage"``."""
         sql = (
-            "SELECT role, stage, COUNT(*), SUM(prompt_tokens + completion_tokens), SUM(cost) "
-            "FROM calls GROUP BY role, stage ORDER BY role, stage"
+            "SELECT role, stage, SUM(calls), SUM(prompt_tokens + completion_tokens), SUM(cost) "
+            "FROM totals GROUP BY role, stage ORDER BY role, stage"
         )
         with self._lock:
             rows = self._db.execute(sql).fetchall()
@@ -133,6 +195,25 @@ class CallCache:
             f"{role}/{stage}": {"calls": float(n), "tokens": float(tok or 0), "cost": float(c or 0)}
             for role, stage, n, tok, c in rows
         }
+
+    def mark(self) -> dict[str, int]:
+        """Where the ledger stands: ``{"rows": n, "max_rowid": r}`` (rows are only appended)."""
+        with self._lock:
+            self._db.execute("BEGIN")
+            try:
+                rowid = self._db.execute("SELECT COALESCE(MAX(rowid), 0) FROM calls").fetchone()
+                rows = self._db.execute("SELECT COALESCE(SUM(calls), 0) FROM totals").fetchone()
+            finally:
+                self._db.execute("COMMIT")
+        return {"rows": int(rows[0]), "max_rowid": int(rowid[0])}
+
+    def rows_up_to(self, max_rowid: int) -> int:
+        """How many ledger rows have a rowid up to ``max_rowid`` (checked against a mark)."""
+        with self._lock:
+            row = self._db.execute(
+                "SELECT COUNT(*) FROM calls WHERE rowid <= ?", (max_rowid,)
+            ).fetchone()
+        return int(row[0])
 
     def keys(self) -> set[str]:
         with self._lock:
@@ -155,4 +236,11 @@ class CallCache:
             )
 
 
-__all__ = ["CallCache", "call_key"]
+def corrupt_ledger(path: Path, exc: Exception) -> RunDirError:
+    return RunDirError(
+        f"{path}: the call ledger is not a readable SQLite database ({exc}). Restore it from a "
+        "backup and re-run, or start over with --fresh (calls it recorded would be paid again)."
+    )
+
+
+__all__ = ["CallCache", "call_key", "corrupt_ledger"]

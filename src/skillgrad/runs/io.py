@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from skillgrad.errors import RunDirError
 from skillgrad.types import to_json
 
 
@@ -61,26 +62,40 @@ def append_jsonl(path: Path, row: Any) -> None:
 
 
 def read_json(path: Path, default: Any = None) -> Any:
+    """The JSON in ``path`` (``default`` when absent); unreadable JSON is a RunDirError."""
     if not path.exists():
         return default
-    return json.loads(path.read_text(encoding="utf-8"))
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise RunDirError(
+            f"{path}: not valid JSON ({exc}); the file was truncated or overwritten. "
+            "Restore it from a backup, or re-run with --fresh to start a new run directory."
+        ) from exc
 
 
 def read_jsonl(path: Path) -> list[Any]:
-    """Read a JSONL file, ignoring a last line torn by a kill mid-write."""
+    """Read a JSONL file, ignoring a last line torn by a kill mid-write; any other unreadable
+    line is a RunDirError naming the file and line."""
     if not path.exists():
         return []
     rows = []
-    lines = path.read_text(encoding="utf-8").splitlines()
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except UnicodeDecodeError as exc:
+        raise RunDirError(f"{path}: not UTF-8 text ({exc}); restore the file.") from exc
     for i, line in enumerate(lines):
         if not line.strip():
             continue
         try:
             rows.append(json.loads(line))
-        except json.JSONDecodeError:
+        except json.JSONDecodeError as exc:
             if i == len(lines) - 1:
                 break
-            raise
+            raise RunDirError(
+                f"{path} line {i + 1}: not a JSON record ({exc.msg}); the file was edited or "
+                "damaged. Restore it, or remove that line if it is not one of skillgrad's."
+            ) from exc
     return rows
 
 

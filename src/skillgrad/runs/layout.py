@@ -15,12 +15,16 @@
   events.jsonl          append-only log of everything that happened
   summary.json, report.md
   calls.sqlite          content-addressed call cache + ledger of paid calls
+  splits.json           item ids per split; data_sha256.json: sha256 of each split's items
+  run.lock              held by the one process writing the run (pid, host, start time)
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+
+from skillgrad.runs.lock import LOCK_NAME
 
 
 @dataclass(frozen=True)
@@ -70,6 +74,14 @@ class RunPaths:
     @property
     def splits(self) -> Path:
         return self.root / "splits.json"
+
+    @property
+    def data_digest(self) -> Path:
+        return self.root / "data_sha256.json"
+
+    @property
+    def lock(self) -> Path:
+        return self.root / LOCK_NAME
 
     def skill_version(self, version: int) -> Path:
         return self.root / "skills" / f"skill_v{version:04d}.md"

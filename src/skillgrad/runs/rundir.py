@@ -1,26 +1,32 @@
 """RunDir: the only writer of a run directory — create, resume, checkpoint, artifacts, events.
 
 Commit order per step: step artifacts, skill version, patch-log lines, best skill, history, and
-last ``runtime_state.json`` (the commit point). On resume, patch-log lines from a step that was
-not committed are dropped, so a kill at any instant resumes to the uninterrupted result.
+last ``runtime_state.json`` (the commit point), sealed with hashes of what resume depends on
+(``runs/integrity.py``). On resume the seal is checked, patch-log lines from a step that was not
+committed are dropped and the files derived from the state are rewritten from it, so a kill at
+any instant resumes to the uninterrupted result and a damaged directory is an error, not a guess.
+Writing needs the directory's lock (``runs/lock.py``), taken by ``create_or_check`` and released
+by ``close``; readers never take it.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from skillgrad.errors import RunDirError
+from skillgrad.runs import integrity
 from skillgrad.runs.io import (
     append_jsonl,
     atomic_write_json,
     atomic_write_text,
     read_json,
-    read_jsonl,
     write_jsonl,
 )
 from skillgrad.runs.layout import RunPaths
+from skillgrad.runs.lock import RunLock
 from skillgrad.train.state import TrainState
 
 # What may change between a run and its resume because it cannot change results: limits,
@@ -61,6 +67,7 @@ def _flat_diff(a: Any, b: Any, prefix: str = "") -> list[str]:
 class RunDir:
     def __init__(self, root: Path) -> None:
         self.paths = RunPaths(root)
+        self.lock: RunLock | None = None
 
     @property
     def root(self) -> Path:
@@ -69,14 +76,24 @@ class RunDir:
     def exists(self) -> bool:
         return self.paths.config.exists()
 
-    def create_or_check(self, config: dict[str, Any]) -> bool:
-        """Write config.json for a new run, or check a resumed run's config. True if resuming."""
+    def create_or_check(self, config: dict[str, Any], data: Mapping[str, Sequence[Any]]) -> bool:
+        """Take the writer lock, then write config.json for a new run, or check a resumed run's
+        config and data (``{split: items}``) against what it started with. True if resuming."""
+        if self.lock is None or not self.lock.held:
+            self.lock = RunLock.acquire(self.root)
         if not self.exists():
-            self.root.mkdir(parents=True, exist_ok=True)
             atomic_write_json(self.paths.config, config)
+            integrity.write_data_digest(self.paths, data)
             return False
         self._remove_torn_writes()
         stored = read_json(self.paths.config)
+        if not isinstance(stored, dict) or not {"env", "models", "train"} <= set(stored):
+            raise RunDirError(
+                f"{self.paths.config}: not a skillgrad run config (a JSON object with env, models "
+                "and train); it was damaged or overwritten. Restore it, or "
+                f"{integrity.FRESH}."
+            )
+        integrity.check_data(self.paths, data)
         diffs = _flat_diff(_comparable(stored), _comparable(config))
         if diffs:
             raise RunDirError(
@@ -93,29 +110,62 @@ class RunDir:
             tmp.unlink(missing_ok=True)
 
     def load_state(self) -> TrainState | None:
-        data = read_json(self.paths.state)
-        if data is None:
+        """The last committed state, checked against its seal (``runs/integrity.py``).
+
+        Patch-log lines of a step that was never committed are dropped, and the files derived
+        from the state (skill version, best skill, history, conflicts) are rewritten from it: a
+        kill between those writes and the commit, or a hand edit of them, cannot survive a
+        resume. Anything else that does not match the seal is a RunDirError."""
+        self._require_writer()
+        sealed = integrity.read_state(self.paths)
+        if sealed is None:
             return None
+        data, record = sealed
         try:
             state = TrainState.from_json(data)
-        except (TypeError, KeyError) as exc:
+        except (TypeError, KeyError, ValueError) as exc:
             raise RunDirError(
                 f"{self.paths.state} is corrupt ({exc}); re-run with --fresh"
             ) from exc
-        rows = read_jsonl(self.paths.patch_log)
-        kept = [r for r in rows if r.get("step", 0) <= state.global_step]
-        if len(kept) != len(rows):
-            write_jsonl(self.paths.patch_log, kept)
+        integrity.check_splits(self.paths, record)
+        integrity.check_ledger(self.paths, record)
+        head = integrity.committed_patch_log(self.paths, record)
+        if self.paths.patch_log.read_bytes() != head:
+            atomic_write_text(self.paths.patch_log, head.decode("utf-8"))
+        self._write_derived(state)
         return state
 
     def checkpoint(self, state: TrainState) -> None:
+        """Commit ``state``: derived files first, then the sealed runtime_state.json."""
+        self._require_writer()
+        self._write_derived(state)
+        atomic_write_json(self.paths.state, integrity.seal(state.to_json(), self.paths))
+
+    def _write_derived(self, state: TrainState) -> None:
         atomic_write_text(self.paths.skill_version(state.skill_version), state.skill)
         atomic_write_text(self.paths.best_skill, state.best_skill)
         atomic_write_json(self.paths.history, list(state.history))
         atomic_write_json(self.paths.conflicts, list(state.conflicts))
-        atomic_write_json(self.paths.state, state.to_json())
+
+    def close(self) -> None:
+        """Release the writer lock (idempotent); the directory stays readable."""
+        if self.lock is not None:
+            self.lock.release()
+
+    def __enter__(self) -> RunDir:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _require_writer(self) -> None:
+        if self.lock is None or not self.lock.held:
+            raise RunDirError(
+                f"{self.root}: writing a run directory needs its lock; call create_or_check first."
+            )
 
     def write_initial(self, skill: str, splits: dict[str, list[str]]) -> None:
+        self._require_writer()
         atomic_write_text(self.paths.skill_version(0), skill)
         atomic_write_json(self.paths.splits, splits)
         if not self.paths.conflicts.exists():
@@ -135,15 +185,18 @@ class RunDir:
                 atomic_write_json(path, value)
 
     def append_patch_log(self, rows: list[dict[str, Any]]) -> None:
+        self._require_writer()
         for row in rows:
             append_jsonl(self.paths.patch_log, row)
 
     def event(self, name: str, **fields: Any) -> dict[str, Any]:
+        self._require_writer()
         record = {"t": _now(), "event": name, **fields}
         append_jsonl(self.paths.events, record)
         return record
 
     def write_summary(self, summary: dict[str, Any], report: str) -> None:
+        self._require_writer()
         atomic_write_json(self.paths.summary, summary)
         atomic_write_text(self.paths.report, report)
 

@@ -106,7 +106,7 @@ def run_training(
     task = load_task(cfg.env.task, dict(cfg.env.options), Path(cfg.base_dir))
     items = load_splits(task)
     run = RunDir(run_dir or run_dir_for(cfg, config_path, fresh))
-    run.create_or_check(cfg.redacted_json())
+    run.create_or_check(cfg.redacted_json(), items)  # takes the run directory's writer lock
     if cfg.trackers:
         from skillgrad.trackers import build_trackers
 
@@ -146,6 +146,7 @@ def run_training(
         raise
     finally:
         store.close()
+        run.close()
     return RunResult(run.root, summary)
 
 
