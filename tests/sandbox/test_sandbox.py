@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from skillgrad.tasks.sandbox import network_namespace_prefix, run_code, run_tests
+from skillgrad.sandbox.box import network_namespace_prefix, run_code, run_tests
 
 pytestmark = pytest.mark.slow
 

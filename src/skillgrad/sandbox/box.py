@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-HARNESS = Path(__file__).with_name("sandbox_harness.py")
+HARNESS = Path(__file__).with_name("harness.py")
 OUTPUT_LIMIT = 8_000  # characters of stdout / stderr kept in the result
 FSIZE_LIMIT = 16 * 1024 * 1024  # bytes any one file (including captured output) may reach
 MIN_MEMORY_MB = 48  # below this the interpreter itself cannot start

@@ -22,7 +22,7 @@ from skillgrad.tasks.base import (
     skill_hash,
     skill_messages,
 )
-from skillgrad.tasks.sandbox import SandboxResult, run_tests
+from skillgrad.sandbox import SandboxResult, run_tests
 from skillgrad.types import ChatRequest, Item, Message, Score, Trajectory
 
 _FENCE = re.compile(r"```[ \t]*([\w+-]*)[^\n]*\n(.*?)(?:```|\Z)", re.DOTALL)

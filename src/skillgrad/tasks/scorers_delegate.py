@@ -62,7 +62,7 @@ def as_score(result: Any, pass_threshold: float = 0.5, source: str = "scorer") -
 class CodeTestsScorer(BaseScorer):
     """Run the code in the output (last fenced python block, else the whole text) against the
     item's tests (``tests_field`` in the input, else the reference) in the code sandbox
-    (``skillgrad.tasks.sandbox.run_tests``); ``entry_point_field`` names the input field holding
+    (``skillgrad.sandbox.run_tests``); ``entry_point_field`` names the input field holding
     the function to test (HumanEval's ``entry_point``)."""
 
     name = "code_tests"
@@ -80,11 +80,11 @@ class CodeTestsScorer(BaseScorer):
 
     def _runner(self) -> Callable[..., Any]:
         try:
-            module = importlib.import_module("skillgrad.tasks.sandbox")
+            module = importlib.import_module("skillgrad.sandbox")
             return module.run_tests
         except (ImportError, AttributeError) as exc:
             raise ConfigError(
-                "scorer 'code_tests' needs skillgrad.tasks.sandbox.run_tests(code, tests, "
+                "scorer 'code_tests' needs skillgrad.sandbox.run_tests(code, tests, "
                 f"timeout_s, memory_mb), which is not available in this install: {exc}"
             ) from exc
 
