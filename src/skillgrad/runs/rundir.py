@@ -81,6 +81,8 @@ class RunDir:
         config and data (``{split: items}``) against what it started with. True if resuming."""
         if self.lock is None or not self.lock.held:
             self.lock = RunLock.acquire(self.root)
+            if self.lock.taken_over is not None:  # left behind by a killed run
+                self.event("lock_taken_over", previous=self.lock.taken_over.__dict__)
         if not self.exists():
             atomic_write_json(self.paths.config, config)
             integrity.write_data_digest(self.paths, data)
