@@ -15,7 +15,7 @@ import pytest
 from skillgrad.config import load_config
 from skillgrad.runs.io import read_json
 from skillgrad.train import run_training
-from skillgrad.train.optimizer_call import ask_structured
+from skillgrad.models.structured import ask_structured
 from skillgrad.train.schemas import MetaSkillOutput
 from skillgrad.types import ChatRequest, Message
 

@@ -1,6 +1,13 @@
-"""Structured (JSON) output across servers that support it in different ways.
+"""Structured (JSON) output: the one JSON extractor, the one validate-and-re-ask loop, and the
+server modes.
 
-Three modes, tried in order until one is accepted by the server: ``json_schema`` (native
+``extract_json`` is the only function that pulls JSON out of model text (optimizer replies, the
+LLM judge, scorers of JSON outputs, backends normalising text-mode replies). ``ask_structured`` is
+the only loop that asks for a pydantic-validated reply: invalid replies are re-asked once with the
+validation error, and a reply still invalid is returned as failed (``StructuredReply.error``),
+never silently replaced. Every optimizer call and the judge use it.
+
+Server modes, tried in order until one is accepted by the server: ``json_schema`` (native
 constrained output), ``json_object`` (JSON mode, schema also in the prompt), ``text`` (schema in
 the prompt only, JSON extracted tolerantly). Backends remember the mode that works per endpoint.
 """
@@ -9,10 +16,16 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import replace
-from typing import Any, Literal
+from dataclasses import dataclass, replace
+from typing import Any, Generic, Literal, TypeVar
 
+from pydantic import BaseModel, ValidationError
+
+from skillgrad.models.base import ModelBackend
+from skillgrad.prompts import render_prompt
 from skillgrad.types import ChatRequest, Message
+
+M = TypeVar("M", bound=BaseModel)
 
 StructuredMode = Literal["json_schema", "json_object", "text"]
 MODES: tuple[StructuredMode, ...] = ("json_schema", "json_object", "text")
@@ -21,7 +34,9 @@ MODES: tuple[StructuredMode, ...] = ("json_schema", "json_object", "text")
 # (OpenAI-style 400s, vLLM/SGLang 400s, llama.cpp server's 500 "response_format type must be ...").
 _REJECTION_WORDS = ("response_format", "json_schema", "json_object", "schema", "grammar")
 
-_FENCE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.DOTALL)
+# A fenced block: its language tag (may be empty) and its body.
+_FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n`]*\n?(.*?)```", re.DOTALL)
+_JSON_FENCES = ("", "json", "javascript", "js")
 
 
 def next_mode(mode: StructuredMode) -> StructuredMode | None:
@@ -49,9 +64,8 @@ def schema_name(schema: dict[str, Any]) -> str:
 
 
 def schema_instruction(schema: dict[str, Any]) -> str:
-    return (
-        "Respond with only a JSON value (no prose, no code fences) that matches this JSON "
-        "schema:\n" + json.dumps(schema, ensure_ascii=False, sort_keys=True)
+    return render_prompt(
+        "schema_instruction", schema=json.dumps(schema, ensure_ascii=False, sort_keys=True)
     )
 
 
@@ -80,36 +94,29 @@ def response_format(mode: StructuredMode, schema: dict[str, Any]) -> dict[str, A
     return None
 
 
-def _first_json_value(text: str) -> Any:
-    decoder = json.JSONDecoder()
-    for match in re.finditer(r"[\[{]", text):
-        try:
-            value, _ = decoder.raw_decode(text, match.start())
-        except json.JSONDecodeError:
-            continue
-        return value
-    raise ValueError("no JSON object or array found")
-
-
 def extract_json(text: str) -> Any:
-    """Parse JSON out of model text: plain JSON, a code fence, or JSON after leading prose.
+    """The JSON value in model text: the whole text, else the first fenced block (untagged or
+    ``json``/``js``) that parses, else the first decodable ``{...}``/``[...]`` after prose.
 
-    Raises ``ValueError`` (with the start of the text) when no JSON value can be found.
+    Raises ``ValueError`` saying why (empty output, or no JSON object or array, with the start of
+    the text). Callers that normalise text first (scorers: NFKC) do so before calling this.
     """
     stripped = text.strip()
-    try:
-        return json.loads(stripped)
-    except json.JSONDecodeError:
-        pass
-    for block in _FENCE.findall(stripped):
+    if not stripped:
+        raise ValueError("output is empty")
+    fenced = [b for tag, b in _FENCE.findall(stripped) if tag.lower() in _JSON_FENCES]
+    for candidate in (stripped, *fenced):
         try:
-            return json.loads(block.strip())
+            return json.loads(candidate.strip())
         except json.JSONDecodeError:
             continue
-    try:
-        return _first_json_value(stripped)
-    except ValueError:
-        raise ValueError(f"no JSON value found in model output: {stripped[:200]!r}") from None
+    decoder = json.JSONDecoder()
+    for match in re.finditer(r"[\[{]", stripped):
+        try:
+            return decoder.raw_decode(stripped, match.start())[0]
+        except json.JSONDecodeError:
+            continue
+    raise ValueError(f"no JSON object or array found in model output: {stripped[:200]!r}")
 
 
 def normalise_json_text(text: str) -> str:
@@ -121,15 +128,116 @@ def normalise_json_text(text: str) -> str:
         return text
 
 
+GRAMMAR_MAX_LENGTH = 160
+
+
+def request_schema(schema: type[BaseModel]) -> dict[str, Any]:
+    """The JSON schema sent to the model. String limits are capped at ``GRAMMAR_MAX_LENGTH``:
+    grammar-constrained decoders expand a long ``maxLength`` into a huge grammar, and a small
+    model without any cap can loop inside one string until ``max_tokens`` cuts the JSON. The
+    full schema is still enforced on the reply."""
+
+    def cap(node: Any) -> Any:
+        if isinstance(node, dict):
+            out = {k: cap(v) for k, v in node.items() if k != "minLength"}
+            if "maxLength" in out:
+                out["maxLength"] = min(int(out["maxLength"]), GRAMMAR_MAX_LENGTH)
+            return out
+        if isinstance(node, list):
+            return [cap(v) for v in node]
+        return node
+
+    capped: dict[str, Any] = cap(schema.model_json_schema())
+    return capped
+
+
+@dataclass(frozen=True)
+class StructuredReply(Generic[M]):
+    """The outcome of ``ask_structured``: the validated reply, or ``error`` (never both)."""
+
+    parsed: M | None
+    """The validated pydantic model, or None when the call failed."""
+    raw: tuple[str, ...]
+    """Every reply text received, in order (two when re-asked)."""
+    error: str | None = None
+    """Why the last reply failed validation; None on success."""
+    reasked: bool = False
+    """Whether the first reply was invalid and the model was asked again."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "ok": self.error is None,
+            "output": self.parsed.model_dump() if self.parsed is not None else None,
+            "raw": list(self.raw),
+            "error": self.error,
+            "reasked": self.reasked,
+        }
+
+
+def validate_reply(schema: type[M], text: str) -> M:
+    """``text`` parsed (``extract_json``) and validated; ValueError says what is wrong."""
+    try:
+        data = extract_json(text)
+    except ValueError as exc:
+        raise ValueError(f"not valid JSON: {exc}") from exc
+    try:
+        return schema.model_validate(data)
+    except ValidationError as exc:
+        raise ValueError(str(exc)) from exc
+
+
+async def ask_structured(
+    backend: ModelBackend,
+    system: str,
+    user: str,
+    schema: type[M],
+    *,
+    max_tokens: int,
+    temperature: float = 0.0,
+    seed: int = 0,
+    reask: str = "reask",
+) -> StructuredReply[M]:
+    """Ask for a reply matching ``schema``; re-ask once (prompt template ``reask``, with the
+    validation error and the schema); return the reply, ``error`` set when still invalid."""
+    json_schema = request_schema(schema)
+    messages: tuple[Message, ...] = (Message("system", system), Message("user", user))
+    raws: list[str] = []
+    error = ""
+    for attempt in range(2):
+        request = ChatRequest(
+            messages=messages,
+            temperature=temperature,
+            max_tokens=max_tokens,
+            seed=seed,
+            response_schema=json_schema,
+        )
+        completion = await backend.complete(request)
+        raws.append(completion.text)
+        try:
+            parsed = validate_reply(schema, completion.text)
+        except ValueError as exc:
+            error = f"output failed validation: {exc}"[:1500]
+            again = render_prompt(reask, error=error, schema=json.dumps(json_schema))
+            messages = (*messages, Message("assistant", completion.text), Message("user", again))
+            continue
+        return StructuredReply(parsed, tuple(raws), None, attempt > 0)
+    return StructuredReply(None, tuple(raws), error, True)
+
+
 __all__ = [
+    "GRAMMAR_MAX_LENGTH",
     "MODES",
     "StructuredMode",
+    "StructuredReply",
+    "ask_structured",
     "extract_json",
     "is_mode_rejection",
     "next_mode",
     "normalise_json_text",
+    "request_schema",
     "response_format",
     "schema_instruction",
     "schema_name",
+    "validate_reply",
     "with_schema_in_prompt",
 ]

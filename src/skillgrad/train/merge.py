@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from skillgrad.models.base import ModelBackend
-from skillgrad.train.optimizer_call import ask_structured, render_prompt
+from skillgrad.train.optimizer_call import ask_optimizer
 from skillgrad.types import Edit
 
 
@@ -59,10 +59,9 @@ async def semantic_merge(
         listing = "\n".join(
             f"[{j}] {(e.content or e.anchor)[:240]!r}" for j, e in enumerate(members)
         )
-        user = render_prompt("merge_user", section=section, op=op, edits=listing)
-        reply = await ask_structured(
-            optimizer, render_prompt("reflect_system"), user, MergeGroups,
-            max_tokens=max_tokens, seed=step,
+        reply = await ask_optimizer(
+            optimizer, "merge", MergeGroups, max_tokens=max_tokens, seed=step,
+            section=section, op=op, edits=listing,
         )  # fmt: skip
         record: dict[str, Any] = {"op": op, "section": section, "edits": idx, **reply.to_json()}
         if reply.parsed is None or not is_partition(reply.parsed.groups, len(idx)):

@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from skillgrad.models.base import ModelBackend
-from skillgrad.train.optimizer_call import OptimizerReply, ask_structured, render_prompt
+from skillgrad.models.structured import StructuredReply
+from skillgrad.train.optimizer_call import ask_optimizer
 from skillgrad.train.progress import NullProgress, Progress
 from skillgrad.train.schemas import reflection_model
 from skillgrad.types import Edit, RejectedEdit, Trajectory
@@ -84,7 +85,7 @@ def render_rejected(buffer: Sequence[RejectedEdit]) -> str:
     return "\n".join(rows)
 
 
-def _edits_from(reply: OptimizerReply, ids: Sequence[str], source: str) -> list[Edit]:
+def _edits_from(reply: StructuredReply[Any], ids: Sequence[str], source: str) -> list[Edit]:
     if reply.parsed is None:
         return []
     return [
@@ -126,23 +127,21 @@ async def reflect(
         "step": step,
         "max_edits": cfg.max_edits,
     }
-    system = render_prompt("reflect_system")
     limit = asyncio.Semaphore(cfg.workers)
     progress.start("reflect", len(batches))
 
-    async def shallow(batch: list[Trajectory]) -> OptimizerReply:
-        user = render_prompt(
-            "reflect_user", **common, n_items=len(batch), trajectories=render_trajectories(batch)
-        )
+    async def shallow(batch: list[Trajectory]) -> StructuredReply[Any]:
         async with limit:
-            reply = await ask_structured(
+            reply = await ask_optimizer(
                 optimizer,
-                system,
-                user,
+                "reflect",
                 schema,
                 max_tokens=cfg.max_tokens,
                 temperature=cfg.temperature,
                 seed=step,
+                **common,
+                n_items=len(batch),
+                trajectories=render_trajectories(batch),
             )
         progress.advance("reflect", info="ok" if reply.error is None else "invalid")
         return reply
@@ -157,12 +156,12 @@ async def reflect(
         result.edits.extend(_edits_from(reply, ids, "reflect"))
         result.records.append({"mode": "shallow", "items": ids, **reply.to_json()})
     if len(batches) > 1:
-        await _deep(step, failures, replies, optimizer, cfg, common, system, result)
+        await _deep(step, failures, replies, optimizer, cfg, common, result)
     return result
 
 
 def dominant_pattern(
-    replies: Sequence[OptimizerReply], failure_ids: set[str]
+    replies: Sequence[StructuredReply[Any]], failure_ids: set[str]
 ) -> tuple[str, set[str]] | None:
     """The failure pattern (merged across minibatches by text similarity) covering most failures."""
     clusters: list[tuple[str, set[str]]] = []
@@ -184,11 +183,10 @@ def dominant_pattern(
 async def _deep(
     step: int,
     failures: list[Trajectory],
-    replies: Sequence[OptimizerReply],
+    replies: Sequence[StructuredReply[Any]],
     optimizer: ModelBackend,
     cfg: ReflectConfig,
     common: dict[str, Any],
-    system: str,
     result: ReflectResult,
 ) -> None:
     found = dominant_pattern(replies, {t.item_id for t in failures})
@@ -199,21 +197,17 @@ async def _deep(
     if share <= cfg.deep_threshold or len(ids) < 2:
         return
     group = [t for t in failures if t.item_id in ids][:12]
-    user = render_prompt(
-        "deep_reflect_user",
-        **common,
-        pattern=pattern,
-        share=f"{share:.0%}",
-        trajectories=render_trajectories(group, limit=300),
-    )
-    reply = await ask_structured(
+    reply = await ask_optimizer(
         optimizer,
-        system,
-        user,
+        "deep_reflect",
         reflection_model(cfg.max_edits),
         max_tokens=cfg.max_tokens,
         temperature=cfg.temperature,
         seed=step,
+        **common,
+        pattern=pattern,
+        share=f"{share:.0%}",
+        trajectories=render_trajectories(group, limit=300),
     )
     tids = [trajectory_id(step, t.item_id) for t in group]
     result.edits.extend(_edits_from(reply, tids, "deep_reflect"))

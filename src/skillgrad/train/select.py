@@ -14,7 +14,7 @@ from typing import Any
 
 from skillgrad.models.base import ModelBackend
 from skillgrad.skill import approx_tokens
-from skillgrad.train.optimizer_call import ask_structured, render_prompt
+from skillgrad.train.optimizer_call import ask_optimizer
 from skillgrad.train.schemas import RankingOutput
 from skillgrad.types import Edit
 
@@ -114,14 +114,15 @@ async def _rank(
         f"[{i}] {e.op} in '{e.section}' (support {e.support}): {(e.content or e.anchor)[:200]!r}"
         for i, e in enumerate(pool)
     )
-    user = render_prompt("rank_user", skill=skill or "(empty)", edits=listing, k=k)
-    reply = await ask_structured(
+    reply = await ask_optimizer(
         optimizer,
-        render_prompt("reflect_system"),
-        user,
+        "rank",
         RankingOutput,
         max_tokens=max_tokens,
         seed=step,
+        skill=skill or "(empty)",
+        edits=listing,
+        k=k,
     )
     record = {"mode": "rank", **reply.to_json()}
     if reply.parsed is None:

@@ -13,7 +13,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from skillgrad.models.base import ModelBackend
-from skillgrad.train.optimizer_call import OptimizerReply, ask_structured, render_prompt
+from skillgrad.models.structured import StructuredReply
+from skillgrad.train.optimizer_call import ask_optimizer
 from skillgrad.train.reflect import render_trajectories
 from skillgrad.train.schemas import MetaSkillOutput, SlowUpdateOutput
 from skillgrad.types import StepRecord, Trajectory
@@ -47,11 +48,15 @@ async def slow_update_guidance(
     *,
     max_tokens: int,
     seed: int,
-) -> tuple[dict[str, str], dict[str, int], OptimizerReply]:
+) -> tuple[dict[str, str], dict[str, int], StructuredReply[SlowUpdateOutput]]:
     items, counts = compare(before, after)
     by_cat = {c: [a for a in after if items[a.item_id] == c][:4] for c in CATEGORIES}
-    user = render_prompt(
-        "slow_update_user",
+    reply = await ask_optimizer(
+        optimizer,
+        "slow_update",
+        SlowUpdateOutput,
+        max_tokens=max_tokens,
+        seed=seed,
         previous=previous or "(empty document)",
         current=current or "(empty document)",
         n=len(after),
@@ -59,14 +64,6 @@ async def slow_update_guidance(
         improved=render_trajectories(by_cat["improved"], limit=200),
         regressed=render_trajectories(by_cat["regressed"], limit=200),
         persistent=render_trajectories(by_cat["persistent_fail"], limit=200),
-    )
-    reply = await ask_structured(
-        optimizer,
-        render_prompt("reflect_system"),
-        user,
-        SlowUpdateOutput,
-        max_tokens=max_tokens,
-        seed=seed,
     )
     return items, counts, reply
 
@@ -94,7 +91,7 @@ async def meta_skill_memo(
     optimizer: ModelBackend,
     *,
     max_tokens: int,
-) -> tuple[dict[str, Any], OptimizerReply]:
+) -> tuple[dict[str, Any], StructuredReply[MetaSkillOutput]]:
     accepted = [
         f"  accepted: {r['edit']['op']} in '{r['edit']['section']}': {r['edit']['content'][:160]!r}"
         for r in patch_rows
@@ -102,14 +99,13 @@ async def meta_skill_memo(
     ]
     outcomes = epoch_outcomes(history, epoch) + ("\n" + "\n".join(accepted) if accepted else "")
     inputs = {"previous": previous, "epoch": epoch, "outcomes": outcomes}
-    user = render_prompt("meta_skill_user", **{**inputs, "previous": previous or "(none yet)"})
-    reply = await ask_structured(
+    reply = await ask_optimizer(
         optimizer,
-        render_prompt("reflect_system"),
-        user,
+        "meta_skill",
         MetaSkillOutput,
         max_tokens=max_tokens,
         seed=epoch,
+        **{**inputs, "previous": previous or "(none yet)"},
     )
     return inputs, reply
 
