@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from skillgrad.models.base import ModelBackend
+from skillgrad.prompts import render_prompt
 from skillgrad.train.optimizer_call import ask_optimizer
 from skillgrad.types import Edit
 
@@ -57,7 +58,8 @@ async def semantic_merge(
             continue
         members = [edits[i] for i in idx]
         listing = "\n".join(
-            f"[{j}] {(e.content or e.anchor)[:240]!r}" for j, e in enumerate(members)
+            render_prompt("merge_edit_row", index=j, text=repr((e.content or e.anchor)[:240]))
+            for j, e in enumerate(members)
         )
         reply = await ask_optimizer(
             optimizer, "merge", MergeGroups, max_tokens=max_tokens, seed=step,

@@ -16,6 +16,7 @@ from typing import Any
 
 from skillgrad.models.base import ModelBackend
 from skillgrad.models.structured import StructuredReply
+from skillgrad.prompts import render_prompt
 from skillgrad.train.optimizer_call import ask_optimizer
 from skillgrad.train.progress import NullProgress, Progress
 from skillgrad.train.schemas import reflection_model
@@ -52,20 +53,24 @@ def trajectory_id(step: int, item_id: str) -> str:
 
 
 def render_trajectories(trajs: Sequence[Trajectory], limit: int = 500) -> str:
-    """The optimizer's view of trajectories: input, output, gold reference, score, feedback."""
+    """The optimizer's view of trajectories (``prompts/trajectory.md``): input and gold side by
+    side (what the skill must map one to the other), output, score, feedback, error."""
     blocks = []
     for t in trajs:
         user = next((m.content for m in reversed(t.messages) if m.role == "user"), "")
-        status = "PASS" if t.score.passed else "FAIL"
-        lines = [  # input and gold side by side: what the skill must map one to the other
-            f"### item {t.item_id}: score {t.score.value:.2f} ({status})",
-            f"Input: {user[:limit]} => Expected: {str(t.reference)[:limit]}",
-            f"Output: {t.output[:limit]!r}",
-            f"Feedback: {t.score.feedback[:limit]}",
-        ]
+        block = render_prompt(
+            "trajectory",
+            item_id=t.item_id,
+            score=f"{t.score.value:.2f}",
+            status="PASS" if t.score.passed else "FAIL",
+            input=user[:limit],
+            expected=str(t.reference)[:limit],
+            output=repr(t.output[:limit]),
+            feedback=t.score.feedback[:limit],
+        )
         if t.error:
-            lines.append(f"Error: {t.error[:limit]}")
-        blocks.append("\n".join(lines))
+            block += "\n" + render_prompt("trajectory_error", error=t.error[:limit])
+        blocks.append(block)
     return "\n\n".join(blocks) if blocks else "(none)"
 
 
@@ -77,11 +82,17 @@ def render_rejected(buffer: Sequence[RejectedEdit]) -> str:
         drop = entry.incumbent - entry.candidate
         for e in entry.edits:
             what = e.content or e.anchor or ""
-            rows.append(
-                f"- step {entry.step}: {e.op} in '{e.section}': {what[:160]!r} "
-                f"(gate score {entry.candidate:.3f} vs {entry.incumbent:.3f}, "
-                f"drop {drop:+.3f})"
+            row = render_prompt(
+                "rejected_edit_row",
+                step=entry.step,
+                op=e.op,
+                section=e.section,
+                what=repr(what[:160]),
+                candidate=f"{entry.candidate:.3f}",
+                incumbent=f"{entry.incumbent:.3f}",
+                drop=f"{drop:+.3f}",
             )
+            rows.append(row)
     return "\n".join(rows)
 
 

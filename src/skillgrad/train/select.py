@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from skillgrad.models.base import ModelBackend
+from skillgrad.prompts import render_prompt
 from skillgrad.skill import approx_tokens
 from skillgrad.train.optimizer_call import ask_optimizer
 from skillgrad.train.schemas import RankingOutput
@@ -111,9 +112,12 @@ async def _rank(
     pool: list[Edit], k: int, skill: str, optimizer: ModelBackend, step: int, max_tokens: int
 ) -> tuple[list[int], dict[str, Any]]:
     listing = "\n".join(
-        f"[{i}] {e.op} in '{e.section}' (support {e.support}): {(e.content or e.anchor)[:200]!r}"
+        render_prompt(
+            "rank_edit_row", index=i, op=e.op, section=e.section, support=e.support,
+            text=repr((e.content or e.anchor)[:200]),
+        )
         for i, e in enumerate(pool)
-    )
+    )  # fmt: skip
     reply = await ask_optimizer(
         optimizer,
         "rank",

@@ -14,6 +14,7 @@ from typing import Any
 
 from skillgrad.models.base import ModelBackend
 from skillgrad.models.structured import StructuredReply
+from skillgrad.prompts import render_prompt
 from skillgrad.train.optimizer_call import ask_optimizer
 from skillgrad.train.reflect import render_trajectories
 from skillgrad.train.schemas import MetaSkillOutput, SlowUpdateOutput
@@ -75,11 +76,17 @@ def epoch_outcomes(history: Sequence[StepRecord], epoch: int) -> str:
             continue
         verdict = "ACCEPTED" if rec.accepted else "rejected"
         cand = rec.candidate_score
-        rows.append(
-            f"- step {rec.step} ({rec.kind}): {rec.n_applied} edits applied, {verdict}; "
-            f"gate {rec.incumbent_score:.3f} -> "
-            f"{'n/a' if cand is None else format(cand, '.3f')} ({rec.gate_reason})"
+        row = render_prompt(
+            "meta_skill_step_row",
+            step=rec.step,
+            kind=rec.kind,
+            n_applied=rec.n_applied,
+            verdict=verdict,
+            incumbent=f"{rec.incumbent_score:.3f}",
+            candidate="n/a" if cand is None else format(cand, ".3f"),
+            reason=rec.gate_reason,
         )
+        rows.append(row)
     return "\n".join(rows) or "(no steps)"
 
 
@@ -93,7 +100,12 @@ async def meta_skill_memo(
     max_tokens: int,
 ) -> tuple[dict[str, Any], StructuredReply[MetaSkillOutput]]:
     accepted = [
-        f"  accepted: {r['edit']['op']} in '{r['edit']['section']}': {r['edit']['content'][:160]!r}"
+        render_prompt(
+            "meta_skill_accepted_row",
+            op=r["edit"]["op"],
+            section=r["edit"]["section"],
+            content=repr(r["edit"]["content"][:160]),
+        )
         for r in patch_rows
         if r.get("epoch") == epoch
     ]
