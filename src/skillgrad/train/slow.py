@@ -110,14 +110,16 @@ async def meta_skill_memo(
         if r.get("epoch") == epoch
     ]
     outcomes = epoch_outcomes(history, epoch) + ("\n" + "\n".join(accepted) if accepted else "")
-    inputs = {"previous": previous, "epoch": epoch, "outcomes": outcomes}
+    inputs: dict[str, Any] = {"previous": previous, "epoch": epoch, "outcomes": outcomes}
     reply = await ask_optimizer(
         optimizer,
         "meta_skill",
         MetaSkillOutput,
         max_tokens=max_tokens,
         seed=epoch,
-        **{**inputs, "previous": previous or "(none yet)"},
+        previous=previous or "(none yet)",
+        epoch=epoch,
+        outcomes=outcomes,
     )
     return inputs, reply
 
