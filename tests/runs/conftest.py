@@ -1,4 +1,4 @@
-"""Real ``python -m skillgrad train`` subprocesses on the shipped fakes (toy task, instant models)."""
+"""Real ``python -m skillgrad train`` subprocesses on the shipped fakes (toy task, fast models)."""
 
 from __future__ import annotations
 
