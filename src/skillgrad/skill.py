@@ -28,6 +28,7 @@ from skillgrad.skill_match import (
     resolve_path,
     scan,
 )
+from skillgrad.skill_package import SkillPackage, is_package_text
 from skillgrad.tasks.base import skill_hash
 from skillgrad.types import Edit, EditResult
 
@@ -79,8 +80,11 @@ class Skill:
 
     @classmethod
     def load(cls, path: str | Path) -> Skill:
-        """Read a UTF-8 Markdown file (BOM dropped, line endings normalised to ``\\n``)."""
+        """Read a UTF-8 Markdown file (BOM dropped, line endings normalised to ``\\n``), or a
+        skill package folder (``SKILL.md`` + reference files) as its bundle text."""
         p = Path(path)
+        if p.is_dir():
+            return cls(SkillPackage.load(p).bundle())
         try:
             raw = p.read_bytes()
         except OSError as e:
@@ -153,6 +157,9 @@ class Skill:
         of the document. Marker-like lines in ``content`` are dropped: no stray marker survives."""
         if not re.fullmatch(r"[A-Za-z0-9_.-]+", name):
             raise SkillError(f"bad protected block name {name!r}: use letters, digits and . _ -")
+        if is_package_text(self.text):  # a package keeps its blocks in SKILL.md
+            pkg = SkillPackage.from_bundle(self.text)
+            return Skill(pkg.with_protected_block(name, content, section).bundle())
         inner = [ln.rstrip() for ln in content.strip("\n").split("\n") if not _MARKERISH.search(ln)]
         block = [f"<!-- skillgrad:protected {name} -->", *[ln for ln in inner if ln or inner]]
         block.append(f"<!-- /skillgrad:protected {name} -->")
@@ -190,7 +197,12 @@ class Skill:
 
         The section ``""`` is the whole document. Protected blocks only change for edits whose
         ``source`` is ``"slow_update"``, or when ``allow_protected`` is set.
+
+        A package bundle (``skill_package``) routes each edit to its ``file`` instead.
         """
+        if is_package_text(self.text):
+            pkg, done = SkillPackage.from_bundle(self.text).apply(edits, allow_protected)
+            return Skill(pkg.bundle()), done
         current = self
         results: list[EditResult] = []
         for edit in edits:

@@ -1,0 +1,348 @@
+"""Skill packages: a folder with ``SKILL.md`` (frontmatter ``name`` + ``description``, then the
+body) and reference files, trained as one parameter.
+
+The training loop carries a package as one *bundle* string (hashed, cached, checkpointed like a
+single-file skill): every file introduced by a marker line, ``SKILL.md`` first::
+
+    <!-- skillgrad:file SKILL.md -->
+    ---
+    name: pdf-forms
+    description: Use when ...
+    ---
+    body
+    <!-- skillgrad:file references/fields.md -->
+    text of the reference file
+
+A text is a bundle exactly when its first line is the ``SKILL.md`` marker, so single-file skills
+are untouched everywhere. ``SkillPackage`` validates against the Agent Skills conventions, applies
+edits per file (``Edit.file``; ``op: description`` rewrites the frontmatter description; ``name``
+never changes), renders the chat-target prompt and writes a ready-to-install folder.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path, PurePosixPath
+
+import yaml
+
+from skillgrad.errors import SkillError
+from skillgrad.types import Edit, EditResult
+
+SKILL_FILE = "SKILL.md"
+MAX_NAME = 64
+MAX_DESCRIPTION = 1024
+_MARKER = re.compile(r"^<!-- skillgrad:file (\S+) -->$")
+_MARKERISH = re.compile(r"<!--\s*skillgrad:file", re.IGNORECASE)
+_NAME = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
+_FRONT = re.compile(r"\A---\n(.*?\n)?---(?:\n|\Z)", re.DOTALL)
+_TOKEN = re.compile(r"\w+|[^\w\s]")
+
+
+def marker(path: str) -> str:
+    return f"<!-- skillgrad:file {path} -->"
+
+
+def is_package_text(text: str) -> bool:
+    """True when ``text`` is a package bundle (its first line is the SKILL.md marker)."""
+    return text.split("\n", 1)[0] == marker(SKILL_FILE)
+
+
+def prompt_text(skill_text: str) -> str:
+    """What a chat target sees as its system prompt: a bundle rendered (``SKILL.md`` body, then
+    each other file under a heading naming its path); any other text unchanged."""
+    return (
+        SkillPackage.from_bundle(skill_text).render_prompt()
+        if is_package_text(skill_text)
+        else skill_text
+    )
+
+
+def split_frontmatter(text: str) -> tuple[dict[str, object] | None, str]:
+    """(frontmatter mapping or None when absent, body). Raises SkillError on invalid YAML."""
+    m = _FRONT.match(text)
+    if m is None:
+        return None, text
+    try:
+        data = yaml.safe_load(m.group(1) or "") or {}
+    except yaml.YAMLError as exc:
+        raise SkillError(f"{SKILL_FILE}: the frontmatter is not valid YAML: {exc}") from exc
+    if not isinstance(data, dict):
+        raise SkillError(
+            f"{SKILL_FILE}: the frontmatter must be a mapping (name: ..., description: ...)"
+        )
+    return data, text[m.end() :]
+
+
+def clean_path(path: str) -> str:
+    """A package-relative POSIX path; SkillError for absolute paths, ``..`` or markers."""
+    raw = (path or SKILL_FILE).strip().replace("\\", "/")
+    p = PurePosixPath(raw)
+    parts = [x for x in p.parts if x not in ("", ".")]
+    if p.is_absolute() or ".." in parts or not parts or any(c.isspace() for c in raw):
+        raise SkillError(
+            f"bad file path {path!r} in a skill package: use a relative path inside the "
+            "package without spaces or '..', e.g. references/forms.md"
+        )
+    return "/".join(parts)
+
+
+def validation_problems(files: dict[str, str]) -> list[str]:
+    """Every way ``files`` breaks the Agent Skills conventions ([] when it is a valid package)."""
+    if SKILL_FILE not in files:
+        return [f"no {SKILL_FILE} at the top of the package"]
+    try:
+        front, _ = split_frontmatter(files[SKILL_FILE])
+    except SkillError as exc:
+        return [str(exc)]
+    if front is None:
+        return [
+            f"{SKILL_FILE} has no frontmatter: start it with '---', 'name: my-skill', "
+            "'description: Use when ...', '---'"
+        ]
+    problems = []
+    name, desc = front.get("name"), front.get("description")
+    if not isinstance(name, str) or not name:
+        problems.append(f"{SKILL_FILE} frontmatter: 'name' is missing")
+    elif len(name) > MAX_NAME or not _NAME.match(name):
+        problems.append(
+            f"{SKILL_FILE} frontmatter: name {name!r} must be lowercase letters, digits and "
+            f"single hyphens (not at either end), at most {MAX_NAME} characters"
+        )
+    if not isinstance(desc, str) or not desc.strip():
+        problems.append(f"{SKILL_FILE} frontmatter: 'description' is missing or empty")
+    elif len(desc) > MAX_DESCRIPTION:
+        problems.append(
+            f"{SKILL_FILE} frontmatter: description has {len(desc)} characters "
+            f"(at most {MAX_DESCRIPTION})"
+        )
+    for path, text in files.items():
+        if any(_MARKER.match(line) for line in text.split("\n")):
+            problems.append(f"{path}: contains a skillgrad:file marker line")
+    return problems
+
+
+def _with_description(text: str, description: str) -> str:
+    """SKILL.md with its frontmatter ``description`` replaced; every other line kept as is."""
+    m = _FRONT.match(text)
+    assert m is not None  # callers validated the package
+    lines = (m.group(1) or "").rstrip("\n").split("\n")
+    new = yaml.safe_dump({"description": description}, allow_unicode=True, width=10_000).strip()
+    out: list[str] = []
+    skipping = False
+    for line in lines:
+        if re.match(r"^description\s*:", line):
+            out.append(new)
+            skipping = True
+        elif skipping and (line.startswith((" ", "\t")) or not line.strip()):
+            continue  # continuation of a multi-line description
+        else:
+            skipping = False
+            out.append(line)
+    if new not in out:
+        out.append(new)
+    return "---\n" + "\n".join(out) + "\n---\n" + text[m.end() :]
+
+
+@dataclass(frozen=True)
+class SkillPackage:
+    """An immutable, validated skill package: ``files`` maps relative paths to UTF-8 text."""
+
+    files: tuple[tuple[str, str], ...]
+
+    def __post_init__(self) -> None:
+        problems = validation_problems(dict(self.files))
+        if problems:
+            raise SkillError("invalid skill package:\n  " + "\n  ".join(problems))
+
+    @classmethod
+    def from_files(cls, files: dict[str, str]) -> SkillPackage:
+        ordered = sorted(files.items(), key=lambda kv: (kv[0] != SKILL_FILE, kv[0]))
+        return cls(tuple((clean_path(p), t) for p, t in ordered))
+
+    @classmethod
+    def load(cls, folder: str | Path) -> SkillPackage:
+        """Read every file under ``folder`` (UTF-8 text; line endings normalised)."""
+        root = Path(folder)
+        if not (root / SKILL_FILE).is_file():
+            raise SkillError(
+                f"{root} is not a skill package: it has no {SKILL_FILE} "
+                "(a package is a folder with SKILL.md and optional references/)"
+            )
+        files: dict[str, str] = {}
+        for p in sorted(root.rglob("*")):
+            rel = p.relative_to(root).as_posix()
+            if not p.is_file() or any(part.startswith(".") for part in rel.split("/")):
+                continue
+            try:
+                text = p.read_bytes().decode("utf-8-sig")
+            except UnicodeDecodeError:
+                raise SkillError(
+                    f"{p}: not UTF-8 text; skillgrad trains text packages only — move binary "
+                    "assets out of the package folder"
+                ) from None
+            files[rel] = text.replace("\r\n", "\n").replace("\r", "\n")
+        try:
+            return cls.from_files(files)
+        except SkillError as exc:
+            raise SkillError(f"skill package {root}: {exc}") from exc
+
+    @classmethod
+    def from_bundle(cls, text: str) -> SkillPackage:
+        if not is_package_text(text):
+            raise SkillError("not a skill package bundle (it must start with the SKILL.md marker)")
+        files: dict[str, list[str]] = {}
+        current: list[str] = []
+        for line in text.split("\n"):
+            m = _MARKER.match(line)
+            if m:
+                current = files.setdefault(m.group(1), [])
+            else:
+                current.append(line)
+        return cls.from_files({p: "\n".join(lines) for p, lines in files.items()})
+
+    def bundle(self) -> str:
+        return "\n".join(f"{marker(p)}\n{t}" for p, t in self.files)
+
+    def file_map(self) -> dict[str, str]:
+        return dict(self.files)
+
+    @property
+    def frontmatter(self) -> dict[str, object]:
+        front, _ = split_frontmatter(self.file_map()[SKILL_FILE])
+        return front or {}
+
+    @property
+    def name(self) -> str:
+        return str(self.frontmatter["name"])
+
+    @property
+    def description(self) -> str:
+        return str(self.frontmatter["description"])
+
+    @property
+    def body(self) -> str:
+        return split_frontmatter(self.file_map()[SKILL_FILE])[1]
+
+    def render_prompt(self) -> str:
+        """The chat-target view: the SKILL.md body, then each other file under ``# <path>``."""
+        parts = [self.body.strip()]
+        parts += [f"# {p}\n\n{t.strip()}" for p, t in self.files if p != SKILL_FILE]
+        return "\n\n".join(x for x in parts if x) + "\n"
+
+    def write(self, folder: str | Path) -> Path:
+        """Write the package as a ready-to-install folder (created; existing files replaced)."""
+        root = Path(folder)
+        for path, text in self.files:
+            target = root / path
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(text, encoding="utf-8")
+        return root
+
+    def token_lengths(self, counter: Callable[[str], int] | None = None) -> dict[str, int]:
+        """Length of each file (the model's tokenizer ``counter`` or word/punctuation count)."""
+        count = counter or (lambda t: len(_TOKEN.findall(t)))
+        return {p: count(t) for p, t in self.files}
+
+    def apply(
+        self, edits: Sequence[Edit], allow_protected: bool = False
+    ) -> tuple[SkillPackage, list[EditResult]]:
+        """Apply ``edits`` in order; each is routed to its ``file`` (default SKILL.md) and gets an
+        applied/skipped result. ``op: description`` replaces the frontmatter description;
+        an ``add`` to a missing file creates it. Never raises for a bad edit."""
+        current = self
+        results: list[EditResult] = []
+        for edit in edits:
+            new, reason = _apply_one(current, edit, allow_protected)
+            results.append(EditResult(edit, "skipped" if new is None else "applied", reason))
+            current = new or current
+        return current, results
+
+    def with_protected_block(self, name: str, content: str, section: str) -> SkillPackage:
+        """Create or replace protected block ``name`` in SKILL.md (see ``Skill``)."""
+        from skillgrad.skill import Skill
+
+        files = self.file_map()
+        files[SKILL_FILE] = (
+            Skill(files[SKILL_FILE]).with_protected_block(name, content, section).text
+        )
+        return SkillPackage.from_files(files)
+
+
+def _apply_one(pkg: SkillPackage, edit: Edit, allowed: bool) -> tuple[SkillPackage | None, str]:
+    from skillgrad.skill import SLOW_UPDATE_SOURCE, Skill
+
+    content = getattr(edit, "content", "")
+    if isinstance(content, str) and _MARKERISH.search(content):
+        return None, "content contains a skillgrad:file marker"
+    if edit.op == "description":
+        return _describe(pkg, content)
+    try:
+        path = clean_path(getattr(edit, "file", "") or SKILL_FILE)
+    except SkillError as exc:
+        return None, str(exc)
+    files = pkg.file_map()
+    label = f"{path}: "
+    if path not in files:
+        if edit.op not in ("add", "insert_after") or not str(content).strip():
+            known = ", ".join(files)
+            return None, f"file {path!r} not found (files: {known}); use op add to create it"
+        files[path] = ""
+        label = f"created file {path}; "
+    text = files[path]
+    if path == SKILL_FILE:
+        front = _FRONT.match(text)
+        head, text = (text[: front.end()], text[front.end() :]) if front else ("", text)
+    else:
+        head = ""
+    try:
+        doc = Skill(text)
+    except SkillError as exc:
+        return None, f"{path}: {exc}"
+    ok = allowed or getattr(edit, "source", "") == SLOW_UPDATE_SOURCE
+    plain = replace(edit, file="") if hasattr(edit, "file") else edit
+    after, [result] = doc.apply([plain], allow_protected=ok)
+    if result.status == "skipped":
+        return None, f"{path}: {result.reason}"
+    files[path] = head + after.text
+    try:
+        return SkillPackage.from_files(files), label + result.reason
+    except SkillError as exc:
+        return None, f"would make the package invalid: {exc}"
+
+
+def _describe(pkg: SkillPackage, content: object) -> tuple[SkillPackage | None, str]:
+    if not isinstance(content, str) or not content.strip():
+        return None, "empty description"
+    new = " ".join(content.split())
+    if len(new) > MAX_DESCRIPTION:
+        return None, f"description too long ({len(new)} > {MAX_DESCRIPTION} characters)"
+    if new == pkg.description:
+        return None, "no change (same description)"
+    files = pkg.file_map()
+    files[SKILL_FILE] = _with_description(files[SKILL_FILE], new)
+    return SkillPackage.from_files(files), "description replaced"
+
+
+def load_skill_text(path: str | Path) -> str:
+    """The text the loop trains for ``path``: a file's text, or a package folder's bundle."""
+    from skillgrad.skill import Skill
+
+    p = Path(path)
+    return SkillPackage.load(p).bundle() if p.is_dir() else Skill.load(p).text
+
+
+__all__ = [
+    "MAX_DESCRIPTION",
+    "MAX_NAME",
+    "SKILL_FILE",
+    "SkillPackage",
+    "clean_path",
+    "is_package_text",
+    "load_skill_text",
+    "prompt_text",
+    "split_frontmatter",
+    "validation_problems",
+]
