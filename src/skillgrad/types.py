@@ -10,7 +10,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-EditOp = Literal["add", "replace", "delete", "insert_after"]
+EditOp = Literal["add", "replace", "delete", "insert_after", "description"]
 Role = Literal["system", "user", "assistant", "tool"]
 
 
@@ -140,6 +140,9 @@ class Trajectory:
     error: str | None = None
     usage: Usage = field(default_factory=Usage)
     steps: tuple[dict[str, Any], ...] = ()
+    # The rollout says nothing about the skill (agent program crashed or timed out, its model
+    # endpoint was unreachable): missing data for the gate, not a zero. ``error`` is set too.
+    infra_error: str | None = None
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> Trajectory:
@@ -153,6 +156,7 @@ class Trajectory:
             error=d.get("error"),
             usage=Usage(**d.get("usage", {})),
             steps=tuple(d.get("steps") or ()),
+            infra_error=d.get("infra_error"),
         )
 
 
@@ -162,6 +166,8 @@ class Edit:
 
     ``section`` is a heading path such as ``"Output format"`` or ``"Rules > Dates"``.
     ``anchor`` is the text to replace / delete / insert after (ignored by ``add``).
+    ``file`` is the file of a skill package the edit acts on ('' means ``SKILL.md``); the op
+    ``description`` replaces the package's frontmatter description with ``content``.
     """
 
     op: EditOp
@@ -172,6 +178,7 @@ class Edit:
     support: int = 1
     trajectory_ids: tuple[str, ...] = ()
     source: str = "reflect"
+    file: str = ""
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> Edit:
@@ -184,6 +191,7 @@ class Edit:
             support=int(d.get("support", 1)),
             trajectory_ids=tuple(d.get("trajectory_ids") or ()),
             source=d.get("source", "reflect"),
+            file=d.get("file", ""),
         )
 
 
