@@ -63,7 +63,7 @@ def test_load_missing_file_says_which_path(tmp_path: Path) -> None:
     missing = tmp_path / "nope.md"
     with pytest.raises(SkillError, match=re.escape(str(missing))):
         Skill.load(missing)
-    with pytest.raises(SkillError, match="is not a skill package: it has no SKILL.md"):
+    with pytest.raises(SkillError, match=r"is not a skill package: it has no SKILL\.md"):
         Skill.load(tmp_path)  # a directory without SKILL.md
 
 

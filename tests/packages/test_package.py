@@ -84,18 +84,18 @@ def test_chat_rendering_is_body_then_each_file_under_its_path(tmp_path: Path) ->
 def test_validation_names_the_problem(tmp_path: Path, front: str, message: str) -> None:
     root = tmp_path / "bad"
     make_package(root, front + "# Body\n")
-    with pytest.raises(SkillError, match="skill package .*bad") as info:
+    with pytest.raises(SkillError, match=r"skill package .*bad") as info:
         SkillPackage.load(root)
     assert message in str(info.value)
 
 
 def test_folder_without_skill_md_and_binary_files_are_clear_errors(tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
-    with pytest.raises(SkillError, match="has no SKILL.md"):
+    with pytest.raises(SkillError, match=r"has no SKILL\.md"):
         Skill.load(tmp_path / "empty")
     root = make_package(tmp_path / "bin")
     (root / "logo.png").write_bytes(b"\x89PNG\r\n\x1a\n\xff\xfe")
-    with pytest.raises(SkillError, match="logo.png: not UTF-8"):
+    with pytest.raises(SkillError, match=r"logo\.png: not UTF-8"):
         SkillPackage.load(root)
 
 
@@ -109,7 +109,7 @@ def test_edits_to_skill_md_a_reference_the_description_and_a_new_file(tmp_path: 
             "Empty cells count as 0.",
             anchor="a header.",
             file="references/columns.md",
-        ),  # noqa: E501
+        ),
         Edit("description", "", "Use when asked to summarise or total a CSV file."),
         Edit("add", "Dates", "Dates are ISO 8601.", file="references/dates.md"),
     ]
@@ -159,7 +159,7 @@ def test_protected_blocks_per_file_and_slow_update_in_skill_md(tmp_path: Path) -
     assert res.status == "skipped" and res.reason == "references/columns.md: protected block cols"
     slow = Edit(
         "delete", "", anchor="Keep the header.", file="references/columns.md", source="slow_update"
-    )  # noqa: E501
+    )
     after, [res] = skill.apply([slow])
     assert res.status == "applied"
     guided = Skill(after.text).with_protected_block("guidance", "Check totals twice.", "Guidance")
