@@ -59,7 +59,7 @@ async def test_correct_code_scores_one_and_steps_hold_the_sandbox_run() -> None:
     assert [s["type"] for s in traj.steps] == ["model", "code", "sandbox"]
     sandbox = traj.steps[2]
     assert sandbox["tests_passed"] == 4 and sandbox["tests_total"] == 4
-    assert "audit-hook" in sandbox["isolation"]
+    assert sandbox["isolation"].startswith("bubblewrap+no-network")
     assert all("HIDDEN-TESTS" not in m.content for m in traj.messages)
     again = Trajectory.from_json(json.loads(json.dumps(to_json(traj))))
     assert list(again.steps) == to_json(traj.steps)
@@ -89,8 +89,7 @@ async def test_blocked_network_and_exceptions_reach_feedback() -> None:
         "    return 0\n"
     )
     traj = await EvensTask().rollout(ITEM, "", FunctionBackend(lambda r: net))
-    assert "network access" in traj.score.feedback and traj.score.value == 0
-    assert traj.steps[2]["blocked"]
+    assert "URLError" in traj.score.feedback and traj.score.value == 0
     crash = "def evens(xs):\n    return xs[10]\n"
     traj = await EvensTask().rollout(ITEM, "", FunctionBackend(lambda r: crash))
     assert "IndexError" in traj.score.feedback and 'solution.py", line 2' in traj.score.feedback

@@ -1,5 +1,25 @@
-"""The sandbox room: run untrusted code in a box (see ``box.py``)."""
+"""The sandbox: every piece of untrusted code runs in a bubblewrap box (``box.py``), and code is
+judged by a process it cannot reach (``code.py``). Threat model and limits: docs/sandbox.md.
 
-from skillgrad.sandbox.box import SandboxResult, run_code, run_tests
+Public API: ``run_tests`` / ``run_code`` -> ``SandboxResult`` (code tasks and the ``code_tests``
+scorer); ``Box``, ``Limits``, ``run_in_box`` -> ``BoxOutcome`` (any other command, e.g. an agent
+CLI); ``EndpointRelay`` (network to one endpoint only); ``require_bubblewrap`` /
+``SandboxUnavailable``; ``MODES`` (``"bubblewrap"``, and ``"unsandboxed"`` by name only).
+"""
 
-__all__ = ["SandboxResult", "run_code", "run_tests"]
+from skillgrad.sandbox.box import (
+    MODES,
+    Box,
+    BoxOutcome,
+    Limits,
+    SandboxUnavailable,
+    check_mode,
+    require_bubblewrap,
+    run_in_box,
+)
+from skillgrad.sandbox.code import SandboxResult, run_code, run_tests
+
+__all__ = [
+    "MODES", "Box", "BoxOutcome", "Limits", "SandboxResult", "SandboxUnavailable", "check_mode",
+    "require_bubblewrap", "run_code", "run_in_box", "run_tests",
+]  # fmt: skip

@@ -1,265 +1,385 @@
-"""Run untrusted generated code in a subprocess: the sandbox behind code tasks and scorers.
+"""The box: run one command under bubblewrap with limits, and nothing of ours reachable.
 
-Each run gets a fresh temporary working directory (deleted after), a wall-clock limit (the whole
-process group is killed), memory / CPU / file-size rlimits, a scrubbed environment, no network
-(a network namespace via ``unshare`` when it works, plus in-process guards) and no writes outside
-its directory (an audit hook). ``SandboxResult.isolation`` records which layers were active.
+Contract of ``Box(limits, ...).start(argv)`` / ``run_in_box(argv, ...)``:
+
+- Filesystem: an empty root; ``/usr`` (and the ``/bin``, ``/lib*`` links), the few ``/etc`` files
+  programs need, the interpreter's prefix and ``extra_ro`` paths are bound READ-ONLY; ``/tmp`` and
+  ``HOME`` (``/home/box``) are fresh size-limited tmpfs; the work directory is ``workdir`` bound
+  read-write at ``/work`` (or a fresh tmpfs when ``workdir`` is None). Nothing else of the host
+  (no ``/work/main``, ``/root``, run directories, sockets) exists inside.
+- Namespaces: new user, PID, IPC, UTS, mount, cgroup and network namespaces (``--unshare-all``),
+  nested user namespaces disabled, ``--die-with-parent``, ``--new-session`` (no terminal
+  injection), a fresh ``/proc`` that shows only the box's processes.
+- Environment: ``--clearenv`` plus exactly ``env`` (PATH, HOME, TMPDIR, LANG by default).
+- Limits (``Limits``): processes (RLIMIT_NPROC, counted in the box's own user namespace; when we
+  run as root the box runs as an unprivileged uid, since the kernel exempts uid 0), address
+  space per process, CPU seconds per process, bytes per file, tmpfs sizes, and a wall clock that
+  SIGKILLs bubblewrap's process group: the box's PID 1 dies with its parent and the kernel then
+  kills every process of the PID namespace, setsid or not.
+- Network: none (an empty network namespace with only loopback) unless ``endpoint_socket`` is
+  given: then that one unix socket is bound in at ``/run/skillgrad/endpoint.sock``; see
+  ``relay.py`` for the loopback port the command reaches it through.
+
+``mode="unsandboxed"`` (opted into by name only) runs the command as a plain subprocess with the
+same environment, rlimits and wall clock but none of the isolation; ``isolation`` records it.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
-import json
 import os
+import resource
 import secrets
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Literal
 
-HARNESS = Path(__file__).with_name("harness.py")
-OUTPUT_LIMIT = 8_000  # characters of stdout / stderr kept in the result
-FSIZE_LIMIT = 16 * 1024 * 1024  # bytes any one file (including captured output) may reach
-MIN_MEMORY_MB = 48  # below this the interpreter itself cannot start
+from skillgrad.errors import ConfigError
+
+Mode = Literal["bubblewrap", "unsandboxed"]
+MODES: tuple[str, ...] = ("bubblewrap", "unsandboxed")
+INSTALL_HINT = (
+    "install bubblewrap (Debian/Ubuntu: `apt-get install bubblewrap`, Fedora: `dnf install "
+    "bubblewrap`), or opt out of isolation by name with `sandbox: unsandboxed` in the task's "
+    "env.options (the run then records that its code ran unsandboxed)"
+)
+BOX_HOME = "/home/box"
+BOX_WORK = "/work"
+INBOX_DIR = "/sbx/inbox"
+ENDPOINT_SOCKET = "/run/skillgrad/endpoint.sock"
+INBOX_HOST = Path(__file__).with_name("inbox")
+_BOX_UID_RANGE = (200_000, 1_200_000)  # unprivileged uids used when we run as root
+_ETC = ("ld.so.cache", "ld.so.conf", "localtime", "nsswitch.conf", "alternatives", "ssl", "ca-certificates")  # fmt: skip
+
+
+class SandboxUnavailable(ConfigError):
+    """Bubblewrap is missing or cannot create its namespaces here, and no opt-out was given."""
 
 
 @dataclass(frozen=True)
-class SandboxResult:
-    """What one sandboxed run did. ``tests`` holds ``{"name", "passed", "error"}`` per test;
-    ``blocked`` lists operations the guards refused (network, outside writes, processes)."""
+class Limits:
+    """Per-box limits. ``memory_mb``/``cpu_s``/``file_mb`` are per process (rlimits); None means
+    no limit of that kind (node's V8 reserves more address space than it uses: agent boxes
+    leave ``memory_mb`` None). ``cpu_s`` None means the wall clock plus one second."""
 
-    passed: bool
+    timeout_s: float = 10.0
+    memory_mb: int | None = 256
+    cpu_s: int | None = None
+    processes: int = 32
+    file_mb: int = 16
+    tmp_mb: int = 64
+
+    def __post_init__(self) -> None:
+        if not self.timeout_s > 0:
+            raise ValueError(f"timeout_s must be > 0, got {self.timeout_s}")
+        if self.memory_mb is not None and self.memory_mb < 48:
+            raise ValueError(f"memory_mb must be >= 48 (or None), got {self.memory_mb}")
+        if self.processes < 2:
+            raise ValueError(f"processes must be >= 2, got {self.processes}")
+
+    def rlimits(self) -> dict[int, int]:
+        cpu = self.cpu_s if self.cpu_s is not None else int(self.timeout_s) + 1
+        limits = {
+            resource.RLIMIT_NPROC: self.processes,
+            resource.RLIMIT_CPU: max(1, cpu),
+            resource.RLIMIT_FSIZE: self.file_mb * 1024 * 1024,
+            resource.RLIMIT_CORE: 0,
+        }
+        if self.memory_mb is not None:
+            limits[resource.RLIMIT_AS] = self.memory_mb * 1024 * 1024
+        return limits
+
+
+@dataclass(frozen=True)
+class BoxOutcome:
+    """How a box ended. ``returncode`` is negative for a signal (bubblewrap's 128+N mapped)."""
+
     returncode: int | None
     stdout: str
     stderr: str
     timed_out: bool
-    memory_exceeded: bool
-    killed_reason: str
     duration_s: float
-    tests_passed: int
-    tests_total: int
     isolation: str
-    tests: tuple[dict[str, Any], ...] = ()
-    blocked: tuple[str, ...] = ()
-    errors: tuple[str, ...] = ()
 
-    @property
-    def fraction(self) -> float:
-        """Share of tests passed (0 when there were none)."""
-        return self.tests_passed / self.tests_total if self.tests_total else 0.0
 
-    def summary(self, max_chars: int = 1200) -> str:
-        """Feedback text for a scorer / the optimizer: counts, failures, why it stopped."""
-        parts = [f"{self.tests_passed}/{self.tests_total} tests passed"]
-        if self.killed_reason:
-            parts.append(f"stopped: {self.killed_reason}")
-        parts.extend(f"blocked: {b}" for b in self.blocked[:3])
-        parts.extend(f"error: {e}" for e in self.errors[:2])
-        failed = [t for t in self.tests if not t.get("passed")]
-        parts.extend(f"FAILED {t['name']}: {t.get('error', '')}" for t in failed[:4])
-        if len(failed) > 4:
-            parts.append(f"... and {len(failed) - 4} more failed tests")
-        if self.stderr.strip() and not self.errors:
-            parts.append("stderr tail: " + self.stderr.strip()[-300:])
-        text = "\n".join(parts)
-        return text if len(text) <= max_chars else text[: max_chars - 3] + "..."
+def check_mode(mode: str) -> Mode:
+    if mode not in MODES:
+        raise ConfigError(f"sandbox: unknown mode {mode!r}; choose one of {', '.join(MODES)}")
+    return "unsandboxed" if mode == "unsandboxed" else "bubblewrap"
 
 
 @functools.lru_cache(maxsize=1)
-def network_namespace_prefix() -> tuple[str, ...]:
-    """The ``unshare`` command that gives a child an empty network namespace here, or ()."""
-    exe = shutil.which("unshare")
+def bubblewrap_problem() -> str:
+    """Why bubblewrap cannot be used here ('' when it works): missing, or namespaces refused."""
+    exe = shutil.which("bwrap")
     if not exe:
-        return ()
-    for flags in (("-n",), ("-r", "-n")):
-        cmd = (exe, *flags, "--")
-        try:
-            probe = subprocess.run([*cmd, "true"], capture_output=True, timeout=5, check=False)
-        except (OSError, subprocess.SubprocessError):
-            continue
-        if probe.returncode == 0:
-            return cmd
-    return ()
-
-
-def _truncate(text: str, limit: int = OUTPUT_LIMIT) -> str:
-    if len(text) <= limit:
-        return text
-    return (
-        text[: limit // 2]
-        + f"\n...[{len(text) - limit} chars truncated]...\n"
-        + text[-limit // 2 :]
-    )
-
-
-def _read(path: Path) -> str:
-    # Bounded by RLIMIT_FSIZE in the child; read whole so the harness's last events are seen.
-    return path.read_bytes().decode("utf-8", errors="replace")
-
-
-def _parse_stdout(raw: str, nonce: str) -> tuple[str, list[dict[str, Any]]]:
-    """Split the harness's marked event lines from the program's own output."""
-    kept: list[str] = []
-    events: list[dict[str, Any]] = []
-    for line in raw.split("\n"):
-        before, sep, after = line.partition(nonce)
-        if not sep:
-            kept.append(line)
-            continue
-        if before:
-            kept.append(before)
-        try:
-            events.append(json.loads(after))
-        except json.JSONDecodeError:
-            kept.append(after)  # a torn last line when the process was killed mid-write
-    return "\n".join(kept).strip("\n"), events
-
-
-def _environment(workdir: str) -> dict[str, str]:
-    # Only what an interpreter needs: no API keys, tokens or proxies reach untrusted code.
-    return {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "LANG": os.environ.get("LANG", "C.UTF-8"),
-        "HOME": workdir,
-        "TMPDIR": workdir,
-    }
-
-
-def _run_child(
-    workdir: str, logdir: Path, timeout_s: float, memory_mb: int, entry_point: str
-) -> tuple[int | None, bool, float]:
-    prefix = network_namespace_prefix()
-    cmd = [
-        *prefix, sys.executable, "-I", "-B", str(HARNESS), workdir,
-        str(memory_mb), str(max(1, int(timeout_s) + 1)), str(FSIZE_LIMIT), entry_point,
-    ]  # fmt: skip
-    nonce = (logdir / "nonce").read_text()
-    start = time.monotonic()
-    with (logdir / "out").open("wb") as out, (logdir / "err").open("wb") as err:
-        proc = subprocess.Popen(
-            cmd, stdin=subprocess.PIPE, stdout=out, stderr=err, cwd=workdir,
-            env=_environment(workdir), start_new_session=True,
-        )  # fmt: skip
-        assert proc.stdin is not None
-        try:
-            proc.stdin.write((nonce + "\n").encode())
-            proc.stdin.close()
-        except OSError:
-            pass  # the child died before reading: the exit code tells why
-        timed_out = False
-        try:
-            proc.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-    return proc.returncode, timed_out, time.monotonic() - start
-
-
-def _isolation() -> str:
-    layers = ["tmpdir", "rlimits", "env-scrubbed", "audit-hook", "socket-guard"]
-    if network_namespace_prefix():
-        layers.insert(0, "netns")
-    return "+".join(layers)
-
-
-def _killed_reason(
-    returncode: int | None, timed_out: bool, memory: bool, timeout_s: float, memory_mb: int
-) -> str:
-    if timed_out:
-        return f"time limit of {timeout_s:g}s exceeded: process group killed"
-    if memory:
-        return f"memory limit of {memory_mb} MB exceeded"
-    if returncode == -signal.SIGXCPU:
-        return "CPU time limit exceeded"
-    if returncode == -signal.SIGXFSZ:
-        return f"file size limit of {FSIZE_LIMIT} bytes exceeded"
-    if returncode is not None and returncode < 0:
-        return f"killed by signal {signal.Signals(-returncode).name}"
+        return "bubblewrap (`bwrap`) is not installed"
+    probe = Box(Limits(timeout_s=20, memory_mb=None))
+    try:
+        out = probe.run(["/bin/true"])
+    except OSError as exc:
+        return f"bubblewrap cannot start: {exc}"
+    if out.returncode != 0:
+        return f"bubblewrap cannot create its namespaces here: {out.stderr.strip()[-300:]}"
     return ""
 
 
-def _result(
-    events: list[dict[str, Any]], stdout: str, stderr: str, run: tuple[int | None, bool, float],
-    limits: tuple[float, int], with_tests: bool,
-) -> SandboxResult:  # fmt: skip
-    returncode, timed_out, duration = run
-    tests = tuple(
-        {"name": e["name"], "passed": bool(e["ok"]), "error": e.get("error", "")}
-        for e in events
-        if e.get("event") == "test"
+def require_bubblewrap() -> None:
+    """Raise ``SandboxUnavailable`` (with how to install) unless the box works here."""
+    problem = bubblewrap_problem()
+    if problem:
+        raise SandboxUnavailable(f"code runs only inside the sandbox, but {problem}: {INSTALL_HINT}")
+
+
+def _world_reachable(path: Path) -> bool:
+    """Whether an unprivileged uid can read and execute ``path`` (every parent searchable)."""
+    try:
+        if not os.stat(path).st_mode & stat.S_IROTH:
+            return False
+        return all(os.stat(p).st_mode & stat.S_IXOTH for p in path.parents)
+    except OSError:
+        return False
+
+
+@functools.lru_cache(maxsize=1)
+def box_python() -> Path:
+    """The interpreter the in-box scripts run on: ours when the box's uid can reach it, else the
+    system's ``python3`` (the scripts need only the standard library)."""
+    candidates = [Path(os.path.realpath(getattr(sys, "_base_executable", sys.executable)))]
+    candidates += [Path(os.path.realpath(p)) for p in ("/usr/bin/python3", "/usr/local/bin/python3")]
+    for path in candidates:
+        if path.is_file() and (os.geteuid() != 0 or _world_reachable(path)):
+            return path
+    raise SandboxUnavailable(
+        f"no Python interpreter readable by an unprivileged user (tried {', '.join(map(str, candidates))}); "
+        "install Debian's python3"
     )
-    total = next((int(e["total"]) for e in events if e.get("event") == "plan"), len(tests))
-    done = any(e.get("event") == "done" for e in events)
-    memory = any(e.get("event") == "memory" for e in events) or "MemoryError" in stderr
-    errors = tuple(f"{e['stage']}: {e['error']}" for e in events if e.get("event") == "error")
-    blocked = tuple(dict.fromkeys(e["what"] for e in events if e.get("event") == "blocked"))
-    reason = _killed_reason(returncode, timed_out, memory, *limits)
-    if not done and not reason and returncode not in (0, None):
-        reason = f"exited with code {returncode} before finishing"
-    n_passed = sum(t["passed"] for t in tests)
-    if with_tests:
-        passed = done and total > 0 and n_passed == total and not reason and not errors
-    else:
-        passed = returncode == 0 and done and not reason and not errors
-    return SandboxResult(
-        passed=passed, returncode=returncode, stdout=_truncate(stdout), stderr=_truncate(stderr),
-        timed_out=timed_out, memory_exceeded=memory, killed_reason=reason,
-        duration_s=round(duration, 3), tests_passed=n_passed, tests_total=total,
-        isolation=_isolation(), tests=tests, blocked=blocked, errors=errors,
-    )  # fmt: skip
 
 
-def _sandboxed(
-    code: str, tests: str | None, timeout_s: float, memory_mb: int, entry_point: str
-) -> SandboxResult:
-    if timeout_s <= 0:
-        raise ValueError(f"timeout_s must be > 0, got {timeout_s}")
-    if memory_mb < MIN_MEMORY_MB:
-        raise ValueError(f"memory_mb must be >= {MIN_MEMORY_MB}, got {memory_mb}")
-    # Logs live beside (not inside) the working directory so the code cannot tamper with them.
-    with tempfile.TemporaryDirectory(prefix="skillgrad-sbx-") as base:
-        logdir = Path(base)
-        workdir = logdir / "work"
-        workdir.mkdir()
-        nonce = "@@SBX" + secrets.token_hex(8) + "@@"
-        (logdir / "nonce").write_text(nonce)
-        (workdir / "solution.py").write_text(code, encoding="utf-8")
-        if tests is not None:
-            (workdir / "tests.py").write_text(tests, encoding="utf-8")
-        run = _run_child(str(workdir), logdir, timeout_s, memory_mb, entry_point)
-        stdout, events = _parse_stdout(_read(logdir / "out"), nonce)
-        stderr = _read(logdir / "err")
-    return _result(events, stdout, stderr, run, (timeout_s, memory_mb), tests is not None)
+@functools.lru_cache(maxsize=1)
+def inbox_dir() -> Path:
+    """The in-box scripts' folder as the box's uid can read it: ours, or a world-readable copy
+    (when we run as root from a private install such as /root/.venv)."""
+    if os.geteuid() != 0 or _world_reachable(INBOX_HOST / "wire.py"):
+        return INBOX_HOST
+    copy = Path(tempfile.mkdtemp(prefix="skillgrad-inbox-")) / "inbox"
+    shutil.copytree(INBOX_HOST, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    for path in (copy.parent, copy, *copy.iterdir()):
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    return copy
 
 
-def run_tests(
-    code: str,
-    tests: str,
-    timeout_s: float = 10.0,
-    memory_mb: int = 256,
+def _prefix_of(executable: Path) -> Path | None:
+    """The install prefix to bind for an interpreter outside /usr (e.g. ~/.pyenv/versions/X)."""
+    if executable.is_relative_to("/usr"):
+        return None
+    return executable.parent.parent
+
+
+def default_env() -> dict[str, str]:
+    return {
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "HOME": BOX_HOME,
+        "TMPDIR": "/tmp",
+        "LANG": "C.UTF-8",
+    }
+
+
+@dataclass
+class Box:
+    """One bubblewrap box (see the module docstring for what it guarantees).
+
+    ``workdir``: host directory bound read-write at ``/work`` (None: a fresh tmpfs);
+    ``extra_ro``: host paths bound read-only at the same path (e.g. node's global modules);
+    ``files``: host files bound read-only at the given in-box path;
+    ``env``: the whole environment (default ``default_env()``);
+    ``endpoint_socket``: a host unix socket bound at ``ENDPOINT_SOCKET`` (else no network)."""
+
+    limits: Limits = field(default_factory=Limits)
+    mode: Mode = "bubblewrap"
+    workdir: Path | None = None
+    extra_ro: Sequence[Path] = ()
+    files: Mapping[str, Path] = field(default_factory=dict)
+    env: Mapping[str, str] | None = None
+    endpoint_socket: Path | None = None
+
+    def isolation(self) -> str:
+        if self.mode == "unsandboxed":
+            return "unsandboxed"
+        net = "net-endpoint-only" if self.endpoint_socket else "no-network"
+        return f"bubblewrap+{net}+rlimits"
+
+    def _bwrap(self) -> list[str]:
+        lim = self.limits
+        args = [
+            shutil.which("bwrap") or "bwrap", "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent",
+            "--new-session", "--clearenv", "--hostname", "box", "--cap-drop", "ALL",
+            "--ro-bind", "/usr", "/usr", "--proc", "/proc", "--dev", "/dev",
+        ]  # fmt: skip
+        for name in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
+            top = Path("/") / name
+            if top.is_symlink():
+                args += ["--symlink", os.readlink(top), str(top)]
+            elif top.is_dir():
+                args += ["--ro-bind", str(top), str(top)]
+        for name in _ETC:
+            if (Path("/etc") / name).exists():
+                args += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
+        prefix = _prefix_of(box_python())
+        ro = [*([prefix] if prefix else []), *self.extra_ro]
+        for path in ro:
+            args += ["--ro-bind", str(path), str(path)]
+        args += ["--size", str(lim.tmp_mb * 1024 * 1024), "--tmpfs", "/tmp"]
+        args += ["--size", str(lim.tmp_mb * 1024 * 1024), "--tmpfs", BOX_HOME]
+        if self.workdir is not None:
+            args += ["--bind", str(self.workdir), BOX_WORK]
+        else:
+            args += ["--size", str(lim.tmp_mb * 1024 * 1024), "--tmpfs", BOX_WORK]
+        args += ["--ro-bind", str(inbox_dir()), INBOX_DIR]
+        for inside, host in self.files.items():
+            args += ["--ro-bind", str(host), inside]
+        if self.endpoint_socket is not None:
+            args += ["--ro-bind", str(self.endpoint_socket), ENDPOINT_SOCKET]
+        for key, value in (self.env if self.env is not None else default_env()).items():
+            args += ["--setenv", key, value]
+        args += ["--chdir", BOX_WORK]
+        limits = [f"--{_PRLIMIT[r]}={v}" for r, v in lim.rlimits().items()]
+        return [*args, "--", "/usr/bin/prlimit", *limits, "--"]
+
+    def command(self, argv: Sequence[str]) -> list[str]:
+        """The full command line that runs ``argv`` in this box."""
+        if self.mode == "unsandboxed":
+            return list(argv)
+        return [*self._bwrap(), *argv]
+
+    def start(
+        self,
+        argv: Sequence[str],
+        stdout: IO[bytes] | int,
+        stderr: IO[bytes] | int,
+        stdin: IO[bytes] | int = subprocess.DEVNULL,
+        pass_fds: Sequence[int] = (),
+    ) -> subprocess.Popen[bytes]:
+        """Start ``argv`` in the box (its own process group); see ``finish`` for the wall clock."""
+        if self.mode == "unsandboxed":
+            env = dict(self.env if self.env is not None else default_env())
+            env["HOME"] = env["TMPDIR"] = str(self.workdir or tempfile.gettempdir())
+            return subprocess.Popen(
+                list(argv), stdin=stdin, stdout=stdout, stderr=stderr, pass_fds=tuple(pass_fds),
+                cwd=self.workdir, env=env, start_new_session=True,
+                preexec_fn=functools.partial(_set_rlimits, self.limits.rlimits()),
+            )  # fmt: skip
+        user = _box_uid() if os.geteuid() == 0 else None
+        if user is not None and self.workdir is not None:
+            _give(self.workdir, user)
+        return subprocess.Popen(
+            self.command(argv), stdin=stdin, stdout=stdout, stderr=stderr,
+            pass_fds=tuple(pass_fds), start_new_session=True, env={"PATH": "/usr/bin:/bin"},
+            user=user, group=user, extra_groups=[] if user is not None else None,
+        )  # fmt: skip
+
+    def run(self, argv: Sequence[str], stdin: bytes = b"", output_limit: int = 1 << 20) -> BoxOutcome:
+        """Run ``argv`` to the end or the wall clock; stdout/stderr kept (up to ``output_limit``)."""
+        start = time.monotonic()
+        with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+            with tempfile.TemporaryFile() as given:
+                given.write(stdin)
+                given.seek(0)
+                proc = self.start(argv, out, err, stdin=given)
+            timed_out = finish([proc], start + self.limits.timeout_s)
+            texts = [_read_capped(f, output_limit) for f in (out, err)]
+        code = returncode(proc.returncode, self.mode)
+        return BoxOutcome(code, *texts, timed_out, time.monotonic() - start, self.isolation())
+
+
+_PRLIMIT = {
+    resource.RLIMIT_NPROC: "nproc", resource.RLIMIT_CPU: "cpu", resource.RLIMIT_FSIZE: "fsize",
+    resource.RLIMIT_CORE: "core", resource.RLIMIT_AS: "as",
+}  # fmt: skip
+
+
+def _set_rlimits(limits: Mapping[int, int]) -> None:
+    # the unsandboxed mode only: NPROC is then counted over the whole uid (and ignored for root)
+    for kind, value in limits.items():
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(kind, (value, value))
+
+
+def _box_uid() -> int:
+    """A fresh unprivileged uid per box, so process counts and files are the box's own."""
+    low, high = _BOX_UID_RANGE
+    return low + secrets.randbelow(high - low)
+
+
+def _give(path: Path, uid: int) -> None:
+    os.chown(path, uid, uid)
+    for root, dirs, files in os.walk(path):
+        for name in dirs + files:
+            os.lchown(os.path.join(root, name), uid, uid)
+
+
+def _read_capped(fh: IO[bytes], limit: int) -> str:
+    fh.seek(0)
+    data = fh.read(limit + 1)
+    text = data[:limit].decode("utf-8", errors="replace")
+    return text + ("\n...[output truncated]" if len(data) > limit else "")
+
+
+def finish(procs: Sequence[subprocess.Popen[bytes]], deadline: float) -> bool:
+    """Wait for every process until ``deadline`` (monotonic); then SIGKILL each one's process
+    group, which takes the whole box with it. Returns whether the deadline struck."""
+    timed_out = False
+    for proc in procs:
+        try:
+            proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            break
+    for proc in procs:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    return timed_out
+
+
+def returncode(code: int | None, mode: Mode) -> int | None:
+    """bubblewrap reports a command killed by signal N as 128+N: map it back to -N."""
+    if mode == "bubblewrap" and code is not None and 128 < code < 128 + 65:
+        return -(code - 128)
+    return code
+
+
+def run_in_box(
+    argv: Sequence[str],
+    workdir: Path | None = None,
+    limits: Limits | None = None,
     *,
-    entry_point: str | None = None,
-) -> SandboxResult:
-    """Run ``code`` then ``tests`` in the sandbox and report per-test results.
+    mode: str = "bubblewrap",
+    env: Mapping[str, str] | None = None,
+    extra_ro: Sequence[Path] = (),
+    endpoint_socket: Path | None = None,
+    stdin: bytes = b"",
+) -> BoxOutcome:
+    """Run ``argv`` in a ``Box`` (refusing when bubblewrap does not work and mode is not
+    ``unsandboxed``)."""
+    checked = check_mode(mode)
+    if checked == "bubblewrap":
+        require_bubblewrap()
+    box = Box(limits or Limits(), checked, workdir, extra_ro, {}, env, endpoint_socket)
+    return box.run(argv, stdin=stdin)
 
-    ``tests`` may hold top-level ``assert`` lines (one test each), ``test_*`` functions, and/or a
-    HumanEval-style ``check(candidate)`` whose asserts count one test each; ``candidate`` is the
-    function ``entry_point`` of the code (default: the last top-level function it defines).
-    """
-    return _sandboxed(code, tests, timeout_s, memory_mb, entry_point or "")
 
-
-def run_code(code: str, timeout_s: float = 10.0, memory_mb: int = 256) -> SandboxResult:
-    """Run ``code`` alone in the sandbox; ``passed`` means it finished without an error."""
-    return _sandboxed(code, None, timeout_s, memory_mb, "")
-
-
-__all__ = ["SandboxResult", "network_namespace_prefix", "run_code", "run_tests"]
+__all__ = [
+    "BOX_HOME", "BOX_WORK", "ENDPOINT_SOCKET", "INBOX_DIR", "INSTALL_HINT", "MODES", "Box",
+    "BoxOutcome", "Limits", "Mode", "SandboxUnavailable", "box_python", "bubblewrap_problem",
+    "check_mode", "finish", "require_bubblewrap", "returncode", "run_in_box",
+]  # fmt: skip

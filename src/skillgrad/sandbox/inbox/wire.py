@@ -1,0 +1,119 @@
+"""Framing and a safe value encoding between the judge and the solution host.
+
+Messages are length-prefixed JSON (``MAX_MESSAGE`` bytes at most). Values cross as tagged JSON
+that decodes ONLY to exact builtin types (None, bool, int, float, complex, str, bytes, list,
+tuple, set, frozenset, dict): a hostile host cannot make the judge build an object with its own
+``__eq__`` or run code while decoding. Anything else travels as a numbered handle.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import struct
+from typing import Any
+
+MAX_MESSAGE = 16 * 1024 * 1024
+MAX_DEPTH = 64
+_HEADER = struct.Struct(">I")
+
+
+class WireError(Exception):
+    """A malformed, oversized or truncated message, or a value that cannot cross."""
+
+
+def send(fd: int, message: dict[str, Any]) -> None:
+    data = json.dumps(message, separators=(",", ":")).encode()
+    if len(data) > MAX_MESSAGE:
+        raise WireError(f"message of {len(data)} bytes exceeds {MAX_MESSAGE}")
+    view = memoryview(_HEADER.pack(len(data)) + data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _read_exact(fd: int, n: int) -> bytes:
+    chunks: list[bytes] = []
+    while n:
+        chunk = os.read(fd, min(n, 1 << 20))
+        if not chunk:
+            raise EOFError("the other side closed the channel")
+        chunks.append(chunk)
+        n -= len(chunk)
+    return b"".join(chunks)
+
+
+def receive(fd: int) -> dict[str, Any]:
+    (size,) = _HEADER.unpack(_read_exact(fd, _HEADER.size))
+    if size > MAX_MESSAGE:
+        raise WireError(f"message of {size} bytes exceeds {MAX_MESSAGE}")
+    try:
+        message = json.loads(_read_exact(fd, size))
+    except (ValueError, RecursionError) as exc:
+        raise WireError(f"malformed message: {exc}") from None
+    if not isinstance(message, dict):
+        raise WireError("a message must be a JSON object")
+    return message
+
+
+def encode(value: Any, handle: Any = None, depth: int = 0) -> Any:
+    """``value`` as tagged JSON; values of other types go through ``handle(value)`` (a tag)."""
+    if depth > MAX_DEPTH:
+        raise WireError("value nested too deeply")
+    kind = type(value)
+    if value is None or kind in (bool, str):
+        return value
+    if kind is int:
+        return {"i": str(value)}
+    if kind is float:
+        return {"f": value.hex()}
+    if kind is complex:
+        return {"c": [value.real.hex(), value.imag.hex()]}
+    if kind is bytes:
+        return {"b": base64.b64encode(value).decode()}
+    tags = {list: "L", tuple: "T", set: "S", frozenset: "F"}
+    if kind in tags:
+        return {tags[kind]: [encode(v, handle, depth + 1) for v in value]}
+    if kind is dict:
+        return {"D": [[encode(k, handle, depth + 1), encode(v, handle, depth + 1)] for k, v in value.items()]}  # fmt: skip
+    if handle is None:
+        raise WireError(f"a {kind.__name__} cannot be sent to the solution process")
+    return handle(value)
+
+
+def decode(data: Any, handle: Any = None, depth: int = 0) -> Any:
+    """The builtin value ``data`` encodes; ``{"h": n}`` goes through ``handle(n)``."""
+    if depth > MAX_DEPTH:
+        raise WireError("value nested too deeply")
+    if data is None or type(data) in (bool, str):
+        return data
+    if type(data) is not dict or len(data) != 1:
+        raise WireError(f"not an encoded value: {str(data)[:80]}")
+    ((tag, body),) = data.items()
+    try:
+        if tag == "i":
+            return int(body)
+        if tag == "f":
+            return float.fromhex(body)
+        if tag == "c":
+            return complex(float.fromhex(body[0]), float.fromhex(body[1]))
+        if tag == "b":
+            return base64.b64decode(body, validate=True)
+        items = [decode(v, handle, depth + 1) for v in body] if tag in ("L", "T", "S", "F") else None
+        if tag == "L":
+            return items
+        if tag == "T":
+            return tuple(items or ())
+        if tag == "S":
+            return set(items or ())
+        if tag == "F":
+            return frozenset(items or ())
+        if tag == "D":
+            return {decode(k, handle, depth + 1): decode(v, handle, depth + 1) for k, v in body}
+        if tag == "h" and handle is not None and type(body) is int:
+            return handle(body)
+    except WireError:
+        raise
+    except (TypeError, ValueError, IndexError) as exc:
+        raise WireError(f"malformed value {tag!r}: {exc}") from None
+    raise WireError(f"unknown value tag {tag!r}")
