@@ -2,33 +2,25 @@
 
 - ``ScriptedBackend``: strict; answers only the calls it was told to expect, fails on an
   unexpected call, and ``assert_done()`` fails on an expected call that never came.
-- ``FunctionBackend``: answers every call with a Python function of the request.
+- ``FunctionBackend``: answers every call with a Python function of the request (it lives in
+  ``skillgrad.models.function``; re-exported here).
 - ``ToyTask``: a tiny seeded task (echo a word in upper case) with an exact-match scorer.
 """
 
 from __future__ import annotations
 
-import asyncio
-import json
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from skillgrad.models.function import FunctionBackend, as_completion
 from skillgrad.tasks.base import ChatTask, Split
-from skillgrad.types import ChatRequest, Completion, Item, Score, Usage
+from skillgrad.types import ChatRequest, Completion, Item, Score
 
 
 class UnexpectedCall(AssertionError):
     """A strict fake received a call it was not scripted for (or missed one it was)."""
-
-
-def _as_completion(value: str | dict[str, Any] | Completion, request: ChatRequest) -> Completion:
-    if isinstance(value, Completion):
-        return value
-    text = value if isinstance(value, str) else json.dumps(value)
-    prompt = sum(len(m.content.split()) for m in request.messages)
-    return Completion(text=text, usage=Usage(prompt, len(text.split())), model="fake")
 
 
 def request_text(request: ChatRequest) -> str:
@@ -93,7 +85,7 @@ class ScriptedBackend:
             if not exp.used and exp.match(request):
                 exp.used = True
                 reply = exp.reply(request) if callable(exp.reply) else exp.reply
-                return _as_completion(reply, request)
+                return as_completion(reply, request)
         raise UnexpectedCall(
             f"ScriptedBackend {self.name!r} got an unexpected call #{len(self.calls)}:\n"
             f"{request_text(request)[:800]}"
@@ -103,34 +95,6 @@ class ScriptedBackend:
         missing = [e.label for e in self._expected if not e.used]
         if missing:
             raise UnexpectedCall(f"expected calls never made: {missing}")
-
-
-class FunctionBackend:
-    """Answers every call with ``fn(request)`` (text, dict or Completion); counts its calls.
-
-    ``latency`` (seconds) is slept before answering, to exercise concurrency.
-    """
-
-    def __init__(
-        self,
-        fn: Callable[[ChatRequest], str | dict[str, Any] | Completion],
-        name: str = "function:fake",
-        latency: float = 0.0,
-    ) -> None:
-        self.fn = fn
-        self.name = name
-        self.latency = latency
-        self.calls: list[ChatRequest] = []
-
-    async def complete(self, request: ChatRequest) -> Completion:
-        if self.latency:
-            await asyncio.sleep(self.latency)
-        result = _as_completion(self.fn(request), request)
-        self.calls.append(request)
-        return result
-
-    def count_tokens(self, text: str) -> int:
-        return len(text.split())
 
 
 _WORDS = (

@@ -13,6 +13,7 @@ from typing import Any
 
 from skillgrad.errors import PermanentModelError, TransientModelError
 from skillgrad.models import structured
+from skillgrad.models.provider import Provider
 from skillgrad.models.providers import Endpoint, extra_body, require_env, sdk_error
 from skillgrad.models.spec import ModelSpec
 from skillgrad.types import ChatRequest, Completion, Message, Usage
@@ -198,4 +199,24 @@ class AnthropicBackend:
         )
 
 
-__all__ = ["AnthropicBackend", "to_anthropic_messages", "to_anthropic_tool"]
+PROVIDER = Provider(
+    name="anthropic",
+    build=AnthropicBackend,
+    remote=True,
+    options=(
+        "base_url",
+        "api_key_env",
+        "temperature",
+        "max_tokens",
+        "timeout_s",
+        "max_retries",
+        "max_concurrency",
+        "requests_per_minute",
+        "tokens_per_minute",
+        "options",
+    ),
+    extra="anthropic",
+    summary="Anthropic's Messages API (key in $ANTHROPIC_API_KEY)",
+)
+
+__all__ = ["PROVIDER", "AnthropicBackend", "to_anthropic_messages", "to_anthropic_tool"]

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from skillgrad.errors import PermanentModelError
+from skillgrad.models.provider import Provider
 from skillgrad.models.spec import ModelSpec
 from skillgrad.types import ChatRequest, Completion, Usage
 
@@ -100,4 +101,13 @@ class LlamaCppBackend:
         )
 
 
-__all__ = ["LlamaCppBackend", "embedded_model_path"]
+PROVIDER = Provider(
+    name="llamacpp",
+    build=LlamaCppBackend,
+    remote=False,
+    options=("model_path", "n_ctx", "n_threads", "temperature", "max_tokens"),
+    extra="local",
+    summary="llama.cpp in process (the embedded SmolLM2-135M by default)",
+)
+
+__all__ = ["PROVIDER", "LlamaCppBackend", "embedded_model_path"]

@@ -10,7 +10,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-PROVIDERS = ("llamacpp", "openai", "azure", "openai_compatible", "anthropic", "function")
+from skillgrad.models.provider import provider_names
 
 
 class ModelSpec(BaseModel):
@@ -47,7 +47,7 @@ class ModelSpec(BaseModel):
         if isinstance(value, str):
             provider, sep, model = value.partition(":")
             if not sep:
-                return cls(provider=provider) if provider in PROVIDERS else cls(model=provider)
+                return cls(provider=provider) if provider in provider_names() else cls(model=provider)
             return cls(provider=provider, model=model)
         return cls.model_validate(value)
 
@@ -56,4 +56,4 @@ class ModelSpec(BaseModel):
         return f"{self.provider}:{self.model}"
 
 
-__all__ = ["PROVIDERS", "ModelSpec"]
+__all__ = ["ModelSpec"]

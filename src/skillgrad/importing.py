@@ -1,0 +1,69 @@
+"""Import a user object named ``package.module:attr`` or ``path/to/file.py:attr``.
+
+A leaf module (it imports only ``skillgrad.errors``), so every room can resolve user objects
+without importing the registry: tasks, scorers and the ``function`` model provider use it.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+import importlib.util
+import sys
+from pathlib import Path
+from typing import Any
+
+from skillgrad.errors import ConfigError
+
+
+def did_you_mean(name: str, known: list[str]) -> str:
+    """`` Did you mean 'x'?`` for the closest known name, or ''."""
+    close = difflib.get_close_matches(name, known, n=1)
+    return f" Did you mean {close[0]!r}?" if close else ""
+
+
+def import_file(path: Path, spec: str) -> Any:
+    """Import one Python file as a module; one module per file, so loading a file twice yields
+    the same classes."""
+    mod_id = f"skillgrad_user_{abs(hash(str(path.resolve())))}"
+    if mod_id in sys.modules:
+        return sys.modules[mod_id]
+    loaded = importlib.util.spec_from_file_location(mod_id, path)
+    if loaded is None or loaded.loader is None:
+        raise ConfigError(f"cannot import {path} (from {spec!r}): is it a Python file?")
+    module = importlib.util.module_from_spec(loaded)
+    sys.modules[mod_id] = module
+    try:
+        loaded.loader.exec_module(module)
+    except Exception as exc:
+        del sys.modules[mod_id]
+        raise ConfigError(f"importing {path} failed: {type(exc).__name__}: {exc}") from exc
+    return module
+
+
+def resolve_object(spec: str, base_dir: Path | None = None) -> Any:
+    """Import ``package.module:attr`` or ``path/to/file.py:attr`` (relative to ``base_dir``)."""
+    module_name, _, attr = spec.partition(":")
+    if not attr:
+        raise ConfigError(f"{spec!r} is not of the form 'module:attribute' or 'file.py:attribute'")
+    if module_name.endswith(".py"):
+        path = Path(module_name)
+        if not path.is_absolute() and base_dir is not None:
+            path = Path(base_dir) / path
+        if not path.exists():
+            raise ConfigError(f"file {path} does not exist (from {spec!r})")
+        module = import_file(path, spec)
+    else:
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError as exc:
+            raise ConfigError(f"cannot import module {module_name!r} for {spec!r}: {exc}") from exc
+    try:
+        return getattr(module, attr)
+    except AttributeError:
+        names = [n for n in dir(module) if not n.startswith("_")]
+        hint = did_you_mean(attr, names)
+        raise ConfigError(f"module {module_name!r} has no attribute {attr!r}.{hint}") from None
+
+
+__all__ = ["did_you_mean", "import_file", "resolve_object"]

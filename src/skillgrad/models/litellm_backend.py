@@ -1,0 +1,124 @@
+"""``provider: litellm``: Gemini, Bedrock, Vertex, Mistral and the rest through LiteLLM's
+``acompletion`` (optional extra ``skillgrad[litellm]``).
+
+``model`` is LiteLLM's model string (``gemini/gemini-2.0-flash``, ``bedrock/...``,
+``openai/<model>`` with ``base_url`` for any OpenAI-compatible server). Keys come from the
+environment variables LiteLLM reads for each vendor, or from ``api_key_env``. LiteLLM's own
+retries are off: retry and rate limiting are the run's wrappers.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from skillgrad.errors import ModelError, TransientModelError
+from skillgrad.models.openai_wire import as_openai_tool
+from skillgrad.models.provider import Provider, missing_sdk
+from skillgrad.models.providers import Endpoint, extra_body, require_env, sdk_error
+from skillgrad.models.spec import ModelSpec
+from skillgrad.types import ChatRequest, Completion, Usage
+
+
+class LiteLLMBackend:
+    """``complete(request)`` via ``litellm.acompletion``; errors mapped to our two kinds."""
+
+    def __init__(self, spec: ModelSpec) -> None:
+        try:
+            import litellm
+        except ImportError as exc:
+            raise missing_sdk(spec.name, "litellm", exc) from None
+        self._acompletion = litellm.acompletion
+        self.name = spec.name
+        self.model = spec.model
+        self.max_tokens = spec.max_tokens
+        self.timeout_s = spec.timeout_s
+        self.base_url = spec.base_url
+        self.api_key = (
+            require_env(spec.api_key_env, "litellm", spec.model) if spec.api_key_env else None
+        )
+        self.body = extra_body(spec)
+        self.endpoint = Endpoint("litellm", spec.model, spec.base_url or "(litellm default)")
+
+    async def complete(self, request: ChatRequest) -> Completion:
+        kwargs: dict[str, Any] = {
+            "model": self.model,
+            "messages": [m.to_openai() for m in request.messages],
+            "max_tokens": self.max_tokens if self.max_tokens is not None else request.max_tokens,
+            "temperature": request.temperature,
+            "timeout": self.timeout_s,
+            "num_retries": 0,
+        }
+        if self.base_url:
+            kwargs["api_base"] = self.base_url
+        if self.api_key:
+            kwargs["api_key"] = self.api_key
+        if request.seed is not None:
+            kwargs["seed"] = request.seed
+        if request.stop:
+            kwargs["stop"] = list(request.stop)
+        if request.tools:
+            kwargs["tools"] = [as_openai_tool(t) for t in request.tools]
+        if request.response_schema is not None:
+            kwargs["response_format"] = {"type": "json_object"}
+        kwargs.update(self.body)
+        try:
+            response = await self._acompletion(**kwargs)
+        except Exception as exc:
+            raise _mapped(exc, self.endpoint) from exc
+        return _completion(response, self.model, self.endpoint)
+
+
+def _mapped(exc: Exception, ep: Endpoint) -> Exception:
+    mapped: ModelError | None = sdk_error(exc, ep)
+    if mapped is not None:
+        return mapped
+    kind = type(exc).__name__
+    if kind in ("APIConnectionError", "ServiceUnavailableError", "InternalServerError"):
+        return TransientModelError(f"{ep.name}: {kind}: {exc}")
+    return exc
+
+
+def _completion(response: Any, model: str, ep: Endpoint) -> Completion:
+    choices = getattr(response, "choices", None)
+    if not choices:
+        raise TransientModelError(f"{ep.name}: malformed response without choices")
+    choice = choices[0]
+    message = choice.message
+    calls = tuple(
+        tc.model_dump(exclude_none=True) if hasattr(tc, "model_dump") else dict(tc)
+        for tc in (getattr(message, "tool_calls", None) or ())
+    )
+    usage = getattr(response, "usage", None)
+    return Completion(
+        text=message.content or "",
+        usage=Usage(
+            int(getattr(usage, "prompt_tokens", 0) or 0),
+            int(getattr(usage, "completion_tokens", 0) or 0),
+        ),
+        model=str(getattr(response, "model", "") or model),
+        finish_reason=str(choice.finish_reason or "stop"),
+        tool_calls=calls,
+    )
+
+
+PROVIDER = Provider(
+    name="litellm",
+    build=LiteLLMBackend,
+    remote=True,
+    options=(
+        "base_url",
+        "api_key_env",
+        "temperature",
+        "max_tokens",
+        "timeout_s",
+        "max_retries",
+        "max_concurrency",
+        "requests_per_minute",
+        "tokens_per_minute",
+        "options",
+    ),
+    extra="litellm",
+    summary="LiteLLM's acompletion: Gemini, Bedrock, Vertex, Mistral and the rest",
+)
+
+__all__ = ["PROVIDER", "LiteLLMBackend"]

@@ -1,0 +1,79 @@
+"""Model providers, registered exactly like tasks and scorers: entry-point group
+``skillgrad.providers`` (the built-ins are registered in skillgrad's own pyproject).
+
+Each provider is one module that declares a ``Provider``: its name, how to build the raw backend
+from a ``ModelSpec``, which ``ModelSpec`` fields it reads, whether it is remote (then the run
+wraps it in ``retry(limit(raw))``) or in-process (called directly), and the pip extra it needs.
+Adding a provider is one new file plus one entry point, e.g. in your own pyproject::
+
+    [project.entry-points."skillgrad.providers"]
+    mycloud = "my_package.mycloud:PROVIDER"
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from skillgrad.errors import PermanentModelError
+from skillgrad.importing import did_you_mean
+
+if TYPE_CHECKING:
+    from skillgrad.models.base import ModelBackend
+    from skillgrad.models.spec import ModelSpec
+
+PROVIDER_GROUP = "skillgrad.providers"
+
+
+@dataclass(frozen=True)
+class Provider:
+    """What a provider module declares (contract for ``build``: it returns the raw backend or
+    raises ``PermanentModelError`` saying what to set or install; it never retries)."""
+
+    name: str
+    build: Callable[[ModelSpec], ModelBackend]
+    remote: bool
+    """True for a network endpoint (retried and rate limited); False for in-process backends
+    (llama.cpp, Python functions), which get neither."""
+    options: tuple[str, ...] = ()
+    """The ``ModelSpec`` fields it reads besides ``provider`` and ``model``."""
+    extra: str | None = None
+    """The ``skillgrad[extra]`` it needs, named in errors when its SDK is missing."""
+    summary: str = ""
+
+
+def provider_names() -> list[str]:
+    """Every registered provider name (built-ins and third-party), sorted."""
+    return sorted({ep.name for ep in importlib.metadata.entry_points(group=PROVIDER_GROUP)})
+
+
+def get_provider(name: str) -> Provider:
+    """The ``Provider`` registered as ``name``, or a PermanentModelError listing the known ones."""
+    eps = {ep.name: ep for ep in importlib.metadata.entry_points(group=PROVIDER_GROUP)}
+    if name not in eps:
+        known = sorted(eps)
+        raise PermanentModelError(
+            f"unknown model provider {name!r}.{did_you_mean(name, known)} Known providers: "
+            f"{', '.join(known)} (write 'provider:model'; register your own in the "
+            f"{PROVIDER_GROUP!r} entry-point group)."
+        )
+    provider = eps[name].load()
+    if not isinstance(provider, Provider):
+        raise PermanentModelError(
+            f"entry point {name!r} in {PROVIDER_GROUP!r} is {type(provider).__name__}, "
+            "not a skillgrad.models.provider.Provider"
+        )
+    return provider
+
+
+def missing_sdk(spec_name: str, extra: str, exc: ImportError) -> PermanentModelError:
+    """The error for a provider whose optional SDK is not installed."""
+    return PermanentModelError(
+        f"{spec_name}: this provider needs the '{extra}' extra ({exc}). "
+        f"Install it with: pip install 'skillgrad[{extra}]'"
+    )
+
+
+__all__ = ["PROVIDER_GROUP", "Provider", "get_provider", "missing_sdk", "provider_names"]
