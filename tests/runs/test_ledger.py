@@ -61,7 +61,8 @@ async def test_totals_follow_every_paid_call_and_survive_a_reopen(tmp_path: Path
     assert _table_totals(path) == _sql_totals(path)
     live = cache.totals()
     assert live["all"]["calls"] == 12 and live["target"]["calls"] == 10
-    assert live["target"]["cost"] == pytest.approx(_sql_totals(path)[("target", "rollout", 1)][3] * 2)
+    step_cost = _sql_totals(path)[("target", "rollout", 1)][3]
+    assert live["target"]["cost"] == pytest.approx(2 * step_cost)
     assert cache.totals("step=?", (2,))["all"]["calls"] == 6
     assert cache.by_stage()["optimizer/reflect"]["calls"] == 2
     cache.close()
