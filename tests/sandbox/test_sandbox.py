@@ -1,5 +1,6 @@
-"""The sandbox really isolates: no network, no writes outside its directory, time and memory
-limits enforced with the reason reported, secrets not inherited, per-test results reported."""
+"""The sandbox does its job for honest code: per-test results and failure reasons, time and
+memory limits with the reason reported, no network, an environment of its own. (The attacks
+are in test_attacks.py.)"""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from skillgrad.sandbox.box import network_namespace_prefix, run_code, run_tests
+from skillgrad.errors import ConfigError
+from skillgrad.sandbox import Limits, run_code, run_in_box, run_tests
 
 pytestmark = pytest.mark.slow
 
@@ -95,44 +97,39 @@ def test_network_is_unreachable(listener: Listener) -> None:
         "def reach_raw():\n"
         "    import _socket\n"
         "    s = _socket.socket()\n"
-        f"    s.connect(('127.0.0.1', {listener.port}))\n"
+        f"    s.connect(('10.255.255.1', {listener.port}))\n"
         "    return True\n"
     )
     result = run_tests(code, "assert reach()\nassert reach_raw()\n", timeout_s=10, memory_mb=256)
     assert result.tests_passed == 0 and result.tests_total == 2
-    assert all("network access" in t["error"] for t in result.tests)
-    assert any("network access" in b for b in result.blocked)
+    assert "Connection refused" in result.tests[0]["error"]
+    assert "Network is unreachable" in result.tests[1]["error"]
     assert listener.accepted == 0
-    assert "socket-guard" in result.isolation and "audit-hook" in result.isolation
-    assert ("netns" in result.isolation) == bool(network_namespace_prefix())
+    assert result.isolation.startswith("bubblewrap+no-network")
 
 
-def test_cannot_write_outside_its_directory(tmp_path: Path) -> None:
-    target = tmp_path / "escaped.txt"
+def test_writes_stay_in_the_private_work_directory(tmp_path: Path) -> None:
     code = (
-        "import os, shutil\n"
-        "def attempts():\n"
-        "    results = []\n"
-        f"    for fn in (lambda: open({str(target)!r}, 'w').write('x'),\n"
-        f"               lambda: os.open({str(target)!r}, os.O_CREAT | os.O_WRONLY),\n"
-        f"               lambda: os.system('touch {target}'),\n"
-        f"               lambda: shutil.copy('solution.py', {str(target)!r})):\n"
-        "        try:\n"
-        "            fn()\n"
-        "            results.append('wrote')\n"
-        "        except PermissionError:\n"
-        "            results.append('blocked')\n"
-        "    return results\n"
+        "import os\n"
         "def inside():\n"
         "    with open('scratch.txt', 'w') as fh:\n"
         "        fh.write('ok')\n"
-        "    return open('scratch.txt').read()\n"
+        "    return open('scratch.txt').read(), os.getcwd()\n"
+        "def outside(path):\n"
+        "    try:\n"
+        "        open(path, 'w').write('x')\n"
+        "        return 'wrote'\n"
+        "    except OSError as exc:\n"
+        "        return exc.strerror\n"
     )
-    tests = "assert attempts() == ['blocked'] * 4\nassert inside() == 'ok'\n"
+    tests = (
+        "assert inside() == ('ok', '/work')\n"
+        "assert outside('/usr/escaped.txt') == 'Read-only file system'\n"
+        f"assert outside({str(tmp_path / 'escaped.txt')!r}) == 'No such file or directory'\n"
+    )
     result = run_tests(code, tests, timeout_s=10, memory_mb=256)
     assert result.passed, result.summary()
-    assert not target.exists()
-    assert any("outside the working directory" in b for b in result.blocked)
+    assert not (tmp_path / "escaped.txt").exists() and not Path("/usr/escaped.txt").exists()
 
 
 def test_killed_at_time_limit_with_reason() -> None:
@@ -166,15 +163,15 @@ def test_killed_at_memory_limit_with_reason(code: str) -> None:
     assert not result.timed_out
 
 
-def test_environment_is_scrubbed_and_workdir_is_temporary(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_environment_is_scrubbed_and_workdir_is_private(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-secret-value")
-    code = "import os\nprint(sorted(os.environ))\nprint(os.getcwd())\n"
+    code = "import os\nprint(sorted(os.environ))\nprint(os.getcwd(), os.listdir('.'))\n"
     result = run_code(code, timeout_s=10, memory_mb=256)
     assert result.passed, result.summary()
     names, cwd = result.stdout.splitlines()
-    assert "OPENAI_API_KEY" not in names and "sk-secret-value" not in result.stdout
-    assert eval(names) == ["HOME", "LANG", "PATH", "TMPDIR"]
-    assert not os.path.exists(cwd)
+    assert "sk-secret-value" not in result.stdout
+    assert set(eval(names)) <= {"HOME", "LANG", "PATH", "TMPDIR", "PWD", "LC_CTYPE"}
+    assert cwd == "/work []"
 
 
 def test_output_is_truncated_and_results_survive_flooding() -> None:
@@ -184,11 +181,13 @@ def test_output_is_truncated_and_results_survive_flooding() -> None:
     assert len(result.stdout) < 10_000 and "truncated" in result.stdout
 
 
-def test_bad_limits_are_rejected_clearly() -> None:
+def test_bad_limits_and_modes_are_rejected_clearly() -> None:
     with pytest.raises(ValueError, match="timeout_s must be > 0"):
         run_code("pass", timeout_s=0, memory_mb=256)
     with pytest.raises(ValueError, match="memory_mb must be >="):
         run_code("pass", timeout_s=1, memory_mb=1)
+    with pytest.raises(ConfigError, match="unknown mode 'none'.*bubblewrap, unsandboxed"):
+        run_code("pass", mode="none")
 
 
 def test_network_modules_still_import() -> None:
@@ -198,22 +197,49 @@ def test_network_modules_still_import() -> None:
     assert result.passed, result.summary()
 
 
-def test_network_namespace_alone_blocks_loopback(listener: Listener) -> None:
-    # The OS layer by itself, without the in-process guards: a plain interpreter started with
-    # the sandbox's unshare prefix cannot reach the test's server on the host's 127.0.0.1.
-    prefix = network_namespace_prefix()
-    connect = (
-        "import socket\n"
-        "try:\n"
-        f"    socket.create_connection(('127.0.0.1', {listener.port}), timeout=2)\n"
-        "    print('connected')\n"
-        "except OSError as exc:\n"
-        "    print('refused', exc)\n"
+def test_values_of_every_builtin_kind_cross_and_objects_are_remote() -> None:
+    code = (
+        "import math\n"
+        "def values():\n"
+        "    return [1, 2**80, -0.5, math.inf, 1+2j, 'é', b'\\x00', (1,), {2}, frozenset({3}),\n"
+        "            {'k': [None, True]}]\n"
+        "class Counter:\n"
+        "    def __init__(self, n):\n"
+        "        self.n = n\n"
+        "    def up(self):\n"
+        "        self.n += 1\n"
+        "        return self.n\n"
+        "    def __iter__(self):\n"
+        "        return iter(range(self.n))\n"
+        "    def __eq__(self, other):\n"
+        "        return True\n"
+        "def boom():\n"
+        "    raise ValueError('bad input')\n"
     )
-    out = subprocess.run(
-        [*prefix, sys.executable, "-c", connect], capture_output=True, text=True, timeout=30
-    ).stdout
-    if prefix:
-        assert out.startswith("refused") and listener.accepted == 0
-    else:  # no namespace available here: the control run does connect, guards are the layer
-        assert out.startswith("connected")
+    tests = (
+        "import math\n"
+        "assert values() == [1, 2**80, -0.5, math.inf, 1+2j, 'é', b'\\x00', (1,), {2}, frozenset({3}), {'k': [None, True]}]\n"
+        "c = Counter(2)\n"
+        "assert c.up() == 3 and list(c) == [0, 1, 2] and c.n == 3\n"
+        "assert c != 5\n"
+        "def test_raises():\n"
+        "    try:\n"
+        "        boom()\n"
+        "    except ValueError as exc:\n"
+        "        assert 'bad input' in str(exc)\n"
+        "    else:\n"
+        "        raise AssertionError('no ValueError')\n"
+        "from solution import values as v\n"
+        "assert v()[0] == 1\n"
+    )
+    result = run_tests(code, tests, timeout_s=10, memory_mb=256)
+    assert result.passed, result.summary()
+    truthy = run_tests("class T:\n    def __bool__(self):\n        return True\ndef f():\n    return T()\n", "assert f()\n")
+    assert not truthy.passed and "no truth value" in truthy.tests[0]["error"]
+
+
+def test_unsandboxed_mode_is_opt_in_by_name_and_recorded() -> None:
+    result = run_tests(ADD, "assert add(1, 2) == 3\n", mode="unsandboxed")
+    assert result.passed and result.isolation == "unsandboxed+separate-judge"
+    plain = run_in_box(["/bin/sh", "-c", "echo $HOME"], limits=Limits(timeout_s=5), mode="unsandboxed")
+    assert plain.returncode == 0 and plain.isolation == "unsandboxed"
