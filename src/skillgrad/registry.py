@@ -1,5 +1,6 @@
-"""Finding tasks and scorers by name: entry points (groups ``skillgrad.tasks`` and
-``skillgrad.scorers``), built-in scorer names, or ``module:attr`` / ``file.py:attr``.
+"""Finding tasks, scorers and model providers by name: entry points (groups
+``skillgrad.tasks``, ``skillgrad.scorers`` and ``skillgrad.providers``), built-in scorer names,
+or ``module:attr`` / ``file.py:attr``.
 
 Built-in tasks are registered exactly like third-party ones (in pyproject's entry points), so a
 user's own task or scorer in their own file works without touching skillgrad.
@@ -7,18 +8,18 @@ user's own task or scorer in their own file works without touching skillgrad.
 
 from __future__ import annotations
 
-import difflib
 import importlib
 import importlib.metadata
 import importlib.util
 import inspect
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from skillgrad.errors import ConfigError
+from skillgrad.importing import did_you_mean, resolve_object
 from skillgrad.models.base import ModelBackend
+from skillgrad.models.provider import PROVIDER_GROUP, get_provider, provider_names
 from skillgrad.tasks.base import Scorer, Task
 from skillgrad.tasks.scorers import SCORERS, CallableScorer
 
@@ -28,54 +29,6 @@ SCORER_GROUP = "skillgrad.scorers"
 
 def _entry_points(group: str) -> dict[str, importlib.metadata.EntryPoint]:
     return {ep.name: ep for ep in importlib.metadata.entry_points(group=group)}
-
-
-def _did_you_mean(name: str, known: list[str]) -> str:
-    close = difflib.get_close_matches(name, known, n=1)
-    return f" Did you mean {close[0]!r}?" if close else ""
-
-
-def _import_file(path: Path, spec: str) -> Any:
-    # One module per file, so loading a task file twice yields the same classes.
-    mod_id = f"skillgrad_user_{abs(hash(str(path.resolve())))}"
-    if mod_id in sys.modules:
-        return sys.modules[mod_id]
-    loaded = importlib.util.spec_from_file_location(mod_id, path)
-    if loaded is None or loaded.loader is None:
-        raise ConfigError(f"cannot import {path} (from {spec!r}): is it a Python file?")
-    module = importlib.util.module_from_spec(loaded)
-    sys.modules[mod_id] = module
-    try:
-        loaded.loader.exec_module(module)
-    except Exception as exc:
-        del sys.modules[mod_id]
-        raise ConfigError(f"importing {path} failed: {type(exc).__name__}: {exc}") from exc
-    return module
-
-
-def resolve_object(spec: str, base_dir: Path | None = None) -> Any:
-    """Import ``package.module:attr`` or ``path/to/file.py:attr`` (relative to ``base_dir``)."""
-    module_name, _, attr = spec.partition(":")
-    if not attr:
-        raise ConfigError(f"{spec!r} is not of the form 'module:attribute' or 'file.py:attribute'")
-    if module_name.endswith(".py"):
-        path = Path(module_name)
-        if not path.is_absolute() and base_dir is not None:
-            path = Path(base_dir) / path
-        if not path.exists():
-            raise ConfigError(f"file {path} does not exist (from {spec!r})")
-        module = _import_file(path, spec)
-    else:
-        try:
-            module = importlib.import_module(module_name)
-        except ImportError as exc:
-            raise ConfigError(f"cannot import module {module_name!r} for {spec!r}: {exc}") from exc
-    try:
-        return getattr(module, attr)
-    except AttributeError:
-        names = [n for n in dir(module) if not n.startswith("_")]
-        hint = _did_you_mean(attr, names)
-        raise ConfigError(f"module {module_name!r} has no attribute {attr!r}.{hint}") from None
 
 
 def call_factory(
@@ -96,7 +49,7 @@ def call_factory(
         if unknown and not var_kw:
             shown = [n for n in named if n not in injected and not n.startswith("_")]
             raise ConfigError(
-                f"unknown option {unknown[0]!r} for {what}.{_did_you_mean(unknown[0], shown)} "
+                f"unknown option {unknown[0]!r} for {what}.{did_you_mean(unknown[0], shown)} "
                 f"Known options: {', '.join(shown) or '(none)'}"
             )
         for key, value in injected.items():
@@ -123,7 +76,7 @@ def load_task(name: str, options: dict[str, Any], base_dir: Path | None = None) 
         factory = resolve_object(name, base_dir)
     else:
         raise ConfigError(
-            f"unknown task {name!r}.{_did_you_mean(name, list(eps))} Known tasks: "
+            f"unknown task {name!r}.{did_you_mean(name, list(eps))} Known tasks: "
             f"{', '.join(sorted(eps))}; or give 'package.module:attribute' / 'file.py:attribute'."
         )
     task = call_factory(factory, options, f"task {name!r}", base_dir=base_dir)
@@ -155,7 +108,7 @@ def load_scorer(
         target = resolve_object(name, base_dir)
     else:
         raise ConfigError(
-            f"unknown scorer {name!r}.{_did_you_mean(name, scorer_names())} Known scorers: "
+            f"unknown scorer {name!r}.{did_you_mean(name, scorer_names())} Known scorers: "
             f"{', '.join(scorer_names())}; or give 'package.module:attribute' / "
             "'file.py:attribute'."
         )
@@ -177,11 +130,14 @@ def load_scorer(
 
 
 __all__ = [
+    "PROVIDER_GROUP",
     "SCORER_GROUP",
     "TASK_GROUP",
     "call_factory",
+    "get_provider",
     "load_scorer",
     "load_task",
+    "provider_names",
     "resolve_object",
     "scorer_names",
     "task_names",

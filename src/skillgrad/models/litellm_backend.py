@@ -9,12 +9,13 @@ retries are off: retry and rate limiting are the run's wrappers.
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from skillgrad.errors import ModelError, TransientModelError
 from skillgrad.models.openai_wire import as_openai_tool
 from skillgrad.models.provider import Provider, missing_sdk
-from skillgrad.models.providers import Endpoint, extra_body, require_env, sdk_error
+from skillgrad.models.providers import NO_KEY, Endpoint, extra_body, require_env, sdk_error
 from skillgrad.models.spec import ModelSpec
 from skillgrad.types import ChatRequest, Completion, Usage
 
@@ -23,10 +24,13 @@ class LiteLLMBackend:
     """``complete(request)`` via ``litellm.acompletion``; errors mapped to our two kinds."""
 
     def __init__(self, spec: ModelSpec) -> None:
+        # skillgrad prices calls itself: no fetch of LiteLLM's remote cost map at import
+        os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
         try:
             import litellm
         except ImportError as exc:
             raise missing_sdk(spec.name, "litellm", exc) from None
+        litellm.suppress_debug_info = True  # no "Give Feedback" banners on stdout
         self._acompletion = litellm.acompletion
         self.name = spec.name
         self.model = spec.model
@@ -52,6 +56,8 @@ class LiteLLMBackend:
             kwargs["api_base"] = self.base_url
         if self.api_key:
             kwargs["api_key"] = self.api_key
+        elif self.base_url:  # a local OpenAI-compatible server: the SDK insists on some key
+            kwargs["api_key"] = NO_KEY
         if request.seed is not None:
             kwargs["seed"] = request.seed
         if request.stop:

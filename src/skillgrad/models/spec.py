@@ -47,7 +47,9 @@ class ModelSpec(BaseModel):
         if isinstance(value, str):
             provider, sep, model = value.partition(":")
             if not sep:
-                return cls(provider=provider) if provider in provider_names() else cls(model=provider)
+                return (
+                    cls(provider=provider) if provider in provider_names() else cls(model=provider)
+                )
             return cls(provider=provider, model=model)
         return cls.model_validate(value)
 
