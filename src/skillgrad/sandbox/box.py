@@ -16,9 +16,9 @@ Contract of ``Box(limits, ...).start(argv)`` / ``run_in_box(argv, ...)``:
   space per process, CPU seconds per process, bytes per file, tmpfs sizes, and a wall clock that
   SIGKILLs bubblewrap's process group: the box's PID 1 dies with its parent and the kernel then
   kills every process of the PID namespace, setsid or not.
-- Network: none (an empty network namespace with only loopback) unless ``endpoint_socket`` is
-  given: then that one unix socket is bound in at ``/run/skillgrad/endpoint.sock``; see
-  ``relay.py`` for the loopback port the command reaches it through.
+- Network: none (an empty network namespace with only loopback). ``run_in_box(endpoint=...)``
+  binds ONE unix socket in at ``/run/skillgrad/endpoint.sock`` that leads to one endpoint (see
+  ``relay.py``); the command reaches it through a loopback port inside the box.
 
 ``mode="unsandboxed"`` (opted into by name only) runs the command as a plain subprocess with the
 same environment, rlimits and wall clock but none of the isolation; ``isolation`` records it.
@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import IO, Literal
 
 from skillgrad.errors import ConfigError
+from skillgrad.sandbox.relay import EndpointRelay
 
 Mode = Literal["bubblewrap", "unsandboxed"]
 MODES: tuple[str, ...] = ("bubblewrap", "unsandboxed")
@@ -358,6 +359,16 @@ def returncode(code: int | None, mode: Mode) -> int | None:
     return code
 
 
+_LAUNCH = "import runpy, sys; sys.path.insert(0, sys.argv.pop(1)); runpy.run_module(sys.argv.pop(1), run_name='__main__', alter_sys=True)"  # fmt: skip
+
+
+def inbox_command(module: str, *args: str, mode: Mode) -> list[str]:
+    """The argv that runs an in-box script (``inbox.judge``, ``inbox.host``, ``inbox.relay``)
+    as a module of the read-only ``inbox`` package."""
+    root = INBOX_DIR if mode == "bubblewrap" else str(INBOX_HOST)
+    return [str(box_python()), "-I", "-B", "-c", _LAUNCH, str(Path(root).parent), module, *args]
+
+
 def run_in_box(
     argv: Sequence[str],
     workdir: Path | None = None,
@@ -366,20 +377,27 @@ def run_in_box(
     mode: str = "bubblewrap",
     env: Mapping[str, str] | None = None,
     extra_ro: Sequence[Path] = (),
-    endpoint_socket: Path | None = None,
+    endpoint: EndpointRelay | None = None,
+    endpoint_port: int = 8080,
     stdin: bytes = b"",
 ) -> BoxOutcome:
-    """Run ``argv`` in a ``Box`` (refusing when bubblewrap does not work and mode is not
-    ``unsandboxed``)."""
+    """Run ``argv`` in a ``Box``, refusing (``SandboxUnavailable``) when bubblewrap does not work
+    here and ``mode`` is not ``"unsandboxed"``. With ``endpoint``, the command reaches that one
+    endpoint at ``http://127.0.0.1:<endpoint_port>`` inside the box and nothing else (in the
+    unsandboxed mode the command is run as is and must be pointed at the endpoint itself)."""
     checked = check_mode(mode)
     if checked == "bubblewrap":
         require_bubblewrap()
-    box = Box(limits or Limits(), checked, workdir, extra_ro, {}, env, endpoint_socket)
+    box = Box(limits or Limits(), checked, workdir, extra_ro, {}, env)
+    if endpoint is not None and checked == "bubblewrap":
+        box.endpoint_socket = endpoint.socket_path
+        port = str(endpoint_port)
+        argv = inbox_command("inbox.relay", port, ENDPOINT_SOCKET, "--", *argv, mode=checked)
     return box.run(argv, stdin=stdin)
 
 
 __all__ = [
     "BOX_HOME", "BOX_WORK", "ENDPOINT_SOCKET", "INBOX_DIR", "INSTALL_HINT", "MODES", "Box",
     "BoxOutcome", "Limits", "Mode", "SandboxUnavailable", "box_python", "bubblewrap_problem",
-    "check_mode", "finish", "require_bubblewrap", "returncode", "run_in_box",
+    "check_mode", "finish", "inbox_command", "require_bubblewrap", "returncode", "run_in_box",
 ]  # fmt: skip

@@ -22,21 +22,19 @@ from pathlib import Path
 from typing import Any
 
 from skillgrad.sandbox.box import (
-    INBOX_DIR,
-    INBOX_HOST,
     Box,
     Limits,
     Mode,
     box_python,
     check_mode,
     finish,
+    inbox_command,
     require_bubblewrap,
     returncode,
 )
 
 OUTPUT_LIMIT = 8_000  # characters of the program's stdout / stderr kept in the result
 HOST_GRACE_S = 1.0  # how long the solution host may outlive the judge before it is killed
-_LAUNCH = "import runpy, sys; sys.path.insert(0, sys.argv.pop(1)); runpy.run_module(sys.argv.pop(1), run_name='__main__', alter_sys=True)"  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -97,12 +95,6 @@ def _read(path: Path, limit: int = 4 * OUTPUT_LIMIT) -> str:
             tail = fh.read()
     text = head.decode("utf-8", errors="replace")
     return text + ("\n" + tail.decode("utf-8", errors="replace") if tail else "")
-
-
-def _module_argv(module: str, *args: str, mode: Mode) -> list[str]:
-    """An in-box script run as a module of the read-only ``inbox`` package."""
-    root = INBOX_DIR if mode == "bubblewrap" else str(INBOX_HOST)
-    return [str(box_python()), "-I", "-B", "-c", _LAUNCH, str(Path(root).parent), module, *args]
 
 
 @contextmanager
@@ -184,12 +176,12 @@ def run_tests(
                 (root / "judge_err").open("wb") as judge_err,
             ):
                 vfd = verdict.fileno()
-                judge_argv = _module_argv(
+                judge_argv = inbox_command(
                     "inbox.judge", f"{inside}/tests.py", str(request_w), str(reply_r), str(vfd),
                     entry_point or "", mode=checked,
                 )  # fmt: skip
                 procs.append(judge_box.start(judge_argv, judge_err, judge_err, pass_fds=(request_w, reply_r, vfd)))  # fmt: skip
-                host_argv = _module_argv(
+                host_argv = inbox_command(
                     "inbox.host", f"{inside}/solution.py", str(request_r), str(reply_w), mode=checked
                 )
                 procs.append(host_box.start(host_argv, out, err, pass_fds=(request_r, reply_w)))

@@ -1,0 +1,81 @@
+"""A box with no network reaches exactly one endpoint through the relay, and nothing else."""
+
+from __future__ import annotations
+
+import http.server
+import socket
+import threading
+from collections.abc import Iterator
+
+import pytest
+
+from skillgrad.sandbox import EndpointRelay, Limits, run_in_box
+
+pytestmark = pytest.mark.slow
+
+
+class Hello(http.server.BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        body = f"hello from the endpoint, you asked {self.path}".encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def _serve() -> tuple[http.server.ThreadingHTTPServer, int]:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Hello)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, server.server_address[1]
+
+
+@pytest.fixture
+def two_servers() -> Iterator[tuple[int, int]]:
+    allowed, allowed_port = _serve()
+    other, other_port = _serve()
+    yield allowed_port, other_port
+    allowed.shutdown()
+    other.shutdown()
+
+
+def test_the_one_endpoint_is_reachable_and_nothing_else(two_servers: tuple[int, int]) -> None:
+    allowed_port, other_port = two_servers
+    probe = (
+        "import urllib.request, socket\n"
+        "print(urllib.request.urlopen('http://127.0.0.1:9000/v1/models', timeout=5).read().decode())\n"
+        f"for port in ({allowed_port}, {other_port}):\n"
+        "    try:\n"
+        "        socket.create_connection(('127.0.0.1', port), timeout=2)\n"
+        "        print('reached', port)\n"
+        "    except OSError as exc:\n"
+        "        print('blocked', port, exc.strerror)\n"
+        "try:\n"
+        "    socket.getaddrinfo('pypi.org', 443)\n"
+        "    print('resolved')\n"
+        "except OSError:\n"
+        "    print('no dns')\n"
+    )
+    with EndpointRelay("127.0.0.1", allowed_port) as relay:
+        out = run_in_box(
+            ["/usr/bin/python3", "-c", probe], limits=Limits(timeout_s=20),
+            endpoint=relay, endpoint_port=9000,
+        )  # fmt: skip
+        assert relay.connections == 1
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0] == "hello from the endpoint, you asked /v1/models"
+    assert lines[1].startswith(f"blocked {allowed_port}") and lines[2].startswith(f"blocked {other_port}")
+    assert lines[3] == "no dns"
+    assert out.isolation == "bubblewrap+net-endpoint-only+rlimits"
+
+
+def test_without_a_relay_the_box_has_no_network(two_servers: tuple[int, int]) -> None:
+    allowed_port, _ = two_servers
+    code = f"import socket\nsocket.create_connection(('127.0.0.1', {allowed_port}), timeout=2)\n"
+    out = run_in_box(["/usr/bin/python3", "-c", code], limits=Limits(timeout_s=20))
+    assert out.returncode == 1 and "Connection refused" in out.stderr
+    with socket.create_connection(("127.0.0.1", allowed_port), timeout=2):
+        pass  # control: the server is up on the host
