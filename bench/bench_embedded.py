@@ -13,8 +13,8 @@ import argparse
 import asyncio
 import time
 
+from skillgrad.benchmarks.quickstart import QuickstartTask
 from skillgrad.models.llamacpp import LlamaCppBackend
-from skillgrad.tasks.quickstart import QuickstartTask
 from skillgrad.types import ChatRequest, Message
 
 RULES = [

@@ -10,8 +10,7 @@ from pathlib import Path
 import pytest
 
 from skillgrad.errors import SkillError
-from skillgrad.skill import Skill, approx_tokens, parse_section_path, unified_diff
-from skillgrad.tasks.base import skill_hash
+from skillgrad.skill import Skill, approx_tokens, parse_section_path, skill_hash, unified_diff
 from skillgrad.types import Edit
 
 DOC = """\

@@ -11,8 +11,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from skillgrad.errors import DataError
-from skillgrad.tasks.base import SPLITS, ChatTask, Split
-from skillgrad.tasks.scorers import NumericScorer
+from skillgrad.scorers import NumericScorer
+from skillgrad.tasks.base import SPLITS, Split
+from skillgrad.tasks.chat import ChatTask
 from skillgrad.types import Item, Score
 
 

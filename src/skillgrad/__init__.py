@@ -18,9 +18,11 @@ from skillgrad.errors import (
 )
 from skillgrad.models.base import ModelBackend
 from skillgrad.models.spec import ModelSpec
+from skillgrad.scorers.base import Scorer
 from skillgrad.skill import Skill
-from skillgrad.tasks.base import ChatTask, Scorer, Task
-from skillgrad.train.api import RunResult, run_training
+from skillgrad.tasks.base import Task
+from skillgrad.tasks.chat import ChatTask
+from skillgrad.session import RunResult, arun_training, run_training
 from skillgrad.types import (
     ChatRequest,
     Completion,

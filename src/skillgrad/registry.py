@@ -20,8 +20,9 @@ from skillgrad.errors import ConfigError
 from skillgrad.importing import did_you_mean, resolve_object
 from skillgrad.models.base import ModelBackend
 from skillgrad.models.provider import PROVIDER_GROUP, get_provider, provider_names
-from skillgrad.tasks.base import Scorer, Task
-from skillgrad.tasks.scorers import SCORERS, CallableScorer
+from skillgrad.scorers import SCORERS, CallableScorer
+from skillgrad.scorers.base import Scorer
+from skillgrad.tasks.base import Task
 
 TASK_GROUP = "skillgrad.tasks"
 SCORER_GROUP = "skillgrad.scorers"

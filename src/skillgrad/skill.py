@@ -8,6 +8,7 @@ length and diffs. Parsing and tolerant matching live in ``skill_match``.
 from __future__ import annotations
 
 import difflib
+import hashlib
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -29,7 +30,6 @@ from skillgrad.skill_match import (
     scan,
 )
 from skillgrad.skill_package import SkillPackage, is_package_text
-from skillgrad.tasks.base import skill_hash
 from skillgrad.types import Edit, EditResult
 
 SLOW_UPDATE_SOURCE = "slow_update"
@@ -39,6 +39,11 @@ _MARKERISH = re.compile(r"<!--\s*/?\s*skillgrad:protected", re.IGNORECASE)
 _LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])(?:\s|$)")
 _BARE_MARKER = re.compile(r"\s*(?:[-*+]|\d+[.)])?\s*")  # what a deletion may leave of a line
 _TOKEN = re.compile(r"\w+|[^\w\s]")
+
+
+def skill_hash(skill_text: str) -> str:
+    """Content hash of a skill document (the key of the per-(skill, item) result cache)."""
+    return hashlib.sha256(skill_text.encode("utf-8")).hexdigest()[:16]
 
 
 def approx_tokens(text: str) -> int:
@@ -105,7 +110,7 @@ class Skill:
 
     @cached_property
     def hash(self) -> str:
-        """``skillgrad.tasks.base.skill_hash`` of the text: the result-cache key."""
+        """``skill_hash`` of the text: the result-cache key."""
         return skill_hash(self.text)
 
     @cached_property
@@ -408,5 +413,6 @@ __all__ = [
     "format_section_path",
     "normalise",
     "parse_section_path",
+    "skill_hash",
     "unified_diff",
 ]

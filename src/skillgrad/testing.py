@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from skillgrad.models.function import FunctionBackend, as_completion
-from skillgrad.tasks.base import ChatTask, Split
+from skillgrad.tasks.base import Split
+from skillgrad.tasks.chat import ChatTask
 from skillgrad.types import ChatRequest, Completion, Item, Score
 
 

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
+from skillgrad.benchmarks.tool_use import ToolUseBenchmark
 from skillgrad.errors import ConfigError, TransientModelError
-from skillgrad.tasks.agent import ToolTask, parse_text_turn, tool_calls_of
-from skillgrad.tasks.bench_tools import ToolUseBenchmark
+from skillgrad.tasks.tool_rollout import ToolTask, parse_text_turn, tool_calls_of
 from skillgrad.tasks.tools import Tool, make_tool
 from skillgrad.testing import FunctionBackend, ScriptedBackend
 from skillgrad.types import ChatRequest, Completion, Item, Score, Trajectory, to_json

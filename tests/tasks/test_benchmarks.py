@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
+from skillgrad.benchmarks.code import FAMILIES, CodeBenchmark, HumanEvalBenchmark
+from skillgrad.benchmarks.extraction import ExtractionTask
+from skillgrad.benchmarks.tool_use import ToolUseBenchmark
 from skillgrad.errors import ConfigError, DataError
 from skillgrad.registry import load_task
 from skillgrad.tasks.base import Task
-from skillgrad.tasks.bench_code import FAMILIES, CodeBenchmark, HumanEvalBenchmark
-from skillgrad.tasks.bench_extraction import ExtractionTask
-from skillgrad.tasks.bench_tools import ToolUseBenchmark
 from skillgrad.testing import FunctionBackend, user_text
 from skillgrad.types import ChatRequest
 
@@ -41,9 +41,9 @@ def test_splits_are_disjoint_sized_and_deterministic(cls: type[Any]) -> None:
 @pytest.mark.parametrize(
     "spec",
     [
-        "skillgrad.tasks.bench_extraction:ExtractionTask",
-        "skillgrad.tasks.bench_tools:ToolUseBenchmark",
-        "skillgrad.tasks.bench_code:CodeBenchmark",
+        "skillgrad.benchmarks.extraction:ExtractionTask",
+        "skillgrad.benchmarks.tool_use:ToolUseBenchmark",
+        "skillgrad.benchmarks.code:CodeBenchmark",
     ],
 )
 def test_options_are_constructor_kwargs(spec: str) -> None:

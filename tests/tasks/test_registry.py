@@ -19,9 +19,9 @@ from skillgrad.registry import (
     scorer_names,
     task_names,
 )
+from skillgrad.scorers import SCORERS, NumericScorer
 from skillgrad.tasks.base import Task
 from skillgrad.tasks.data import DataTask
-from skillgrad.tasks.scorers import SCORERS, NumericScorer
 from skillgrad.testing import FunctionBackend, ToyTask, system_text, user_text
 from skillgrad.types import ChatRequest, Item
 
@@ -31,7 +31,7 @@ EXAMPLE = REPO / "examples" / "custom_task"
 USER_TASK = textwrap.dedent(
     """
     from dataclasses import dataclass
-    from skillgrad.tasks.base import ChatTask
+    from skillgrad.tasks.chat import ChatTask
     from skillgrad.types import Item, Score
 
     @dataclass
@@ -105,7 +105,7 @@ def test_task_errors_say_what_to_fix(tmp_path: Path) -> None:
 def test_scorer_names_and_builtins() -> None:
     assert set(SCORERS) <= set(scorer_names())
     assert isinstance(load_scorer("numeric", {"tolerance": 0.5}), NumericScorer)
-    by_path = load_scorer("skillgrad.tasks.scorers:NumericScorer", {"tolerance": 0.5})
+    by_path = load_scorer("skillgrad.scorers:NumericScorer", {"tolerance": 0.5})
     assert isinstance(by_path, NumericScorer) and by_path.tolerance == 0.5
     with pytest.raises(ConfigError, match=r"Did you mean 'exact'\?"):
         load_scorer("exakt")
@@ -136,7 +136,7 @@ def test_scorer_entry_point_group(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
 
 def test_scorer_object_by_module_attr_takes_no_options(tmp_path: Path) -> None:
     (tmp_path / "obj.py").write_text(
-        "from skillgrad.tasks.scorers import ExactScorer\n"
+        "from skillgrad.scorers import ExactScorer\n"
         "LOUD = ExactScorer(case_sensitive=False)\n"
     )
     scorer = load_scorer("obj.py:LOUD", {}, tmp_path)

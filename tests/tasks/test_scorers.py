@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 
 from skillgrad.errors import ConfigError, ModelError
-from skillgrad.tasks.base import Scorer
-from skillgrad.tasks.scorers import SCORERS, LLMJudgeScorer, build_scorer
-from skillgrad.tasks.scorers_delegate import VERDICT_SCHEMA
-from skillgrad.tasks.textnorm import extract_json, find_numbers, normalize_answer
+from skillgrad.scorers import SCORERS, LLMJudgeScorer, build_scorer
+from skillgrad.scorers.base import Scorer
+from skillgrad.scorers.judge import VERDICT_SCHEMA
+from skillgrad.scorers.textnorm import extract_json, find_numbers, normalize_answer
 from skillgrad.testing import FunctionBackend, ScriptedBackend, request_text
 from skillgrad.types import Item, Score
 
@@ -341,7 +341,7 @@ def test_bad_scorer_options_and_specs() -> None:
     with pytest.raises(ConfigError, match="empty"):
         build_scorer(" ")
     with pytest.raises(ConfigError, match="no attribute 'nope'"):
-        build_scorer("skillgrad.tasks.scorers:nope")
+        build_scorer("skillgrad.scorers:nope")
 
 
 def test_scorers_survive_huge_and_odd_unicode_output() -> None:

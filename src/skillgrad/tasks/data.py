@@ -17,7 +17,9 @@ from skillgrad.errors import (
     DataError,
 )
 from skillgrad.models.base import ModelBackend
-from skillgrad.tasks.base import SPLITS, ChatTask, Split
+from skillgrad.scorers import build_scorer
+from skillgrad.tasks.base import SPLITS, Split
+from skillgrad.tasks.chat import ChatTask
 from skillgrad.tasks.loaders import (
     Problems,
     Row,
@@ -29,7 +31,6 @@ from skillgrad.tasks.loaders import (
     split_files,
     template_fields,
 )
-from skillgrad.tasks.scorers import build_scorer
 from skillgrad.types import Item, Message, Score
 
 _DEFAULT_RATIOS: dict[Split, float] = {"train": 0.6, "val": 0.2, "test": 0.2}

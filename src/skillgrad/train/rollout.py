@@ -13,7 +13,8 @@ from collections.abc import Sequence
 from skillgrad.errors import SystemicFailure
 from skillgrad.models.base import ModelBackend
 from skillgrad.runs.cache import CallCache
-from skillgrad.tasks.base import Task, skill_hash
+from skillgrad.skill import skill_hash
+from skillgrad.tasks.base import Task
 from skillgrad.train.progress import NullProgress, Progress
 from skillgrad.types import Item, Trajectory
 

@@ -13,7 +13,8 @@ import re
 from dataclasses import dataclass, field
 
 from skillgrad.errors import ConfigError
-from skillgrad.tasks.base import ChatTask, Split
+from skillgrad.tasks.base import Split
+from skillgrad.tasks.chat import ChatTask
 from skillgrad.types import Item, Score
 
 LABELS = ("positive", "negative")

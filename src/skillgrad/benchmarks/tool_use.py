@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from skillgrad.errors import ConfigError
-from skillgrad.tasks.agent import PROTOCOLS, ToolProtocol, ToolTask, tool_calls_of
 from skillgrad.tasks.base import SPLITS, Split
+from skillgrad.tasks.tool_rollout import PROTOCOLS, ToolProtocol, ToolTask, tool_calls_of
 from skillgrad.tasks.tools import Tool, make_tool
 from skillgrad.types import Item, Score
 

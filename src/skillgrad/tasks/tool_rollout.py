@@ -15,7 +15,8 @@ from typing import Any, Literal
 
 from skillgrad.errors import BudgetExceeded, ConfigError, PermanentModelError, SkillgradError
 from skillgrad.models.base import ModelBackend
-from skillgrad.tasks.base import Split, skill_hash
+from skillgrad.skill import skill_hash
+from skillgrad.tasks.base import Split
 from skillgrad.tasks.tools import Tool, ToolResult
 from skillgrad.types import ChatRequest, Completion, Item, Message, Score, Trajectory, Usage
 

@@ -33,8 +33,9 @@ from skillgrad.harnesses.command import load_harness
 from skillgrad.harnesses.events import Transcript
 from skillgrad.harnesses.process import ProcessOutcome
 from skillgrad.models.base import ModelBackend
+from skillgrad.skill import skill_hash
 from skillgrad.skill_package import SkillPackage, is_package_text
-from skillgrad.tasks.base import SPLITS, Split, skill_hash
+from skillgrad.tasks.base import SPLITS, Split
 from skillgrad.types import Item, Message, Score, Trajectory
 
 INFRA_PREFIX = "infrastructure: "

@@ -8,8 +8,9 @@ import re
 from typing import Any, Literal
 
 from skillgrad.errors import ConfigError
-from skillgrad.tasks.scorers_text import BaseScorer, best, references
-from skillgrad.tasks.textnorm import nfkc, short, squash_spaces, strip_accents
+from skillgrad.scorers.base import BaseScorer
+from skillgrad.scorers.text import best, references
+from skillgrad.scorers.textnorm import nfkc, short, squash_spaces, strip_accents
 from skillgrad.types import Item, Score
 
 

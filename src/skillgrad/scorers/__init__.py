@@ -14,17 +14,12 @@ from typing import Any
 
 from skillgrad.errors import ConfigError
 from skillgrad.models.base import ModelBackend
-from skillgrad.tasks.base import Scorer
-from skillgrad.tasks.scorers_delegate import CallableScorer, CodeTestsScorer, LLMJudgeScorer
-from skillgrad.tasks.scorers_pattern import ContainsScorer, RegexScorer
-from skillgrad.tasks.scorers_structured import ChoiceScorer, JsonFieldsScorer
-from skillgrad.tasks.scorers_text import (
-    BaseScorer,
-    ExactScorer,
-    NormalizedScorer,
-    NumericScorer,
-    TokenF1Scorer,
-)
+from skillgrad.scorers.base import BaseScorer, Scorer
+from skillgrad.scorers.callables import CallableScorer, CodeTestsScorer
+from skillgrad.scorers.judge import LLMJudgeScorer
+from skillgrad.scorers.pattern import ContainsScorer, RegexScorer
+from skillgrad.scorers.structured import ChoiceScorer, JsonFieldsScorer
+from skillgrad.scorers.text import ExactScorer, NormalizedScorer, NumericScorer, TokenF1Scorer
 
 SCORERS: dict[str, type[BaseScorer]] = {
     "exact": ExactScorer,

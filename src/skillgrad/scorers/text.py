@@ -11,7 +11,8 @@ from collections import Counter
 from typing import Any, Literal
 
 from skillgrad.errors import ConfigError
-from skillgrad.tasks.textnorm import (
+from skillgrad.scorers.base import BaseScorer
+from skillgrad.scorers.textnorm import (
     Number,
     find_numbers,
     format_number,
@@ -22,40 +23,6 @@ from skillgrad.tasks.textnorm import (
     squash_spaces,
 )
 from skillgrad.types import Item, Score
-
-
-class BaseScorer:
-    """Shared guard rails: a missing reference or an empty output is a 0 score with feedback."""
-
-    name = "base"
-    deterministic = True
-    needs_reference = True
-
-    def score(self, output: str, item: Item) -> Score:
-        if self.needs_reference and item.reference is None:
-            return Score(
-                0.0,
-                False,
-                f"cannot score: item {item.id!r} has no reference (None); "
-                "check the dataset's reference field",
-            )
-        text = output if isinstance(output, str) else ("" if output is None else str(output))
-        if not text.strip():
-            return Score(0.0, False, f"empty output; expected {self.describe(item)}")
-        result = self._score(text, item)
-        value = min(1.0, max(0.0, float(result.value)))
-        return Score(value, result.passed, result.feedback)
-
-    def describe(self, item: Item) -> str:
-        """What a correct answer looks like, for feedback on an empty output."""
-        return short(item.reference)
-
-    def check_reference(self, reference: Any) -> str | None:
-        """Why a dataset reference cannot be scored by this scorer, or None if it can."""
-        return None
-
-    def _score(self, output: str, item: Item) -> Score:
-        raise NotImplementedError
 
 
 def references(reference: Any) -> list[str]:

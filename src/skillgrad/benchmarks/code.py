@@ -20,7 +20,7 @@ from typing import Any
 
 from skillgrad.errors import ConfigError, DataError
 from skillgrad.tasks.base import SPLITS, Split
-from skillgrad.tasks.code import CodeTask
+from skillgrad.tasks.code_rollout import CodeTask
 from skillgrad.types import Item
 
 Inputs = list[tuple[Any, ...]]

@@ -9,8 +9,8 @@ import re
 from typing import Any
 
 from skillgrad.errors import ConfigError
-from skillgrad.tasks.scorers_text import BaseScorer
-from skillgrad.tasks.textnorm import extract_json, nfkc, normalize_answer, parse_number, short
+from skillgrad.scorers.base import BaseScorer
+from skillgrad.scorers.textnorm import extract_json, nfkc, normalize_answer, parse_number, short
 from skillgrad.types import Item, Score
 
 _ARTICLE_USE = re.compile(r"\s+(?!or\b|and\b|nor\b)[a-z]")

@@ -15,14 +15,9 @@ from dataclasses import asdict
 from typing import Any
 
 from skillgrad.models.base import ModelBackend
-from skillgrad.tasks.base import (
-    Split,
-    complete_item,
-    failed_trajectory,
-    skill_hash,
-    skill_messages,
-)
 from skillgrad.sandbox import SandboxResult, run_tests
+from skillgrad.skill import skill_hash
+from skillgrad.tasks.base import Split, complete_item, failed_trajectory, skill_messages
 from skillgrad.types import ChatRequest, Item, Message, Score, Trajectory
 
 _FENCE = re.compile(r"```[ \t]*([\w+-]*)[^\n]*\n(.*?)(?:```|\Z)", re.DOTALL)

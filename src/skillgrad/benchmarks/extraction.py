@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from skillgrad.errors import ConfigError
-from skillgrad.tasks.base import SPLITS, ChatTask, Split
+from skillgrad.tasks.base import SPLITS, Split
+from skillgrad.tasks.chat import ChatTask
 from skillgrad.types import Item, Score
 
 FIELDS = ("order_id", "quantity", "city")

@@ -1,0 +1,56 @@
+"""``ChatTask``: the single-turn chat rollout most tasks use (define ``load_split``,
+``prompt(item)`` and ``score(output, item)``)."""
+
+from __future__ import annotations
+
+from skillgrad.errors import BudgetExceeded, ConfigError, PermanentModelError
+from skillgrad.models.base import ModelBackend
+from skillgrad.skill import skill_hash
+from skillgrad.tasks.base import complete_item, failed_trajectory, skill_messages
+from skillgrad.types import ChatRequest, Item, Message, Score, Trajectory
+
+
+class ChatTask:
+    """Single-turn tasks: define ``load_split``, ``prompt(item)`` and ``score(output, item)``."""
+
+    name = "chat"
+    max_tokens = 64
+    temperature = 0.0
+
+    def prompt(self, item: Item) -> str:
+        raise NotImplementedError
+
+    def score(self, output: str, item: Item) -> Score:
+        raise NotImplementedError
+
+    def messages(self, item: Item, skill: str) -> tuple[Message, ...]:
+        return skill_messages(skill, self.prompt(item))
+
+    async def rollout(self, item: Item, skill: str, backend: ModelBackend) -> Trajectory:
+        messages = self.messages(item, skill)
+        request = ChatRequest(messages, temperature=self.temperature, max_tokens=self.max_tokens)
+        completion = await complete_item(backend, request)
+        if isinstance(completion, str):
+            return failed_trajectory(item, skill, messages, completion)
+        output = completion.text
+        try:
+            ascore = getattr(self, "ascore", None)  # async scorers (LLM judge, sandboxed tests)
+            score = await ascore(output, item) if ascore else self.score(output, item)
+        except (PermanentModelError, BudgetExceeded, ConfigError):
+            raise  # e.g. a judge without a model, or out of budget: the run stops, not one item
+        except Exception as exc:  # a scorer bug on one item must not kill the step
+            return failed_trajectory(
+                item, skill, messages, f"scorer raised {type(exc).__name__}: {exc}", output
+            )
+        return Trajectory(
+            item_id=item.id,
+            skill_hash=skill_hash(skill),
+            messages=(*messages, Message("assistant", output)),
+            output=output,
+            score=score,
+            reference=item.reference,
+            usage=completion.usage,
+        )
+
+
+__all__ = ["ChatTask"]
