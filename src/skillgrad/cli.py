@@ -69,7 +69,7 @@ def train(
 ) -> None:
     """Train a skill; re-running the same command on an existing run resumes it."""
     from skillgrad.console import ConsoleCallback, RichProgress
-    from skillgrad.train.api import run_training
+    from skillgrad.session import run_training
 
     try:
         sets = [*(set_ or []), *(["train.gate=false"] if no_gate else [])]

@@ -1,4 +1,7 @@
-"""Zero-shot evaluation of any skill on a split: ``skillgrad eval``."""
+"""Zero-shot evaluation of any skill on a split: ``skillgrad eval``.
+
+The run is assembled by ``session.open_session`` exactly as ``train`` assembles it (task,
+checked splits, backends with their wrappers, judge binding, metering)."""
 
 from __future__ import annotations
 
@@ -6,28 +9,32 @@ from pathlib import Path
 from typing import Any
 
 from skillgrad.config import Config
-from skillgrad.models.metering import MeteredBackend
-from skillgrad.registry import load_task
 from skillgrad.runs.cache import CallCache
+from skillgrad.session import open_session
 from skillgrad.skill import Skill
-from skillgrad.train.api import build_raw_backend, load_splits
 from skillgrad.train.rollout import mean_score, rollout
 
 
 async def evaluate_skill(cfg: Config, skill_path: Path, split: str) -> dict[str, Any]:
     """Score ``skill_path`` on ``split`` with the configured target; calls cached under
     ``<output_root>/_eval/calls.sqlite`` so re-evaluating the same skill is free."""
-    task = load_task(cfg.env.task, dict(cfg.env.options), Path(cfg.base_dir))
-    items = load_splits(task)[split]
     skill = Skill.load(skill_path)
-    store = CallCache(Path(cfg.env.output_root) / "_eval" / "calls.sqlite")
+    db = Path(cfg.env.output_root) / "_eval" / "calls.sqlite"
+    store = CallCache(db)
     try:
-        target = MeteredBackend(
-            build_raw_backend(cfg.models.target, cfg.base_dir, {}), store, "target"
-        )
-        trajs = await rollout(
-            task, items, skill.text, target, workers=cfg.hardware.rollout_workers, store=store
-        )
+        session = open_session(cfg, store)
+        try:
+            items = session.items[split]
+            trajs = await rollout(
+                session.task,
+                items,
+                skill.text,
+                session.target,
+                workers=cfg.hardware.rollout_workers,
+                store=store,
+            )
+        finally:
+            await session.aclose()
     finally:
         store.close()
     return {

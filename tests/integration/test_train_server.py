@@ -19,7 +19,7 @@ from skillgrad.config import load_config
 from skillgrad.errors import BudgetExceeded
 from skillgrad.runs.cache import CallCache
 from skillgrad.runs.io import read_json
-from skillgrad.train import run_training
+from skillgrad.session import run_training
 from skillgrad.types import ChatRequest, Message
 
 

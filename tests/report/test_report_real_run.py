@@ -20,8 +20,8 @@ from skillgrad.dashboard import create_app
 from skillgrad.report.compare import compare_runs
 from skillgrad.report.html import write_html_report
 from skillgrad.report.provenance import blame, skill_diff
+from skillgrad.session import run_training
 from skillgrad.trackers import TensorBoardCallback
-from skillgrad.train import run_training
 
 
 def _cfg(root: Path, name: str, lr: float = 4) -> Any:
@@ -53,7 +53,7 @@ def test_interrupted_then_resumed_run_is_reported(tmp_path: Path) -> None:
     page = write_html_report(run).read_text()
     assert "<code>summary.json</code>" in page and "still in progress" in page
     assert page.split('id="steps"')[1].split("</table>")[0].count("<tr class=") == 2
-    client = TestClient(create_app(tmp_path))
+    client = TestClient(create_app(tmp_path), base_url="http://127.0.0.1")
     assert client.get("/api/runs").json()[0]["status"] == "running"
     assert [p["step"] for p in client.get("/api/run/run").json()["points"]] == [1, 2]
 

@@ -44,6 +44,8 @@ def _now() -> str:
 
 def _comparable(config: dict[str, Any]) -> dict[str, Any]:
     out = {k: v for k, v in config.items() if k not in RESUMABLE_CHANGES}
+    if isinstance(out.get("train"), dict):  # more epochs continue a run (checked separately)
+        out["train"] = {k: v for k, v in out["train"].items() if k != "num_epochs"}
     models = out.get("models")
     if isinstance(models, dict):
         out["models"] = {
@@ -53,6 +55,12 @@ def _comparable(config: dict[str, Any]) -> dict[str, Any]:
             for role, spec in models.items()
         }
     return out
+
+
+def _epochs(config: dict[str, Any]) -> int | None:
+    train = config.get("train")
+    value = train.get("num_epochs") if isinstance(train, dict) else None
+    return value if isinstance(value, int) else None
 
 
 def _flat_diff(a: Any, b: Any, prefix: str = "") -> list[str]:
@@ -97,6 +105,9 @@ class RunDir:
             )
         integrity.check_data(self.paths, data)
         diffs = _flat_diff(_comparable(stored), _comparable(config))
+        before, after = _epochs(stored), _epochs(config)
+        if before is not None and after is not None and after < before:
+            diffs.append(f"train.num_epochs: {before!r} -> {after!r} (it may only grow)")
         if diffs:
             raise RunDirError(
                 f"{self.root} holds a run with a different config:\n  "

@@ -1,4 +1,4 @@
-"""RunContext: what every stage of a run needs, assembled once by ``train/api.py``.
+"""RunContext: what every stage of a run needs, assembled once by ``skillgrad.session``.
 
 It holds no training state (that is ``TrainState``); it is the config, the task and its splits,
 the two metered backends, the run directory, the call store, callbacks and progress.

@@ -42,6 +42,16 @@ async def train(ctx: RunContext, initial_skill: str) -> dict[str, Any]:
         state = await baseline(ctx, initial_skill)
     elif state.status == "stopped":  # a callback asked to stop: re-running resumes
         state = replace(state, status="running", stop_reason="")
+    elif state.status == "finished" and state.epoch < ctx.cfg.train.num_epochs:
+        # a finished run re-run with more epochs (--set train.num_epochs=N) continues
+        state = replace(
+            state,
+            status="running",
+            stop_reason="",
+            epoch=state.epoch + 1,
+            step_in_epoch=0,
+            epoch_start_skill=state.skill,
+        )
     while state.status == "running":
         if ctx.control.stop_requested:
             state = replace(state, status="stopped", stop_reason=ctx.control.stop_reason)
@@ -77,10 +87,12 @@ async def baseline(ctx: RunContext, skill: str) -> TrainState:
 async def finish(ctx: RunContext, state: TrainState) -> dict[str, Any]:
     """Held-out test of the initial and the best skill, then summary.json and report.md."""
     test = ctx.items["test"]
-    scores = {}
-    with call_context("test", state.global_step + 1):
-        for name, skill in (("initial", state.initial_skill), ("best", state.best_skill)):
-            scores[name] = mean_score(await ctx.rollout(test, skill, f"test ({name})"))
+    scores: dict[str, float] | None = None
+    if test:  # the test split is optional (``skillgrad.fit`` without a testset)
+        scores = {}
+        with call_context("test", state.global_step + 1):
+            for name, skill in (("initial", state.initial_skill), ("best", state.best_skill)):
+                scores[name] = mean_score(await ctx.rollout(test, skill, f"test ({name})"))
     summary = write_summary(ctx, state, scores)
     ctx.emit("run_end", summary=summary)
     return summary

@@ -1,0 +1,297 @@
+"""THE one place a run is assembled from a config: used by ``train``, ``eval``, ``sweep``, ``fit``.
+
+``open_session`` builds, in this order: the task (registry), its splits (``load_splits``: checked
+before any model call), the two roles' backends (each provider's declared ability decides the
+wrappers: remote -> ``retry(limit(raw))`` with one limiter registry per run shared by both
+roles, in-process -> called directly), metering into the call store (prices and budget), the
+judge binding (an LLM-judge scorer uses the optimizer, metered as such) and the token counter.
+
+``run_training`` trains (or resumes) one run on top of it: re-running on an existing run
+directory resumes; ``fresh=True`` starts over in a new directory. Budget, endpoint and systemic
+failures stop the run cleanly after the last checkpoint, with a partial summary, and re-raise.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+from skillgrad.callbacks import Callback
+from skillgrad.config import Config
+from skillgrad.errors import BudgetExceeded, ConfigError, ModelError, SystemicFailure
+from skillgrad.models.base import ModelBackend, token_counter
+from skillgrad.models.factory import aclose_backend, build_backend
+from skillgrad.models.metering import Budget, MeteredBackend, PriceTable
+from skillgrad.models.ratelimit import LimiterRegistry
+from skillgrad.models.spec import ModelSpec
+from skillgrad.registry import load_task
+from skillgrad.runs.cache import CallCache
+from skillgrad.runs.rundir import RunDir, find_fresh_root
+from skillgrad.skill import approx_tokens
+from skillgrad.tasks.base import SPLITS, Task
+from skillgrad.train.context import RunContext
+from skillgrad.train.loop import initial_skill_text, train, write_summary
+from skillgrad.train.progress import NullProgress, Progress
+from skillgrad.types import Item
+
+log = logging.getLogger(__name__)
+_AWKWARD = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+@runtime_checkable
+class JudgedTask(Protocol):
+    """A task whose scorer calls a model (an LLM judge): the session binds the run's optimizer
+    to it, so judge calls are cached, metered and budgeted as the optimizer's."""
+
+    def bind_judge(self, backend: ModelBackend) -> None: ...
+
+
+@dataclass(frozen=True)
+class RunResult:
+    run_dir: Path
+    summary: dict[str, Any]
+
+
+@dataclass
+class Session:
+    """A run's assembled parts (no training state): task, splits, metered roles, store."""
+
+    cfg: Config
+    task: Task
+    items: dict[str, list[Item]]
+    store: CallCache
+    optimizer: MeteredBackend
+    target: MeteredBackend
+    prices: PriceTable
+
+    @property
+    def count_tokens(self) -> Callable[[str], int]:
+        """The target's own tokenizer, else the rough ``approx_tokens``."""
+        return token_counter(self.target) or approx_tokens
+
+    async def aclose(self) -> None:
+        """Close SDK connection pools while the event loop that used them is still alive."""
+        for backend in {id(b): b for b in (self.optimizer, self.target)}.values():
+            await aclose_backend(backend)
+
+
+def safe_name(name: str) -> str:
+    """``name`` with every run of characters awkward in paths (``/ : space [ ]`` ...) as ``-``."""
+    cleaned = _AWKWARD.sub("-", name).strip("-.")
+    return cleaned or "run"
+
+
+def run_dir_for(cfg: Config, config_path: str | None, fresh: bool = False) -> Path:
+    """``<output_root>/<run_name | config stem | task>``, the name made safe for paths."""
+    name = cfg.env.run_name or (Path(config_path).stem if config_path else cfg.env.task)
+    root = Path(cfg.env.output_root)
+    if not root.is_absolute():
+        root = Path.cwd() / root
+    path = root / safe_name(name)
+    return find_fresh_root(path) if fresh else path
+
+
+def load_splits(task: Task, *, require_test: bool = True) -> dict[str, list[Item]]:
+    """All splits, checked before any model call: non-empty (test may be empty when
+    ``require_test`` is False), unique ids, no leakage between them."""
+    items: dict[str, list[Item]] = {s: task.load_split(s) for s in SPLITS}
+    for split, rows in items.items():
+        if not rows and (require_test or split != "test"):
+            raise ConfigError(f"the {split} split of task {task.name!r} is empty")
+        ids = [i.id for i in rows]
+        dupes = sorted({i for i in ids if ids.count(i) > 1})
+        if dupes:
+            raise ConfigError(f"duplicate item ids in the {split} split: {dupes[:10]}")
+    for a, b, why in (
+        ("val", "test", "the test split must be held out from the selection split"),
+        ("train", "val", "the selection split must not be trained on"),
+    ):
+        shared = sorted({i.id for i in items[a]} & {i.id for i in items[b]})
+        if shared:
+            raise ConfigError(
+                f"the {a} and {b} splits overlap ({why}): shared ids {shared[:20]}"
+                f"{' ...' if len(shared) > 20 else ''}. Fix the data or the split ratios."
+            )
+    return items
+
+
+def _resolved(spec: ModelSpec, base_dir: str) -> ModelSpec:
+    """A ``function`` model named by a relative ``file.py:attr`` is relative to the config."""
+    if spec.provider == "function" and ".py:" in spec.model and not Path(spec.model).is_absolute():
+        return spec.model_copy(update={"model": str(Path(base_dir) / spec.model)})
+    return spec
+
+
+def build_role_backends(
+    cfg: Config, optimizer: ModelBackend | None = None, target: ModelBackend | None = None
+) -> tuple[ModelBackend, ModelBackend]:
+    """The two roles' backends before metering. Identical specs share one instance (one model
+    load, one connection pool); given backends are used as they are."""
+    limiters = LimiterRegistry()
+    built: dict[str, ModelBackend] = {}
+
+    def one(spec: ModelSpec) -> ModelBackend:
+        spec = _resolved(spec, cfg.base_dir)
+        key = spec.model_dump_json()
+        if key not in built:
+            built[key] = build_backend(spec, limiters, rng_seed=0)
+        return built[key]
+
+    return optimizer or one(cfg.models.optimizer), target or one(cfg.models.target)
+
+
+def open_session(
+    cfg: Config,
+    store: CallCache,
+    *,
+    task: Task | None = None,
+    optimizer: ModelBackend | None = None,
+    target: ModelBackend | None = None,
+    require_test: bool = True,
+) -> Session:
+    """Assemble the run's parts from ``cfg`` (``task``/``optimizer``/``target`` given as objects
+    replace the configured ones)."""
+    task = task or load_task(cfg.env.task, dict(cfg.env.options), Path(cfg.base_dir))
+    items = load_splits(task, require_test=require_test)
+    raw_opt, raw_tgt = build_role_backends(cfg, optimizer, target)
+    prices = PriceTable({**PriceTable().prices, **cfg.budget.prices})
+    budget = Budget(cfg.budget.max_cost_usd, cfg.budget.max_tokens, cfg.budget.max_calls)
+    session = Session(
+        cfg=cfg,
+        task=task,
+        items=items,
+        store=store,
+        optimizer=MeteredBackend(raw_opt, store, "optimizer", prices, budget),
+        target=MeteredBackend(raw_tgt, store, "target", prices, budget),
+        prices=prices,
+    )
+    if isinstance(task, JudgedTask):
+        task.bind_judge(session.optimizer)
+    log.debug("session: task %s, models %s / %s", task.name, raw_opt, raw_tgt)
+    return session
+
+
+def run_training(
+    cfg: Config,
+    *,
+    config_path: str | None = None,
+    fresh: bool = False,
+    run_dir: Path | None = None,
+    callbacks: Sequence[Callback] = (),
+    progress: Progress | None = None,
+    optimizer: ModelBackend | None = None,
+    target: ModelBackend | None = None,
+    task: Task | None = None,
+    require_test: bool = True,
+) -> RunResult:
+    """Train (or resume) one run; returns its directory and summary. Not inside a running event
+    loop: use ``arun_training`` there."""
+    return asyncio.run(
+        arun_training(
+            cfg,
+            config_path=config_path,
+            fresh=fresh,
+            run_dir=run_dir,
+            callbacks=callbacks,
+            progress=progress,
+            optimizer=optimizer,
+            target=target,
+            task=task,
+            require_test=require_test,
+        )
+    )
+
+
+async def arun_training(
+    cfg: Config,
+    *,
+    config_path: str | None = None,
+    fresh: bool = False,
+    run_dir: Path | None = None,
+    callbacks: Sequence[Callback] = (),
+    progress: Progress | None = None,
+    optimizer: ModelBackend | None = None,
+    target: ModelBackend | None = None,
+    task: Task | None = None,
+    require_test: bool = True,
+) -> RunResult:
+    """``run_training`` inside a running event loop (Jupyter, an async application)."""
+    run = RunDir(run_dir or run_dir_for(cfg, config_path, fresh))
+    store: CallCache | None = None
+    try:
+        task = task or load_task(cfg.env.task, dict(cfg.env.options), Path(cfg.base_dir))
+        items = load_splits(task, require_test=require_test)
+        run.create_or_check(cfg.redacted_json(), items)  # takes the run directory's writer lock
+        store = CallCache(run.paths.calls_db)
+        session = open_session(
+            cfg, store, task=task, optimizer=optimizer, target=target, require_test=require_test
+        )
+        if cfg.trackers:
+            from skillgrad.trackers import build_trackers
+
+            callbacks = [*callbacks, *build_trackers(cfg.trackers, run.root)]
+        progress = progress or NullProgress()
+        progress.set_usage_source(_totals(store))  # bars show tokens and cost so far
+        ctx = RunContext(
+            cfg=cfg,
+            task=session.task,
+            items=session.items,
+            store=store,
+            run=run,
+            optimizer=session.optimizer,
+            target=session.target,
+            steps_per_epoch=cfg.train.steps_per_epoch
+            or math.ceil(len(session.items["train"]) / cfg.train.batch_size),
+            callbacks=callbacks,
+            progress=progress,
+            count_tokens=session.count_tokens,
+            prices=session.prices,
+        )
+        try:
+            skill = initial_skill_text(cfg.train.init_skill, cfg.base_dir)
+            summary = await train(ctx, skill)
+        except (BudgetExceeded, ModelError, SystemicFailure) as exc:
+            _stopped(ctx, exc)
+            raise
+        finally:
+            await session.aclose()
+    finally:
+        if store is not None:
+            store.close()
+        run.close()
+    return RunResult(run.root, summary)
+
+
+def _totals(store: CallCache) -> Callable[[], dict[str, float]]:
+    return lambda: store.totals()["all"]
+
+
+def _stopped(ctx: RunContext, exc: Exception) -> None:
+    """Record a clean stop: the last checkpoint stands; a partial summary says why."""
+    status = "budget_exhausted" if isinstance(exc, BudgetExceeded) else "stopped"
+    log.warning("run stopped (%s): %s", status, exc)
+    ctx.emit("stopped", status=status, error=f"{type(exc).__name__}: {exc}")
+    state = ctx.run.load_state()
+    if state is None:
+        return
+    write_summary(ctx, state, None, status=status, stop_reason=str(exc))
+
+
+__all__ = [
+    "JudgedTask",
+    "RunResult",
+    "Session",
+    "arun_training",
+    "build_role_backends",
+    "load_splits",
+    "open_session",
+    "run_dir_for",
+    "run_training",
+    "safe_name",
+]
