@@ -14,7 +14,7 @@ from skillgrad.runs.io import append_jsonl
 
 
 def test_runs_list_and_api(run_dir: Path, live_run: Path) -> None:
-    client = TestClient(create_app(run_dir.parent))
+    client = TestClient(create_app(run_dir.parent), base_url="http://127.0.0.1")
     page = client.get("/").text
     assert 'href="/run/demo"' in page and 'href="/run/live"' in page
     runs = {r["name"]: r for r in client.get("/api/runs").json()}
@@ -24,7 +24,7 @@ def test_runs_list_and_api(run_dir: Path, live_run: Path) -> None:
 
 
 def test_live_points_follow_history_and_events(live_run: Path) -> None:
-    client = TestClient(create_app(live_run.parent))
+    client = TestClient(create_app(live_run.parent), base_url="http://127.0.0.1")
     assert len(client.get("/api/run/live").json()["points"]) == 2
     append_step(live_run, 0.9)  # history.json and events.jsonl both grow
     data = client.get("/api/run/live").json()
@@ -37,7 +37,7 @@ def test_live_points_follow_history_and_events(live_run: Path) -> None:
 
 
 def test_run_page_shows_skills_edits_and_diff_form(run_dir: Path) -> None:
-    client = TestClient(create_app(run_dir.parent))
+    client = TestClient(create_app(run_dir.parent), base_url="http://127.0.0.1")
     page = client.get("/run/demo").text
     assert 'id="curve"' in page and 'data-api="/api/run/demo"' in page
     assert "http://" not in page.replace('"http://www.w3.org/2000/svg"', "")
@@ -53,7 +53,7 @@ def test_run_page_shows_skills_edits_and_diff_form(run_dir: Path) -> None:
 
 
 def test_diff_view_and_errors(run_dir: Path) -> None:
-    client = TestClient(create_app(run_dir.parent))
+    client = TestClient(create_app(run_dir.parent), base_url="http://127.0.0.1")
     page = client.get("/run/demo/diff", params={"a": "3", "b": "7"}).text
     assert "step 3 (skill_v0003.md) → step 7 (skill_v0007.md)" in page
     assert '<span class="add">+ - Ignore surrounding whitespace.</span>' in page
@@ -67,7 +67,7 @@ def test_diff_view_and_errors(run_dir: Path) -> None:
 
 
 def test_root_that_is_itself_a_run(run_dir: Path) -> None:
-    client = TestClient(create_app(run_dir))
+    client = TestClient(create_app(run_dir), base_url="http://127.0.0.1")
     assert [r["name"] for r in client.get("/api/runs").json()] == ["demo"]
 
 

@@ -2,6 +2,9 @@
 
 Routes: ``/`` runs under the root; ``/run/{name}`` live curve, steps, skills, edits, diff form;
 ``/run/{name}/diff?a=&b=``; ``/api/runs`` and ``/api/run/{name}`` (polled by the page's script).
+Requests whose ``Host`` header names another host are refused unless remote access was allowed
+(a page on another site must not reach the loopback server through DNS rebinding). Run
+directories are re-read only when their files change (``data.RunCache``).
 """
 
 from __future__ import annotations
@@ -13,9 +16,11 @@ from typing import Any
 import jinja2
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse
+from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse
 from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from skillgrad.dashboard import data
 from skillgrad.errors import ConfigError, SkillgradError
@@ -47,6 +52,44 @@ def check_host(host: str, allow_remote: bool) -> str | None:
     )
 
 
+def allowed_hosts(host: str) -> frozenset[str]:
+    """Host names a request to a server bound to ``host`` may carry: loopback names and it."""
+    return frozenset({"127.0.0.1", "localhost", "::1", _host_name(host)})
+
+
+def _host_name(value: str) -> str:
+    """``"[::1]:8765"`` -> ``"::1"``, ``"LocalHost.:80"`` -> ``"localhost"``."""
+    value = value.strip().lower()
+    if value.startswith("["):
+        return value[1 : value.find("]")] if "]" in value else value
+    if value.count(":") == 1:
+        value = value.split(":", 1)[0]
+    return value.rstrip(".")
+
+
+class HostCheck:
+    """ASGI middleware: refuse requests whose ``Host`` header is not one of ``allowed``."""
+
+    def __init__(self, app: ASGIApp, allowed: frozenset[str]) -> None:
+        self.app = app
+        self.allowed = allowed
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] in ("http", "websocket"):
+            headers = dict(scope.get("headers") or [])
+            host = headers.get(b"host", b"").decode("latin-1")
+            if _host_name(host) not in self.allowed:
+                response = PlainTextResponse(
+                    f"Host {host!r} is not served here. Open the dashboard as "
+                    f"http://{sorted(self.allowed)[0]}:<port>/ (or start it with --allow-remote "
+                    "to serve other host names).",
+                    status_code=400,
+                )
+                await response(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
 def _env() -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(HERE / "templates"),
@@ -69,6 +112,7 @@ class Dashboard:
         self.root = Path(root)
         self.poll_ms = poll_ms
         self.env = _env()
+        self.runs = data.RunCache()
 
     def _page(self, template: str, **ctx: Any) -> HTMLResponse:
         ctx.setdefault("poll_ms", self.poll_ms)
@@ -79,7 +123,7 @@ class Dashboard:
         for p in list_runs(self.root):
             if p.name == name:
                 try:
-                    return data.load(p)
+                    return self.runs.load(p)
                 except SkillgradError as exc:
                     raise HTTPException(500, str(exc)) from exc
         raise HTTPException(404, f"no run named {name!r} under {self.root}")
@@ -88,7 +132,7 @@ class Dashboard:
         out = []
         for p in list_runs(self.root):
             try:
-                out.append(data.run_overview(data.load(p)))
+                out.append(self.runs.overview(p))
             except SkillgradError as exc:
                 out.append({"name": p.name, "status": "unreadable", "error": str(exc)})
         return out
@@ -143,10 +187,15 @@ def _int_param(request: Request, key: str) -> int | None:
         raise HTTPException(400, f"query parameter {key}={raw!r} must be a step number") from exc
 
 
-def create_app(root: Path, poll_ms: int = 1000) -> Starlette:
-    """The dashboard app over ``root`` (a folder of runs, or one run directory)."""
+def create_app(
+    root: Path, poll_ms: int = 1000, *, host: str = "127.0.0.1", allow_remote: bool = False
+) -> Starlette:
+    """The dashboard app over ``root`` (a folder of runs, or one run directory), served on
+    ``host``: only loopback names and ``host`` are accepted in the Host header unless
+    ``allow_remote``."""
     d = Dashboard(root, poll_ms)
-    return Starlette(routes=[
+    middleware = [] if allow_remote else [Middleware(HostCheck, allowed=allowed_hosts(host))]
+    return Starlette(middleware=middleware, routes=[
         Route("/", d.index),
         Route("/api/runs", d.api_runs),
         Route("/api/run/{name}", d.api_run),
@@ -165,7 +214,8 @@ def serve(root: Path, host: str = "127.0.0.1", port: int = 8765, allow_remote: b
         print(warning)
     if not Path(root).is_dir():
         raise ConfigError(f"dashboard: runs root {root} does not exist; pass a folder of runs.")
-    uvicorn.run(create_app(Path(root), poll_ms), host=host, port=port, log_level="warning")
+    app = create_app(Path(root), poll_ms, host=host, allow_remote=allow_remote)
+    uvicorn.run(app, host=host, port=port, log_level="warning")
 
 
-__all__ = ["Dashboard", "check_host", "create_app", "serve"]
+__all__ = ["Dashboard", "HostCheck", "allowed_hosts", "check_host", "create_app", "serve"]

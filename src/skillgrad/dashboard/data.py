@@ -1,4 +1,4 @@
-"""What the dashboard shows, computed from a run directory on every request.
+"""What the dashboard shows, computed from a run directory when its files change.
 
 Live runs: ``history.json`` is rewritten atomically by the loop, and ``step_end`` events carry
 the same records earlier, so both are merged (history wins, events fill in newer steps).
@@ -114,12 +114,58 @@ def load(run_dir: Path) -> RunData:
     return load_run(run_dir)
 
 
+# What ``load_run`` reads, besides the skill versions and slow-update categories.
+_RUN_FILES = ("config.json", "history.json", "summary.json", "events.jsonl", "patch_log.jsonl",
+              "best_skill.md")  # fmt: skip
+
+
+def run_signature(run_dir: Path) -> tuple[tuple[str, int, int, int], ...]:
+    """(name, inode, mtime_ns, size) of every file a loaded run depends on: equal signatures,
+    equal RunData (writers replace files atomically, a new inode, or append to them)."""
+    files = [run_dir / name for name in _RUN_FILES]
+    for folder, pattern in (("skills", "skill_v*.md"), ("slow_update", "*/categories.json")):
+        files += sorted((run_dir / folder).glob(pattern))
+    sig = []
+    for path in files:
+        try:
+            st = path.stat()
+        except FileNotFoundError:
+            continue
+        sig.append((str(path.relative_to(run_dir)), st.st_ino, st.st_mtime_ns, st.st_size))
+    return tuple(sig)
+
+
+class RunCache:
+    """Loaded runs (and their list overviews) kept until a file they depend on changes, so a
+    page polling every second re-reads only the runs that are being written."""
+
+    def __init__(self) -> None:
+        self._runs: dict[Path, tuple[Any, RunData, dict[str, Any]]] = {}
+
+    def load(self, run_dir: Path) -> RunData:
+        return self._entry(run_dir)[0]
+
+    def overview(self, run_dir: Path) -> dict[str, Any]:
+        return self._entry(run_dir)[1]
+
+    def _entry(self, run_dir: Path) -> tuple[RunData, dict[str, Any]]:
+        sig = run_signature(run_dir)
+        hit = self._runs.get(run_dir)
+        if hit is not None and hit[0] == sig:
+            return hit[1], hit[2]
+        run = load(run_dir)
+        self._runs[run_dir] = (sig, run, run_overview(run))
+        return run, self._runs[run_dir][2]
+
+
 __all__ = [
+    "RunCache",
     "accepted_edits",
     "live_history",
     "load",
     "point",
     "run_overview",
     "run_points",
+    "run_signature",
     "step_edits",
 ]
