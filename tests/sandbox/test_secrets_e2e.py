@@ -59,3 +59,24 @@ def test_the_api_key_never_reaches_trajectories_ledger_or_optimizer(tmp_path: Pa
     for path in [*written, prompts]:
         assert canary.encode() not in path.read_bytes(), f"the key leaked into {path}"
     assert canary not in proc.stdout + proc.stderr
+
+
+def test_without_bubblewrap_code_tasks_refuse_unless_unsandboxed_is_named(tmp_path: Path) -> None:
+    canary = "sk-canary-" + secrets.token_hex(16)
+    env = {**os.environ, "PATH": str(tmp_path / "no-bin"), "OPENAI_API_KEY": canary}
+    refused = _train(_config(tmp_path), env)
+    assert refused.returncode == 2, refused.stdout[-2000:] + refused.stderr[-2000:]
+    message = " ".join((refused.stdout + refused.stderr).split())
+    assert "bubblewrap (`bwrap`) is not installed" in message
+    assert "apt-get install bubblewrap" in message and "sandbox: unsandboxed" in message
+    assert "Traceback" not in refused.stderr
+    assert not (tmp_path / "runs" / "hunt" / "calls.sqlite").exists()
+
+    opted = _train(_config(tmp_path, ", sandbox: unsandboxed"), env)
+    assert opted.returncode == 0, opted.stdout[-2000:] + opted.stderr[-3000:]
+    run = tmp_path / "runs" / "hunt"
+    assert '"sandbox": "unsandboxed"' in (run / "config.json").read_text(encoding="utf-8")
+    steps = (run / "steps" / "step_0001" / "trajectories.jsonl").read_text(encoding="utf-8")
+    assert '"isolation": "unsandboxed+separate-judge"' in steps
+    # Why the box matters: outside it, the same hunt reads the key from its parent's environ.
+    assert canary in steps

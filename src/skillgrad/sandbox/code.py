@@ -26,10 +26,9 @@ from skillgrad.sandbox.box import (
     Limits,
     Mode,
     box_python,
-    check_mode,
     finish,
     inbox_command,
-    require_bubblewrap,
+    preflight,
     returncode,
 )
 
@@ -110,13 +109,6 @@ def _scratch(files: dict[str, str]) -> Iterator[Path]:
         yield root
 
 
-def _mode(mode: str) -> Mode:
-    checked = check_mode(mode)
-    if checked == "bubblewrap":
-        require_bubblewrap()
-    return checked
-
-
 def _killed_reason(code: int | None, timed_out: bool, memory: bool, limits: Limits) -> str:
     if timed_out:
         return f"time limit of {limits.timeout_s:g}s exceeded: box killed"
@@ -157,7 +149,7 @@ def run_tests(
     Raises ``SandboxUnavailable`` when bubblewrap does not work here and ``mode`` is not
     ``"unsandboxed"``; ``ValueError`` for bad limits."""
     limits = Limits(timeout_s=timeout_s, memory_mb=memory_mb)
-    checked = _mode(mode)
+    checked = preflight(mode)
     start = time.monotonic()
     with _scratch({"solution.py": code, "tests.py": tests}) as root:
         host_box = Box(limits, checked, files={"/src/solution.py": root / "solution.py"})
@@ -223,7 +215,7 @@ def run_code(
 ) -> SandboxResult:
     """Run ``code`` alone in a box; ``passed`` means it exited 0 within its limits."""
     limits = Limits(timeout_s=timeout_s, memory_mb=memory_mb)
-    checked = _mode(mode)
+    checked = preflight(mode)
     with _scratch({"solution.py": code}) as root:
         box = Box(limits, checked, files={"/src/solution.py": root / "solution.py"})
         path = "/src/solution.py"

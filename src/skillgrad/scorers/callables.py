@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from skillgrad.errors import ConfigError
+from skillgrad.importing import resolve_object
 from skillgrad.scorers.base import BaseScorer, run_sync
 from skillgrad.scorers.textnorm import fenced_blocks
 from skillgrad.types import Item, Score
@@ -49,7 +50,8 @@ class CodeTestsScorer(BaseScorer):
     """Run the code in the output (last fenced python block, else the whole text) against the
     item's tests (``tests_field`` in the input, else the reference) in the code sandbox
     (``skillgrad.sandbox.run_tests``); ``entry_point_field`` names the input field holding
-    the function to test (HumanEval's ``entry_point``)."""
+    the function to test (HumanEval's ``entry_point``); ``sandbox: unsandboxed`` opts out of the
+    box by name."""
 
     name = "code_tests"
 
@@ -59,10 +61,12 @@ class CodeTestsScorer(BaseScorer):
         memory_mb: int = 512,
         tests_field: str | None = None,
         entry_point_field: str | None = None,
+        sandbox: str = "bubblewrap",
     ) -> None:
         self.timeout_s, self.memory_mb, self.tests_field = timeout_s, memory_mb, tests_field
         self.entry_point_field = entry_point_field
         self.needs_reference = tests_field is None
+        self.sandbox = importlib.import_module("skillgrad.sandbox").preflight(sandbox)
 
     def _runner(self) -> Callable[..., Any]:
         try:
@@ -82,7 +86,7 @@ class CodeTestsScorer(BaseScorer):
                 return None, Score(0.0, False, f"cannot score: no {self.tests_field!r} in input")
         blocks = fenced_blocks(output, ("python", "py", "python3"))
         code = blocks[-1] if blocks else output
-        extra: dict[str, Any] = {}
+        extra: dict[str, Any] = {"mode": self.sandbox}
         if self.entry_point_field and isinstance(item.input, dict):
             extra["entry_point"] = item.input.get(self.entry_point_field)
         result = self._runner()(code, tests, self.timeout_s, self.memory_mb, **extra)
@@ -122,8 +126,6 @@ class CallableScorer(BaseScorer):
         pass_threshold: float = 0.5,
     ) -> None:
         if isinstance(function, str):
-            from skillgrad.registry import resolve_object  # registry imports the scorers
-
             function = resolve_object(function, base_dir)
         if not callable(function):
             raise ConfigError(f"callable scorer: {function!r} is not callable")

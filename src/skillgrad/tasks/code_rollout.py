@@ -59,6 +59,7 @@ class CodeTask:
     temperature = 0.0
     timeout_s = 10.0
     memory_mb = 256
+    sandbox = "bubblewrap"  # or "unsandboxed", only by name (skillgrad.sandbox.MODES)
 
     def load_split(self, split: Split) -> list[Item]:
         raise NotImplementedError
@@ -85,6 +86,7 @@ class CodeTask:
                 self.timeout_s,
                 self.memory_mb,
                 entry_point=self.entry_point(item) or None,
+                mode=self.sandbox,
             )
 
     def score_result(self, result: SandboxResult, code: str, item: Item) -> Score:
