@@ -2,7 +2,8 @@
 
 A skill (Markdown) is the system prompt of a frozen target model; an optimizer model turns
 scored trajectories into structured edits, which are merged, clipped to a learning rate, applied
-and accepted only if a held-out selection split improves. Start with ``skillgrad train``.
+and accepted only if a held-out selection split improves. Start with ``skillgrad train``, or
+from Python with ``skillgrad.fit(trainset, valset, scorer=..., optimizer=..., target=...)``.
 """
 
 from skillgrad.callbacks import Callback, Control
@@ -16,13 +17,14 @@ from skillgrad.errors import (
     SkillgradError,
     TransientModelError,
 )
+from skillgrad.fit import FitResult, afit, fit
 from skillgrad.models.base import ModelBackend
 from skillgrad.models.spec import ModelSpec
 from skillgrad.scorers.base import Scorer
+from skillgrad.session import RunResult, arun_training, run_training
 from skillgrad.skill import Skill
 from skillgrad.tasks.base import Task
 from skillgrad.tasks.chat import ChatTask
-from skillgrad.session import RunResult, arun_training, run_training
 from skillgrad.types import (
     ChatRequest,
     Completion,
@@ -50,6 +52,7 @@ __all__ = [
     "DataError",
     "Edit",
     "EditResult",
+    "FitResult",
     "GateResult",
     "Item",
     "Message",
@@ -67,6 +70,9 @@ __all__ = [
     "TransientModelError",
     "Usage",
     "__version__",
+    "afit",
+    "arun_training",
+    "fit",
     "load_config",
     "run_training",
 ]

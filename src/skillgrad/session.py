@@ -188,10 +188,13 @@ def run_training(
     optimizer: ModelBackend | None = None,
     target: ModelBackend | None = None,
     task: Task | None = None,
+    skill: str | None = None,
     require_test: bool = True,
 ) -> RunResult:
     """Train (or resume) one run; returns its directory and summary. Not inside a running event
-    loop: use ``arun_training`` there."""
+    loop: use ``arun_training`` there. ``task``, ``optimizer``, ``target`` (objects) replace
+    the configured ones; ``skill`` (text) replaces ``train.init_skill``; ``require_test=False``
+    allows an empty test split (the summary then has no test scores)."""
     return asyncio.run(
         arun_training(
             cfg,
@@ -203,6 +206,7 @@ def run_training(
             optimizer=optimizer,
             target=target,
             task=task,
+            skill=skill,
             require_test=require_test,
         )
     )
@@ -219,6 +223,7 @@ async def arun_training(
     optimizer: ModelBackend | None = None,
     target: ModelBackend | None = None,
     task: Task | None = None,
+    skill: str | None = None,
     require_test: bool = True,
 ) -> RunResult:
     """``run_training`` inside a running event loop (Jupyter, an async application)."""
@@ -254,7 +259,8 @@ async def arun_training(
             prices=session.prices,
         )
         try:
-            skill = initial_skill_text(cfg.train.init_skill, cfg.base_dir)
+            if skill is None:
+                skill = initial_skill_text(cfg.train.init_skill, cfg.base_dir)
             summary = await train(ctx, skill)
         except (BudgetExceeded, ModelError, SystemicFailure) as exc:
             _stopped(ctx, exc)
