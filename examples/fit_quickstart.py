@@ -5,7 +5,7 @@ request (``provider: function``), so this runs offline in a second; swap in real
 ``optimizer="openai:gpt-4o-mini", target="openai:gpt-4o-mini"`` (or any "provider:model").
 
     python examples/fit_quickstart.py            # plain script: skillgrad.fit(...)
-    python examples/fit_quickstart.py --async    # inside asyncio.run(...): await skillgrad.afit(...)
+    python examples/fit_quickstart.py --async    # in asyncio.run(...): await skillgrad.afit(...)
 """
 
 from __future__ import annotations

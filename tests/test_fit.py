@@ -85,7 +85,7 @@ def test_bad_inputs_fail_with_located_errors(tmp_path: Path) -> None:
         )
     with pytest.raises(ConfigError, match="unknown scorer 'exactt'"):
         skillgrad.fit(ex.data(["a"], "tr"), val, scorer="exactt", **common)
-    with pytest.raises(ConfigError, match="train.num_epoch"):
+    with pytest.raises(ConfigError, match=r"train\.num_epoch"):
         skillgrad.fit(ex.data(["a"], "tr"), val, scorer="exact", num_epoch=2, **common)
     with pytest.raises(ConfigError, match="overlap"):
         skillgrad.fit(val, val, scorer="exact", **common)
