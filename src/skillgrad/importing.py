@@ -1,7 +1,8 @@
 """Import a user object named ``package.module:attr`` or ``path/to/file.py:attr``.
 
-A leaf module (it imports only ``skillgrad.errors``), so every room can resolve user objects
-without importing the registry: tasks, scorers and the ``function`` model provider use it.
+A leaf module (it imports only ``skillgrad.errors``), so every room can resolve user objects and
+call their factories with checked options (``call_factory``) without importing the registry:
+tasks, scorers and the ``function`` model provider use it.
 """
 
 from __future__ import annotations
@@ -9,7 +10,9 @@ from __future__ import annotations
 import difflib
 import importlib
 import importlib.util
+import inspect
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -66,4 +69,34 @@ def resolve_object(spec: str, base_dir: Path | None = None) -> Any:
         raise ConfigError(f"module {module_name!r} has no attribute {attr!r}.{hint}") from None
 
 
-__all__ = ["did_you_mean", "import_file", "resolve_object"]
+def call_factory(
+    factory: Callable[..., Any], options: dict[str, Any], what: str, **injected: Any
+) -> Any:
+    """Call ``factory(**options)``. Unknown option names fail with a "did you mean"; each
+    ``injected`` value (e.g. ``base_dir``) is passed only when the factory takes a parameter of
+    that name and the options do not already set it."""
+    kwargs = dict(options)
+    try:
+        params = inspect.signature(factory).parameters
+    except (TypeError, ValueError):  # builtins and some C types have no signature
+        params = None
+    if params is not None:
+        var_kw = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+        named = [n for n, p in params.items() if p.kind is not inspect.Parameter.VAR_POSITIONAL]
+        unknown = [k for k in kwargs if k not in params]
+        if unknown and not var_kw:
+            shown = [n for n in named if n not in injected and not n.startswith("_")]
+            raise ConfigError(
+                f"unknown option {unknown[0]!r} for {what}.{did_you_mean(unknown[0], shown)} "
+                f"Known options: {', '.join(shown) or '(none)'}"
+            )
+        for key, value in injected.items():
+            if key in params and key not in kwargs and value is not None:
+                kwargs[key] = value
+    try:
+        return factory(**kwargs)
+    except TypeError as exc:
+        raise ConfigError(f"options do not fit {what}: {exc}") from exc
+
+
+__all__ = ["call_factory", "did_you_mean", "import_file", "resolve_object"]

@@ -3,23 +3,28 @@
 A spec is a name (``"numeric"``), a dict (``{name: numeric, tolerance: 0.01}``), a
 ``module:attr`` / ``file.py:attr`` (a Scorer class, a scorer object, or a plain function
 ``f(output, item) -> Score | float | bool``), or a name registered in the entry-point group
-``skillgrad.scorers``. The classes live in ``scorers_text``, ``scorers_pattern``,
-``scorers_structured`` and ``scorers_delegate``; this module only names them.
+``skillgrad.scorers``. The classes live in ``text``, ``pattern``, ``structured``, ``judge`` and
+``callables`` (the protocol in ``base``); this module names them and looks them up.
 """
 
 from __future__ import annotations
 
+import importlib.metadata
+import inspect
 from pathlib import Path
 from typing import Any
 
 from skillgrad.errors import ConfigError
+from skillgrad.importing import call_factory, did_you_mean, resolve_object
 from skillgrad.models.base import ModelBackend
-from skillgrad.scorers.base import BaseScorer, Scorer
+from skillgrad.scorers.base import BaseScorer, Scorer, ScoresOutputs, as_scorer
 from skillgrad.scorers.callables import CallableScorer, CodeTestsScorer
 from skillgrad.scorers.judge import LLMJudgeScorer
 from skillgrad.scorers.pattern import ContainsScorer, RegexScorer
 from skillgrad.scorers.structured import ChoiceScorer, JsonFieldsScorer
 from skillgrad.scorers.text import ExactScorer, NormalizedScorer, NumericScorer, TokenF1Scorer
+
+SCORER_GROUP = "skillgrad.scorers"
 
 SCORERS: dict[str, type[BaseScorer]] = {
     "exact": ExactScorer,
@@ -34,6 +39,10 @@ SCORERS: dict[str, type[BaseScorer]] = {
     "llm_judge": LLMJudgeScorer,
     "callable": CallableScorer,
 }
+
+
+def _entry_points(group: str) -> dict[str, importlib.metadata.EntryPoint]:
+    return {ep.name: ep for ep in importlib.metadata.entry_points(group=group)}
 
 
 def parse_scorer_spec(spec: str | dict[str, Any]) -> tuple[str, dict[str, Any]]:
@@ -53,24 +62,68 @@ def parse_scorer_spec(spec: str | dict[str, Any]) -> tuple[str, dict[str, Any]]:
     raise ConfigError(f"scorer must be a name or a mapping with 'name', got {type(spec).__name__}")
 
 
-def build_scorer(
-    spec: str | dict[str, Any] | Scorer,
+def scorer_names() -> list[str]:
+    """Built-in scorer names plus those registered in the ``skillgrad.scorers`` group."""
+    return sorted(set(SCORERS) | set(_entry_points(SCORER_GROUP)))
+
+
+def load_scorer(
+    name: str,
+    options: dict[str, Any] | None = None,
     base_dir: Path | None = None,
     backend: ModelBackend | None = None,
 ) -> Scorer:
-    """Build a scorer from a config spec. ``backend`` is handed to scorers that take one
-    (``llm_judge``); ``base_dir`` resolves ``file.py:attr`` paths. Unknown names raise
-    ConfigError with a "did you mean" and the list of known scorers."""
-    if isinstance(spec, Scorer) and not isinstance(spec, (str, dict)):
-        return spec
-    from skillgrad.registry import load_scorer  # registry imports this module
+    """Build scorer ``name`` (built-in, entry point, or ``module:attr``) with ``options``.
+    A plain function found by ``module:attr`` is wrapped in the ``callable`` scorer."""
+    options = dict(options or {})
+    eps = _entry_points(SCORER_GROUP)
+    if name in SCORERS:
+        target: Any = SCORERS[name]
+    elif name in eps:
+        target = eps[name].load()
+    elif ":" in name:
+        target = resolve_object(name, base_dir)
+    else:
+        raise ConfigError(
+            f"unknown scorer {name!r}.{did_you_mean(name, scorer_names())} Known scorers: "
+            f"{', '.join(scorer_names())}; or give 'package.module:attribute' / "
+            "'file.py:attribute'."
+        )
+    if isinstance(target, ScoresOutputs) and not inspect.isclass(target):
+        if options:
+            raise ConfigError(f"scorer {name!r} is an object; it takes no options {options}")
+        return as_scorer(target)
+    what = f"scorer {name!r}"
+    if inspect.isclass(target):
+        scorer = call_factory(target, options, what, base_dir=base_dir, backend=backend)
+    elif callable(target):
+        fn_options = {"function": target, **options}
+        scorer = call_factory(CallableScorer, fn_options, what, base_dir=base_dir)
+    else:
+        raise ConfigError(f"{name!r} is neither a Scorer class, a scorer, nor a function")
+    if not isinstance(scorer, ScoresOutputs):
+        raise ConfigError(f"{name!r} did not produce a Scorer (needs score(output, item))")
+    return as_scorer(scorer)
 
+
+def build_scorer(
+    spec: str | dict[str, Any] | ScoresOutputs,
+    base_dir: Path | None = None,
+    backend: ModelBackend | None = None,
+) -> Scorer:
+    """Build a scorer from a config spec (a name, ``{name: ..., **options}``, or a scorer
+    object). ``backend`` is handed to scorers that take one (``llm_judge``); ``base_dir``
+    resolves ``file.py:attr`` paths. Unknown names raise ConfigError with a "did you mean" and
+    the list of known scorers. The result is a full ``Scorer`` (see ``as_scorer``)."""
+    if isinstance(spec, ScoresOutputs) and not isinstance(spec, (str, dict)):
+        return as_scorer(spec)
     name, options = parse_scorer_spec(spec)
     return load_scorer(name, options, base_dir, backend=backend)
 
 
 __all__ = [
     "SCORERS",
+    "SCORER_GROUP",
     "BaseScorer",
     "CallableScorer",
     "ChoiceScorer",
@@ -84,5 +137,7 @@ __all__ = [
     "RegexScorer",
     "TokenF1Scorer",
     "build_scorer",
+    "load_scorer",
     "parse_scorer_spec",
+    "scorer_names",
 ]

@@ -1,18 +1,22 @@
 """The ``llm_judge`` scorer: a model grades the output against a rubric and returns a
-schema-checked verdict (async; needs a backend, given at build time or with ``bind``)."""
+schema-checked verdict (async; needs a backend, given at build time or with ``bind``).
+
+Prompts are ``prompts/judge_system.md``, ``judge_user.md`` and ``judge_reask.md``; asking,
+validating and the one re-ask are ``models.structured.ask_structured``, as for optimizer calls."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from skillgrad.errors import ConfigError, ModelError
 from skillgrad.models.base import ModelBackend
+from skillgrad.models.structured import ask_structured, request_schema
+from skillgrad.prompts import render_prompt
 from skillgrad.scorers.base import BaseScorer, run_sync
-from skillgrad.scorers.textnorm import extract_json
-from skillgrad.types import ChatRequest, Item, Message, Score
+from skillgrad.types import Item, Score
 
 
 class Verdict(BaseModel):
@@ -24,13 +28,7 @@ class Verdict(BaseModel):
     feedback: str = Field(min_length=1)
 
 
-VERDICT_SCHEMA: dict[str, Any] = Verdict.model_json_schema()
-
-_JUDGE_SYSTEM = (
-    "You grade one answer against a rubric. Reply with JSON only: "
-    '{"score": <number 0..1>, "passed": <true|false>, "feedback": "<what is right or wrong and '
-    'why, citing the answer>"}.'
-)
+VERDICT_SCHEMA: dict[str, Any] = request_schema(Verdict)  # what ask_structured sends
 
 
 class LLMJudgeScorer(BaseScorer):
@@ -53,47 +51,38 @@ class LLMJudgeScorer(BaseScorer):
     def bind(self, backend: ModelBackend) -> None:
         self.backend = backend
 
-    def _messages(self, output: str, item: Item) -> list[Message]:
+    def _user_prompt(self, output: str, item: Item) -> str:
         task = item.input if isinstance(item.input, str) else json.dumps(item.input, default=str)
-        parts = [f"## Rubric\n{self.rubric}", f"## Task\n{task[:6000]}"]
+        reference = ""
         if item.reference is not None:
-            parts.append(f"## Reference answer\n{json.dumps(item.reference, default=str)[:4000]}")
-        parts.append(f"## Answer to grade\n{output[:8000]}")
-        return [Message("system", _JUDGE_SYSTEM), Message("user", "\n\n".join(parts))]
-
-    def _parse(self, text: str) -> tuple[Verdict | None, str]:
-        value, why = extract_json(text)
-        if why:
-            return None, why
-        try:
-            return Verdict.model_validate(value), ""
-        except ValidationError as exc:
-            errors = [f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()]
-            return None, "; ".join(errors)
+            reference = render_prompt(
+                "judge_reference", reference=json.dumps(item.reference, default=str)[:4000]
+            )
+        return render_prompt(
+            "judge_user",
+            rubric=self.rubric,
+            task=task[:6000],
+            reference=reference,
+            answer=output[:8000],
+        )
 
     async def ascore(self, output: str, item: Item) -> Score:
         if not (output or "").strip():
             return Score(0.0, False, "empty output; nothing for the judge to grade")
         if self.backend is None:
             raise ConfigError("llm_judge has no model: pass backend= or call bind(backend)")
-        messages = self._messages(output, item)
-        problem = ""
-        for _ in range(2):
-            request = ChatRequest(
-                messages=tuple(messages),
-                temperature=0.0,
-                max_tokens=self.max_tokens,
-                response_schema=VERDICT_SCHEMA,
-            )
-            completion = await self.backend.complete(request)
-            verdict, problem = self._parse(completion.text)
-            if verdict is not None:
-                return Score(verdict.score, verdict.passed, f"judge: {verdict.feedback}")
-            messages += [
-                Message("assistant", completion.text),
-                Message("user", f"That verdict is invalid ({problem}). Reply with the JSON only."),
-            ]
-        raise ModelError(f"llm_judge verdict failed schema validation twice: {problem}")
+        reply = await ask_structured(
+            self.backend,
+            render_prompt("judge_system"),
+            self._user_prompt(output, item),
+            Verdict,
+            max_tokens=self.max_tokens,
+            reask="judge_reask",
+        )
+        if reply.parsed is None:
+            raise ModelError(f"llm_judge verdict failed schema validation twice: {reply.error}")
+        verdict = reply.parsed
+        return Score(verdict.score, verdict.passed, f"judge: {verdict.feedback}")
 
     def score(self, output: str, item: Item) -> Score:
         score: Score = run_sync(self.ascore(output, item))

@@ -9,8 +9,9 @@ import re
 from typing import Any
 
 from skillgrad.errors import ConfigError
+from skillgrad.models.structured import extract_json
 from skillgrad.scorers.base import BaseScorer
-from skillgrad.scorers.textnorm import extract_json, nfkc, normalize_answer, parse_number, short
+from skillgrad.scorers.textnorm import nfkc, normalize_answer, parse_number, short
 from skillgrad.types import Item, Score
 
 _ARTICLE_USE = re.compile(r"\s+(?!or\b|and\b|nor\b)[a-z]")
@@ -186,7 +187,10 @@ class JsonFieldsScorer(BaseScorer):
         fields = self.fields or list(ref)
         if not fields:
             return Score(0.0, False, "cannot score: the reference object has no fields")
-        got, why = extract_json(output)
+        try:
+            got, why = extract_json(nfkc(output)), ""
+        except ValueError as exc:
+            got, why = None, str(exc)
         if not isinstance(got, dict):
             why = why or f"output JSON is a {type(got).__name__}, not an object"
             return Score(0.0, False, f"{why}; expected an object with fields {', '.join(fields)}")

@@ -1,6 +1,6 @@
 """Text helpers the scorers share: unicode normalisation, SQuAD-style answer normalisation,
-number parsing ("1,000", "1e3", "$3.50", "50%", "−5", full-width digits) and tolerant JSON
-extraction from model output (fenced code, leading prose).
+number parsing ("1,000", "1e3", "$3.50", "50%", "−5", full-width digits) and fenced code blocks.
+JSON in model output is ``models.structured.extract_json`` (the one extractor).
 """
 
 from __future__ import annotations
@@ -136,32 +136,8 @@ def fenced_blocks(text: str, languages: tuple[str, ...] = ()) -> list[str]:
     return blocks
 
 
-def extract_json(text: str) -> tuple[Any, str]:
-    """Find a JSON value in model output: the whole text, a fenced block, or the first decodable
-    ``{...}``/``[...]`` after some prose. Returns ``(value, "")`` or ``(None, why_not)``."""
-    text = nfkc(text).strip()
-    if not text:
-        return None, "output is empty"
-    candidates = [text, *fenced_blocks(text, ("json", "javascript", "js"))]
-    for cand in candidates:
-        try:
-            return json.loads(cand), ""
-        except json.JSONDecodeError:
-            pass
-    decoder = json.JSONDecoder()
-    for i, ch in enumerate(text):
-        if ch in "{[":
-            try:
-                value, _ = decoder.raw_decode(text, i)
-            except json.JSONDecodeError:
-                continue
-            return value, ""
-    return None, f"no JSON object found in output {short(text)}"
-
-
 __all__ = [
     "Number",
-    "extract_json",
     "fenced_blocks",
     "find_numbers",
     "format_number",

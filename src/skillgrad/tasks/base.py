@@ -7,6 +7,8 @@ trajectory (for the optimizer); it is never put into the target's messages.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Literal, Protocol, runtime_checkable
 
 from skillgrad.errors import BudgetExceeded, PermanentModelError, SkillgradError
@@ -31,6 +33,16 @@ class Task(Protocol):
       and score 0 — never raised. Only systemic failures raise (``PermanentModelError``,
       ``BudgetExceeded``).
     - The item's ``reference`` never reaches the target's messages.
+
+    Optional abilities (the built-in tasks declare them; read them through ``task_abilities``,
+    which fills the defaults for tasks that have only ``load_split`` and ``rollout``):
+
+    - ``deterministic: bool`` (default True): the same output always gets the same score; False
+      when the task's scorer is an LLM judge. A ``scorer`` attribute's own flag also counts.
+    - ``max_tokens: int`` (default ``DEFAULT_MAX_TOKENS``): the target's completion cap per
+      call, used by the cost preflight.
+    - ``bind_judge(backend)`` (default: no-op): receive the model that grades outputs (the
+      run binds its optimizer, so judge calls are cached, metered and budgeted).
     """
 
     name: str
@@ -38,6 +50,38 @@ class Task(Protocol):
     def load_split(self, split: Split) -> list[Item]: ...
 
     async def rollout(self, item: Item, skill: str, backend: ModelBackend) -> Trajectory: ...
+
+
+DEFAULT_MAX_TOKENS = 64
+
+
+@dataclass(frozen=True)
+class TaskAbilities:
+    """A task's optional abilities with the defaults filled in (see ``Task``)."""
+
+    deterministic: bool = True
+    max_tokens: int = DEFAULT_MAX_TOKENS
+    judge_binder: Callable[[ModelBackend], None] | None = None
+
+    def bind_judge(self, backend: ModelBackend) -> None:
+        """Hand ``backend`` to the task's judge; a no-op when it has none."""
+        if self.judge_binder is not None:
+            self.judge_binder(backend)
+
+
+def task_abilities(task: Task) -> TaskAbilities:
+    """The optional abilities of ``task``, defaults filled: the one place they are looked up,
+    so callers never probe a task with ``getattr``."""
+    scorer = getattr(task, "scorer", None)
+    deterministic = bool(getattr(task, "deterministic", True)) and bool(
+        getattr(scorer, "deterministic", True)
+    )
+    binder = getattr(task, "bind_judge", None)
+    return TaskAbilities(
+        deterministic=deterministic,
+        max_tokens=int(getattr(task, "max_tokens", DEFAULT_MAX_TOKENS)),
+        judge_binder=binder if callable(binder) else None,
+    )
 
 
 def skill_messages(skill: str, prompt: str) -> tuple[Message, ...]:
@@ -73,10 +117,13 @@ def failed_trajectory(
 
 
 __all__ = [
+    "DEFAULT_MAX_TOKENS",
     "SPLITS",
     "Split",
     "Task",
+    "TaskAbilities",
     "complete_item",
     "failed_trajectory",
     "skill_messages",
+    "task_abilities",
 ]

@@ -6,7 +6,12 @@ from __future__ import annotations
 from skillgrad.errors import BudgetExceeded, ConfigError, PermanentModelError
 from skillgrad.models.base import ModelBackend
 from skillgrad.skill import skill_hash
-from skillgrad.tasks.base import complete_item, failed_trajectory, skill_messages
+from skillgrad.tasks.base import (
+    DEFAULT_MAX_TOKENS,
+    complete_item,
+    failed_trajectory,
+    skill_messages,
+)
 from skillgrad.types import ChatRequest, Item, Message, Score, Trajectory
 
 
@@ -14,14 +19,24 @@ class ChatTask:
     """Single-turn tasks: define ``load_split``, ``prompt(item)`` and ``score(output, item)``."""
 
     name = "chat"
-    max_tokens = 64
+    max_tokens = DEFAULT_MAX_TOKENS
     temperature = 0.0
+    deterministic = True
 
     def prompt(self, item: Item) -> str:
         raise NotImplementedError
 
     def score(self, output: str, item: Item) -> Score:
         raise NotImplementedError
+
+    async def ascore(self, output: str, item: Item) -> Score:
+        """``score`` awaited by ``rollout``; tasks whose scoring awaits (an LLM judge, sandboxed
+        tests) override this instead."""
+        return self.score(output, item)
+
+    def bind_judge(self, backend: ModelBackend) -> None:
+        """Receive the model that grades outputs: a no-op unless the task's scorer calls one."""
+        return None
 
     def messages(self, item: Item, skill: str) -> tuple[Message, ...]:
         return skill_messages(skill, self.prompt(item))
@@ -34,8 +49,7 @@ class ChatTask:
             return failed_trajectory(item, skill, messages, completion)
         output = completion.text
         try:
-            ascore = getattr(self, "ascore", None)  # async scorers (LLM judge, sandboxed tests)
-            score = await ascore(output, item) if ascore else self.score(output, item)
+            score = await self.ascore(output, item)
         except (PermanentModelError, BudgetExceeded, ConfigError):
             raise  # e.g. a judge without a model, or out of budget: the run stops, not one item
         except Exception as exc:  # a scorer bug on one item must not kill the step

@@ -179,7 +179,7 @@ class DataTask(ChatTask):
                 f"{row.where}: reference field {opts.reference_field!r} is {what} ({keys})"
             )
             ok = False
-        elif (why := getattr(self.scorer, "check_reference", lambda _: None)(ref)) is not None:
+        elif (why := self.scorer.check_reference(ref)) is not None:
             problems.add(f"{row.where}: field {opts.reference_field!r}: {why}")
             ok = False
         item_id = self._item_id(row)
@@ -243,9 +243,7 @@ class DataTask(ChatTask):
 
     def bind_judge(self, backend: ModelBackend) -> None:
         """Give a model-graded scorer (``llm_judge``) its model; a no-op for other scorers."""
-        bind = getattr(self.scorer, "bind", None)
-        if callable(bind):
-            bind(backend)
+        self.scorer.bind(backend)
 
     def prompt(self, item: Item) -> str:
         return render(self.options.prompt, item.input)
@@ -260,11 +258,7 @@ class DataTask(ChatTask):
         return self.scorer.score(output, item)
 
     async def ascore(self, output: str, item: Item) -> Score:
-        ascore = getattr(self.scorer, "ascore", None)
-        if ascore is not None:
-            result: Score = await ascore(output, item)
-            return result
-        return self.scorer.score(output, item)
+        return await self.scorer.ascore(output, item)
 
 
 __all__ = ["DataOptions", "DataTask"]
