@@ -11,10 +11,11 @@ from typing import Any
 import pytest
 
 from skillgrad.errors import ConfigError, ModelError
+from skillgrad.models.structured import extract_json
 from skillgrad.scorers import SCORERS, LLMJudgeScorer, build_scorer
 from skillgrad.scorers.base import Scorer
 from skillgrad.scorers.judge import VERDICT_SCHEMA
-from skillgrad.scorers.textnorm import extract_json, find_numbers, normalize_answer
+from skillgrad.scorers.textnorm import find_numbers, normalize_answer
 from skillgrad.testing import FunctionBackend, ScriptedBackend, request_text
 from skillgrad.types import Item, Score
 
@@ -280,8 +281,8 @@ def test_json_fields_selected_dotted_fields_strict_and_bad_output() -> None:
 
 
 def test_extract_json_takes_the_first_decodable_object_after_prose() -> None:
-    assert extract_json('Note {not json} then {"a": [1, 2]} end') == ({"a": [1, 2]}, "")
-    assert extract_json("```\n[1]\n```")[0] == [1]
+    assert extract_json('Note {not json} then {"a": [1, 2]} end') == {"a": [1, 2]}
+    assert extract_json("```\n[1]\n```") == [1]
 
 
 # -- callable ---------------------------------------------------------------------------------

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import json
 import random
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from skillgrad.errors import ConfigError
+from skillgrad.models.structured import extract_json
 from skillgrad.tasks.base import SPLITS, Split
 from skillgrad.tasks.chat import ChatTask
 from skillgrad.types import Item, Score
@@ -59,7 +59,6 @@ TEMPLATES = (
     "On {day} {month}, order {id} sent {q} {goods} to {city}.",
 )
 PROMPT = "Extract order_id, quantity and city as JSON.\nText: {text}\nJSON:"
-_OBJECT = re.compile(r"\{.*?\}", re.DOTALL)
 
 
 def make_item(rng: random.Random, item_id: str) -> Item:
@@ -78,16 +77,13 @@ def make_item(rng: random.Random, item_id: str) -> Item:
 
 
 def parse_object(output: str) -> dict[str, Any] | None:
-    """The first JSON object in the output (fences and surrounding prose tolerated)."""
-    text = output.replace("```json", "```")
-    for match in _OBJECT.finditer(text):
-        try:
-            value = json.loads(match.group(0))
-        except json.JSONDecodeError:
-            continue
-        if isinstance(value, dict):
-            return value
-    return None
+    """The JSON object in the output (``models.structured.extract_json``: fences and surrounding
+    prose tolerated), or None when there is none or the JSON value is not an object."""
+    try:
+        value = extract_json(output)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
 
 
 def _field_ok(name: str, got: Any, want: Any) -> bool:
