@@ -326,6 +326,16 @@ def _describe(pkg: SkillPackage, content: object) -> tuple[SkillPackage | None, 
     return SkillPackage.from_files(files), "description replaced"
 
 
+def file_lengths(
+    skill_text: str, counter: Callable[[str], int] | None = None
+) -> dict[str, int] | None:
+    """Length of each file of a package bundle plus ``"(total)"``; None for a single file."""
+    if not is_package_text(skill_text):
+        return None
+    lengths = SkillPackage.from_bundle(skill_text).token_lengths(counter)
+    return {**lengths, "(total)": sum(lengths.values())}
+
+
 def load_skill_text(path: str | Path) -> str:
     """The text the loop trains for ``path``: a file's text, or a package folder's bundle."""
     from skillgrad.skill import Skill
@@ -340,6 +350,7 @@ __all__ = [
     "SKILL_FILE",
     "SkillPackage",
     "clean_path",
+    "file_lengths",
     "is_package_text",
     "load_skill_text",
     "prompt_text",

@@ -1,6 +1,8 @@
 """Real agent CLIs for the harness tests, installed from npm once per machine into a cache dir.
 
-``SKILLGRAD_AGENT_CLI_CACHE`` overrides the folder (default ``~/.cache/skillgrad-tests/npm``).
+``SKILLGRAD_AGENT_CLI_CACHE`` overrides the folder (default ``/var/tmp/skillgrad-tests-npm``:
+the sandbox runs agents as an unprivileged user, so the folder must be readable by any user,
+which a root-owned ``~/.cache`` is not, and outside ``/tmp``, which the box replaces).
 The versions are pinned so a test run is reproducible.
 """
 
@@ -21,7 +23,7 @@ CODEX = "@openai/codex@0.169.0"
 
 
 def _cache() -> Path:
-    default = Path.home() / ".cache" / "skillgrad-tests" / "npm"
+    default = Path("/var/tmp/skillgrad-tests-npm")
     return Path(os.environ.get("SKILLGRAD_AGENT_CLI_CACHE", default))
 
 

@@ -127,14 +127,22 @@ async def test_codex_reads_the_skill_and_writes_the_file(tmp_path: Path, codex_b
 
 
 async def test_command_harness_runs_any_cli(tmp_path: Path) -> None:
-    script = tmp_path / "agent.sh"
-    script.write_text(
-        '#!/bin/sh\nword=$(sed -n "s/^ANSWER-WORD: //p" .agents/skills/answer-word/SKILL.md)\n'
-        'printf "%s\\n" "$word" > answer.txt\necho "wrote $word ($1)"\n'
+    """Any program: here a shell script that follows the skill; it runs in the box too."""
+    script = (
+        'word=$(sed -n "s/^ANSWER-WORD: //p" .agents/skills/answer-word/SKILL.md)\n'
+        'printf "%s\\n" "$word" > answer.txt\n'
+        'echo "wrote $word ($1) in $(pwd) as $(id -u)"\n'
     )
-    script.chmod(0o755)
-    harness = {"argv": [str(script), "{prompt}"], "skills_dir": "{workdir}/.agents/skills"}
+    harness = {
+        "argv": ["/bin/sh", "-c", script, "agent", "{prompt}"],
+        "skills_dir": "{workdir}/.agents/skills",
+    }
     task = make_task(tmp_path, harness, "http://127.0.0.1:9")
     traj = await task.rollout(task.load_split("val")[0], bundle(), FunctionBackend(lambda r: ""))
     assert traj.score.passed, traj.score.feedback
-    assert traj.output == "wrote FROG (Write the answer word into answer.txt.)"
+    assert traj.output.startswith(
+        "wrote FROG (Write the answer word into answer.txt.) in /work/work"
+    )
+    assert not traj.output.endswith(" as 0")  # the box runs as an unprivileged user
+    exit_step = next(s for s in traj.steps if s["type"] == "agent_exit")
+    assert exit_step["isolation"].startswith("bubblewrap")

@@ -19,7 +19,14 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from skillgrad.errors import ConfigError
 from skillgrad.harnesses.events import PARSERS, Transcript
-from skillgrad.harnesses.process import ProcessOutcome, base_environment, run_process
+from skillgrad.harnesses.process import (
+    Layout,
+    ProcessOutcome,
+    base_environment,
+    program_roots,
+    run_boxed,
+)
+from skillgrad.sandbox import EndpointRelay
 
 OutputFormat = Literal["claude_stream_json", "codex_jsonl", "text"]
 _FIELDS = {"prompt", "workdir", "home", "skills_dir", "skill_name", "model", "base_url", "api_key"}
@@ -99,28 +106,37 @@ class AgentHarness(BaseModel):
     def run(
         self,
         prompt: str,
-        workdir: Path,
-        home: Path,
+        layout: Layout,
         values: dict[str, str],
         timeout_s: float,
+        relay: EndpointRelay | None = None,
     ) -> tuple[ProcessOutcome, Transcript]:
-        """Write the config files, run the agent once, and parse what it printed."""
-        fields = {**values, "prompt": prompt, "workdir": str(workdir), "home": str(home)}
+        """Write the config files, run the agent once in its box, and parse what it printed.
+        Templates see the paths as the agent does; files are written at their host paths."""
+        fields = self.fields(layout, values, prompt)
         for path, content in self.config_files.items():
-            target = Path(fill(path, fields, "config_files"))
+            target = layout.to_host(fill(path, fields, "config_files"))
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(fill(content, fields, "config_files"), encoding="utf-8")
-        argv = [fill(a, fields, "argv") for a in self.argv]
-        argv[0] = self.program()
-        env = base_environment(home)
+        program = str(Path(self.program()).resolve())  # the box binds real paths, not links
+        argv = [program, *(fill(a, fields, "argv") for a in self.argv[1:])]
+        env = base_environment(layout)
         env.update({k: fill(v, fields, "env") for k, v in self.env.items()})
         stdin = "" if any("{prompt}" in a for a in self.argv) else prompt
-        outcome = run_process(argv, workdir, env, timeout_s, stdin)
+        outcome = run_boxed(
+            argv, layout, env, timeout_s, stdin=stdin,
+            extra_ro=program_roots(Path(program)), relay=relay,
+        )  # fmt: skip
         return outcome, PARSERS[self.output](outcome.stdout)
 
-    def skills_folder(self, workdir: Path, home: Path) -> Path:
-        fields = {"workdir": str(workdir), "home": str(home)}
-        return Path(fill(self.skills_dir, fields, "skills_dir"))
+    def fields(self, layout: Layout, values: dict[str, str], prompt: str = "") -> dict[str, str]:
+        inside = {"workdir": str(layout.work(inside=True)), "home": str(layout.home(inside=True))}
+        skills = fill(self.skills_dir, inside, "skills_dir")
+        return {**values, **inside, "skills_dir": skills, "prompt": prompt}
+
+    def skills_folder(self, layout: Layout) -> Path:
+        """Where the package goes (``<folder>/<name>/``), as a host path."""
+        return layout.to_host(self.fields(layout, {})["skills_dir"])
 
 
 _FIELD = re.compile(r"\{([a-z_]+)\}")

@@ -18,7 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from skillgrad.harnesses.process import base_environment, run_process
+from skillgrad.harnesses.process import Layout, base_environment, run_boxed
 from skillgrad.types import Score
 
 _SCORE = re.compile(r"^\s*score\s*:\s*([0-9.]+)\s*$", re.MULTILINE | re.IGNORECASE)
@@ -75,10 +75,9 @@ def _read(workdir: Path, rel: str) -> str | None:
     return path.read_bytes().decode("utf-8", errors="replace")
 
 
-def run_check(
-    check: Check, workdir: Path, home: Path, final: str, reference: Any
-) -> tuple[float, str]:
+def run_check(check: Check, layout: Layout, final: str, reference: Any) -> tuple[float, str]:
     """(value in [0, 1], one feedback line) for one check."""
+    workdir = layout.work()
     if check.file is not None:
         ok, line = _text_verdict(check, f"file {check.file}", _read(workdir, check.file))
         return float(ok), line
@@ -86,9 +85,9 @@ def run_check(
         ok, line = _text_verdict(check, "final message", final)
         return float(ok), line
     assert check.command is not None
-    env = base_environment(home)
+    env = base_environment(layout)
     env["SKILLGRAD_REFERENCE"] = json.dumps(reference)
-    out = run_process(["/bin/sh", "-c", check.command], workdir, env, check.timeout_s)
+    out = run_boxed(["/bin/sh", "-c", check.command], layout, env, check.timeout_s)
     tail = (out.stdout + out.stderr).strip()[-400:]
     if out.timed_out:
         return 0.0, f"FAIL command {check.command!r}: timed out after {check.timeout_s:g}s"
@@ -98,11 +97,9 @@ def run_check(
     return value, f"{verdict} command {check.command!r} (exit {out.returncode}): {tail}"
 
 
-def score_checks(
-    checks: list[Check], workdir: Path, home: Path, final: str, reference: Any
-) -> Score:
+def score_checks(checks: list[Check], layout: Layout, final: str, reference: Any) -> Score:
     """Mean of the checks' values; passed only when every check passed."""
-    results = [run_check(c, workdir, home, final, reference) for c in checks]
+    results = [run_check(c, layout, final, reference) for c in checks]
     value = sum(v for v, _ in results) / len(results)
     passed = all(line.startswith("PASS") for _, line in results)
     return Score(value, passed and value >= 1.0, "\n".join(line for _, line in results))

@@ -1,20 +1,33 @@
-"""Run one agent process: a scrubbed environment, a wall-clock limit that kills its whole process
-group, and stdout / stderr captured whole (they are the agent's transcript).
+"""Run one agent (or check) process in the sandbox's box, with its transcript captured whole.
 
-``run_process`` is the seam to the sandbox: it runs the command in the box of
-``skillgrad.sandbox`` when that package provides ``run_command``, else as a plain subprocess.
+Each rollout has a host folder ``root`` holding ``work/`` (the agent's working directory) and
+``home/`` (its HOME: config files, installed skills). Under bubblewrap ``root`` is bound
+read-write at ``/work`` and nothing else of the host is visible, so the agent sees
+``/work/work`` and ``/work/home``; unsandboxed (opted into by name) it sees the host paths.
+``Layout`` gives both views. stdout and stderr go to files, never capped: they are the
+agent's full event stream.
 """
 
 from __future__ import annotations
 
-import contextlib
-import os
-import signal
-import subprocess
 import tempfile
 import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
+
+from skillgrad.errors import ConfigError
+from skillgrad.sandbox import Box, EndpointRelay, Limits, check_mode
+from skillgrad.sandbox.box import BOX_WORK, ENDPOINT_SOCKET, finish, inbox_command, returncode
+
+if TYPE_CHECKING:
+    from skillgrad.harnesses.base import Endpoint
+
+AGENT_PROCESSES = 512  # node agents start many threads and helper processes
+RELAY_PORT = 8080  # the endpoint's port inside a box (each box has its own network namespace)
 
 
 @dataclass(frozen=True)
@@ -24,54 +37,121 @@ class ProcessOutcome:
     stderr: str
     timed_out: bool
     duration_s: float
-    isolation: str = "subprocess"
+    isolation: str = ""
 
 
-def base_environment(home: Path) -> dict[str, str]:
-    """What every agent gets: no inherited keys, tokens or proxies; its own HOME and TMPDIR."""
+@dataclass(frozen=True)
+class Layout:
+    """One rollout's folders on the host and as the agent sees them."""
+
+    host: Path
+    mode: str
+
+    @property
+    def inside(self) -> Path:
+        return Path(BOX_WORK) if self.mode == "bubblewrap" else self.host
+
+    def work(self, inside: bool = False) -> Path:
+        return (self.inside if inside else self.host) / "work"
+
+    def home(self, inside: bool = False) -> Path:
+        return (self.inside if inside else self.host) / "home"
+
+    def to_host(self, path: str) -> Path:
+        """A path as the agent sees it, on the host (for files written before the run)."""
+        p = Path(path)
+        return self.host / p.relative_to(self.inside) if p.is_relative_to(self.inside) else p
+
+
+def base_environment(layout: Layout) -> dict[str, str]:
+    """What every agent gets: no inherited keys, tokens or proxies; its own HOME."""
     return {
-        "PATH": os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin"),
-        "LANG": os.environ.get("LANG", "C.UTF-8"),
-        "HOME": str(home),
-        "TMPDIR": str(home),
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "LANG": "C.UTF-8",
+        "HOME": str(layout.home(inside=True)),
+        "TMPDIR": "/tmp" if layout.mode == "bubblewrap" else str(layout.home()),
         "NO_COLOR": "1",
         "TERM": "dumb",
     }
 
 
-def run_process(
-    argv: list[str],
-    cwd: Path,
+@contextmanager
+def endpoint_access(endpoint: Endpoint, mode: str) -> Iterator[tuple[EndpointRelay | None, str]]:
+    """(relay, base URL the agent uses). Under bubblewrap the box has no network: a relay
+    forwards one loopback port inside (``RELAY_PORT``) to the endpoint's host and port (TLS
+    for https) and nowhere else; unsandboxed, the agent calls the endpoint directly."""
+    url = endpoint.base_url or ""
+    if mode != "bubblewrap" or not url:
+        yield None, url
+        return
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigError(f"endpoint.base_url {url!r} must be an http(s) URL with a host")
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    with EndpointRelay(parts.hostname, port, tls=parts.scheme == "https") as relay:
+        yield relay, f"http://127.0.0.1:{RELAY_PORT}{parts.path.rstrip('/')}"
+
+
+def run_boxed(
+    argv: Sequence[str],
+    layout: Layout,
     env: dict[str, str],
     timeout_s: float,
+    *,
     stdin: str = "",
+    extra_ro: Sequence[Path] = (),
+    relay: EndpointRelay | None = None,
 ) -> ProcessOutcome:
-    """Run ``argv`` in ``cwd`` with exactly ``env``; kill the process group at ``timeout_s``."""
+    """Run ``argv`` in ``layout.work`` inside a box; kill everything at ``timeout_s``. With a
+    ``relay`` the box reaches that one endpoint on ``127.0.0.1:RELAY_PORT``, else nothing."""
+    limits = Limits(
+        timeout_s=timeout_s, memory_mb=None, processes=AGENT_PROCESSES, file_mb=256, tmp_mb=512
+    )
+    mode = check_mode(layout.mode)
+    box = Box(limits, mode, layout.host, tuple(extra_ro), {}, env)
+    # the box starts in its root; the agent works in work/ beside its home/
+    cd = ["/bin/sh", "-c", 'cd "$0" && exec "$@"', str(layout.work(inside=True)), *argv]
+    if relay is not None and mode == "bubblewrap":
+        box.endpoint_socket = relay.socket_path
+        cd = inbox_command("inbox.relay", str(RELAY_PORT), ENDPOINT_SOCKET, "--", *cd, mode=mode)
     start = time.monotonic()
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        try:
-            proc = subprocess.Popen(
-                argv, cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=out, stderr=err,
-                start_new_session=True,
-            )  # fmt: skip
-        except OSError as exc:
-            return ProcessOutcome(None, "", f"cannot start {argv[0]}: {exc}", False, 0.0)
-        timed_out = False
-        try:
-            proc.communicate(stdin.encode(), timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-        # the agent may leave children behind (servers, shells): end the whole group
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signal.SIGKILL)
+        with tempfile.TemporaryFile() as given:
+            given.write(stdin.encode("utf-8"))
+            given.seek(0)
+            try:
+                proc = box.start(cd, out, err, stdin=given)
+            except OSError as exc:
+                return ProcessOutcome(None, "", f"cannot start {argv[0]}: {exc}", False, 0.0)
+        timed_out = finish([proc], start + timeout_s)
         out.seek(0)
         err.seek(0)
         stdout = out.read().decode("utf-8", errors="replace")
         stderr = err.read().decode("utf-8", errors="replace")
-    return ProcessOutcome(proc.returncode, stdout, stderr, timed_out, time.monotonic() - start)
+    code = returncode(proc.returncode, mode)
+    took = time.monotonic() - start
+    return ProcessOutcome(code, stdout, stderr, timed_out, took, box.isolation())
 
 
-__all__ = ["ProcessOutcome", "base_environment", "run_process"]
+def program_roots(program: Path) -> list[Path]:
+    """Host folders the box must show (read-only) for ``program`` (a resolved path) to run: its
+    whole ``node_modules`` tree for an npm-installed CLI, else its own folder; none under /usr.
+    The box runs as an unprivileged user: these folders must be readable by any user."""
+    parts = program.parts
+    root = (
+        Path(*parts[: parts.index("node_modules") + 1])
+        if "node_modules" in parts
+        else program.parent
+    )
+    return [] if root.is_relative_to("/usr") else [root]
+
+
+__all__ = [
+    "RELAY_PORT",
+    "Layout",
+    "ProcessOutcome",
+    "base_environment",
+    "endpoint_access",
+    "program_roots",
+    "run_boxed",
+]

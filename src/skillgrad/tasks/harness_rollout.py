@@ -31,8 +31,9 @@ from skillgrad.harnesses.base import Endpoint
 from skillgrad.harnesses.checks import Check, score_checks
 from skillgrad.harnesses.command import load_harness
 from skillgrad.harnesses.events import Transcript
-from skillgrad.harnesses.process import ProcessOutcome
+from skillgrad.harnesses.process import Layout, ProcessOutcome, endpoint_access
 from skillgrad.models.base import ModelBackend
+from skillgrad.sandbox import check_mode, require_bubblewrap
 from skillgrad.skill import skill_hash
 from skillgrad.skill_package import SkillPackage, is_package_text
 from skillgrad.tasks.base import SPLITS, Split
@@ -55,6 +56,9 @@ class HarnessOptions(BaseModel):
     check: list[Check] = Field(default_factory=list, description="for items without their own")
     timeout_s: float = Field(600.0, gt=0, description="wall-clock limit per agent run")
     max_parallel: int = Field(2, ge=1, description="agents running at once")
+    sandbox: str = Field(
+        "bubblewrap", description="bubblewrap, or unsandboxed (opted into by name only)"
+    )
     name: str = "harness"
 
 
@@ -73,6 +77,9 @@ class HarnessTask:
         given = self.options.endpoint.model_dump(exclude_none=True)
         self.endpoint = Endpoint.model_validate({**defaults.model_dump(exclude_none=True), **given})
         self.harness.program()  # fail now, with an install hint, not on every item
+        self.mode = check_mode(self.options.sandbox)
+        if self.mode == "bubblewrap":
+            require_bubblewrap()
         self._slots = threading.BoundedSemaphore(self.options.max_parallel)
         self._items = self._load()
 
@@ -117,35 +124,40 @@ class HarnessTask:
         return await asyncio.to_thread(self._run_blocking, item, skill, package)
 
     def _run_blocking(self, item: Item, skill: str, package: SkillPackage | None) -> Trajectory:
-        with self._slots, tempfile.TemporaryDirectory(prefix="skillgrad-agent-") as tmp:
-            work, home = Path(tmp) / "work", Path(tmp) / "home"
-            home.mkdir()
+        with (
+            self._slots,
+            tempfile.TemporaryDirectory(prefix="skillgrad-agent-") as tmp,
+            endpoint_access(self.endpoint, self.mode) as (relay, base_url),
+        ):
+            layout = Layout(Path(tmp), self.mode)
+            layout.home().mkdir()
+            work = layout.work()
             _populate(work, item.meta.get("files") or {})
             before = _snapshot(work)
+            skills = self.harness.skills_folder(layout)
             if package is not None:
-                package.write(self.harness.skills_folder(work, home) / package.name)
+                package.write(skills / package.name)
             values = {
                 "model": self.endpoint.model or "",
-                "base_url": self.endpoint.base_url or "",
+                "base_url": base_url,
                 "api_key": self.endpoint.api_key(),
                 "skill_name": package.name if package else "",
-                "skills_dir": str(self.harness.skills_folder(work, home)),
             }
             outcome, transcript = self.harness.run(
-                str(item.input), work, home, values, self.options.timeout_s
+                str(item.input), layout, values, self.options.timeout_s, relay
             )
-            files = _changes(work, before, self.harness.skills_folder(work, home))
+            files = _changes(work, before, skills)
             infra = infra_reason(outcome, transcript, self.options.timeout_s)
             score = (
                 Score(0.0, False, f"error: {INFRA_PREFIX}{infra}")
                 if infra
-                else self._score(item, work, home, transcript)
+                else self._score(item, layout, transcript)
             )
         return _trajectory(item, skill, transcript, outcome, files, score, infra)
 
-    def _score(self, item: Item, work: Path, home: Path, transcript: Transcript) -> Score:
+    def _score(self, item: Item, layout: Layout, transcript: Transcript) -> Score:
         checks = [Check.model_validate(c) for c in item.meta["check"]]
-        score = score_checks(checks, work, home, transcript.final, item.reference)
+        score = score_checks(checks, layout, transcript.final, item.reference)
         if transcript.error:  # the agent gave up (e.g. turn limit): the model's failure
             return Score(score.value, False, f"agent error: {transcript.error}\n{score.feedback}")
         return score
