@@ -1,9 +1,14 @@
 """The ``skillgrad`` command line: a thin Typer layer over library functions.
 
+skillgrad [-v | --quiet] [--version]
 skillgrad train CONFIG [--set section.key=value ...] [--fresh] [--no-gate]
-skillgrad eval CONFIG --skill FILE --split val|test
+skillgrad eval CONFIG --skill FILE --split val|test [--min-score X]
+skillgrad config [CONFIG] [--schema | --markdown]
 skillgrad report RUN_DIR [--html]
 skillgrad diff | blame | compare | dashboard   (see cli_views.py)
+
+Output goes through the ``skillgrad`` logger (``console.setup_logging``): ``-v`` shows debug
+lines, ``--quiet`` only warnings and errors. Help texts are plain text (no markup).
 """
 
 from __future__ import annotations
@@ -12,19 +17,21 @@ import asyncio
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 from rich.console import Console
 
 from skillgrad.config import Config, load_config
-from skillgrad.console import missing_extra, print_error
+from skillgrad.console import missing_extra, print_error, setup_logging
 from skillgrad.errors import BudgetExceeded, SkillgradError
+from skillgrad.sweep.cli import sweep_command
 
 app = typer.Typer(
     help="Train agent skill documents the way deep-learning frameworks train weights.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
+    rich_markup_mode=None,
     pretty_exceptions_enable=False,
 )
 console = Console(stderr=True, emoji=False)
@@ -39,6 +46,36 @@ OptModel = Annotated[
 TgtModel = Annotated[
     str | None, typer.Option("--target_model", "--target-model", help="provider:model")
 ]
+
+
+def _version(value: bool) -> None:
+    if value:
+        from skillgrad import __version__
+
+        out.print(f"skillgrad {__version__}", markup=False)
+        raise typer.Exit(0)
+
+
+@app.callback()
+def main_options(
+    verbose: Annotated[bool, typer.Option("-v", "--verbose", help="Show debug messages.")] = False,
+    quiet: Annotated[bool, typer.Option("-q", "--quiet", help="Only warnings and errors.")] = False,
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_version, is_eager=True, help="Print the version and exit."
+        ),
+    ] = False,
+) -> None:
+    """Train agent skill documents the way deep-learning frameworks train weights."""
+    setup_logging(console, -1 if quiet else int(verbose))
+
+
+def _print_markdown(text: str) -> None:
+    """A Markdown report as formatted terminal text (Rich Markdown: brackets stay literal)."""
+    from rich.markdown import Markdown
+
+    out.print(Markdown(text))
 
 
 def _config(path: Path | None, sets: list[str] | None, opt: str | None, tgt: str | None) -> Config:
@@ -65,23 +102,24 @@ def train(
     no_gate: Annotated[
         bool, typer.Option("--no-gate", help="Apply edits without the validation gate (logged).")
     ] = False,
-    quiet: Annotated[bool, typer.Option(help="No progress bars.")] = False,
+    quiet: Annotated[bool, typer.Option(help="No progress bars, only warnings.")] = False,
 ) -> None:
-    """Train a skill; re-running the same command on an existing run resumes it."""
-    from skillgrad.console import ConsoleCallback, RichProgress
+    """Train a skill; re-running the same command on an existing run resumes it (a finished
+    run continues when re-run with more epochs: --set train.num_epochs=N)."""
+    from skillgrad.console import RichProgress
     from skillgrad.session import run_training
 
+    if quiet:
+        setup_logging(console, -1)
     try:
         sets = [*(set_ or []), *(["train.gate=false"] if no_gate else [])]
         cfg = _config(config, sets, optimizer_model, target_model)
-        callbacks: list[Any] = [] if quiet else [ConsoleCallback(console)]
         progress = RichProgress(console)
         with progress:
             result = run_training(
                 cfg,
                 config_path=str(config),
                 fresh=fresh,
-                callbacks=callbacks,
                 progress=None if quiet else progress,
             )
     except KeyboardInterrupt:
@@ -92,8 +130,8 @@ def train(
         raise _fail(exc, 3) from None
     except SkillgradError as exc:
         raise _fail(exc, 2) from None
-    out.print((result.run_dir / "report.md").read_text(encoding="utf-8"))
-    out.print(f"best skill: {result.run_dir / 'best_skill.md'}")
+    _print_markdown((result.run_dir / "report.md").read_text(encoding="utf-8"))
+    out.print(f"best skill: {result.run_dir / 'best_skill.md'}", markup=False)
 
 
 @app.command("eval")
@@ -104,6 +142,10 @@ def eval_(
     set_: SetOpt = None,
     target_model: TgtModel = None,
     output: Annotated[Path | None, typer.Option("--out", help="Write results JSON here.")] = None,
+    min_score: Annotated[
+        float | None,
+        typer.Option("--min-score", help="Exit 1 when the mean score is below this (for CI)."),
+    ] = None,
 ) -> None:
     """Zero-shot evaluation of any skill on a split (no training)."""
     from skillgrad.evaluate import evaluate_skill
@@ -117,10 +159,18 @@ def eval_(
         raise _fail(exc, 2) from None
     out.print(
         f"{split}: mean score {result['mean_score']:.4f}, pass rate {result['pass_rate']:.4f} "
-        f"over {result['n']} items ({result['skill']})"
+        f"over {result['n']} items ({result['skill']})",
+        markup=False,
     )
     if output:
         output.write_text(json.dumps(result, indent=2), encoding="utf-8")
+    if min_score is not None and result["mean_score"] < min_score:
+        print_error(
+            SkillgradError(
+                f"mean score {result['mean_score']:.4f} is below --min-score {min_score}"
+            )
+        )
+        raise typer.Exit(1)
 
 
 @app.command("config")
@@ -129,10 +179,23 @@ def show_config(
     set_: SetOpt = None,
     optimizer_model: OptModel = None,
     target_model: TgtModel = None,
+    schema: Annotated[bool, typer.Option(help="Print the config's JSON schema.")] = False,
+    markdown: Annotated[
+        bool, typer.Option(help="Print the config reference (docs/config.md) as Markdown.")
+    ] = False,
 ) -> None:
-    """Print the fully resolved config (``_base_`` and ``--set`` applied, secrets redacted)."""
+    """Print the fully resolved config (_base_ and --set applied, secrets redacted), its JSON
+    schema (--schema) or its reference documentation (--markdown)."""
     import yaml
 
+    from skillgrad.config import config_markdown, config_schema
+
+    if schema:
+        out.print(json.dumps(config_schema(), indent=2), markup=False)
+        return
+    if markdown:
+        out.print(config_markdown(), markup=False, end="")
+        return
     try:
         cfg = _config(config, set_, optimizer_model, target_model)
     except SkillgradError as exc:
@@ -145,7 +208,13 @@ def report(
     run_dir: Annotated[Path, typer.Argument(help="A run directory.")],
     html: Annotated[bool, typer.Option(help="Also write a self-contained HTML report.")] = False,
 ) -> None:
-    """Print the final report of a run (val initial -> best, test, length, cost, failures)."""
+    """Print the final report of a run (val initial -> best, test, length, cost, failures),
+    or of a sweep directory (mean and 95% interval over seeds per grid configuration)."""
+    from skillgrad.sweep.plan import is_sweep_dir
+
+    if is_sweep_dir(run_dir):
+        _sweep_report(run_dir, html)
+        return
     from skillgrad.report.load import load_history
     from skillgrad.report.summary import render_report
     from skillgrad.runs.io import read_json
@@ -154,13 +223,28 @@ def report(
     history = load_history(run_dir / "history.json")
     if summary is None:
         raise _fail(SkillgradError(f"{run_dir} has no summary.json (not a finished run?)"), 2)
-    out.print(render_report(summary, history), markup=False)
+    _print_markdown(render_report(summary, history))
     if html:
         try:
             from skillgrad.report.html import write_html_report
         except ImportError as exc:
             raise _fail(missing_extra(exc, "report"), 2) from None
         out.print(f"HTML report: {write_html_report(run_dir)}")
+
+
+def _sweep_report(sweep_dir: Path, html: bool) -> None:
+    from skillgrad.report.sweep import load_summary_or_fail, render_sweep_text, write_sweep_html
+
+    try:
+        out.print(render_sweep_text(load_summary_or_fail(sweep_dir)), markup=False)
+        if html:
+            try:
+                page = write_sweep_html(sweep_dir)
+            except ImportError as exc:
+                raise _fail(missing_extra(exc, "report"), 2) from None
+            out.print(f"HTML report: {page}")
+    except SkillgradError as exc:
+        raise _fail(exc, 2) from None
 
 
 def _register_views() -> None:
@@ -170,6 +254,7 @@ def _register_views() -> None:
 
 
 _register_views()
+app.command("sweep")(sweep_command)
 
 
 def main() -> None:  # pragma: no cover - console entry

@@ -1,0 +1,100 @@
+"""The report of a sweep: ``sweep_summary.json`` as text for the terminal (no plotting imports)
+and, with the ``report`` extra, as a self-contained HTML page with figures
+(``write_sweep_html``: ``SWEEP_DIR/sweep_report.html`` and ``SWEEP_DIR/figures/*.png``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from skillgrad.errors import RunDirError
+from skillgrad.report.text import fmt
+
+SHOWN = ("val_best", "test_initial", "test_best", "test_gain", "skill_tokens", "calls", "cost_usd")
+
+
+def params_label(params: dict[str, Any]) -> str:
+    return ", ".join(f"{k}={fmt(v)}" for k, v in params.items()) or "(base config)"
+
+
+def interval_text(stat: dict[str, Any]) -> str:
+    """``0.512 [0.401, 0.623]``; one seed: ``0.512 (1 seed)``; none: ``–``."""
+    if not stat or stat.get("mean") is None:
+        return "–"
+    if stat.get("single_seed"):
+        return f"{fmt(stat['mean'])} (1 seed)"
+    return f"{fmt(stat['mean'])} [{fmt(stat['ci_low'])}, {fmt(stat['ci_high'])}]"
+
+
+def paired_text(test: dict[str, Any]) -> str:
+    if not test or test.get("p_value") is None:
+        return "no test pairs yet"
+    return (
+        f"mean diff {fmt(test['mean_diff'])} over {test['n_pairs']} pairs "
+        f"(+{test['wins']} / -{test['losses']} / ={test['ties']}), "
+        f"p = {fmt(test['p_value'], 4)} ({test['method']} sign-flip)"
+        + (f", {test['missing_pairs']} missing" if test.get("missing_pairs") else "")
+    )
+
+
+def render_sweep_text(summary: dict[str, Any]) -> str:
+    """Markdown-ish text: one block per grid configuration, mean [95% CI] over seeds."""
+    s = summary
+    lines = [
+        f"# skillgrad sweep: {s['sweep_dir']}",
+        "",
+        f"- runs finished: {s['runs_finished']} of {s['runs_total']}"
+        + ("" if s["complete"] else " (re-run the same sweep command to finish the rest)"),
+        f"- seeds: {s['seeds']} · split varied with the seed: {bool(s['vary_split'])}",
+        f"- intervals: {s['interval']}",
+        f"- paired test: {s['paired_test']}",
+    ]
+    for c in s["configs"]:
+        lines += ["", f"## {params_label(c['params'])}  ({c['runs_finished']} seeds finished)", ""]
+        lines += ["| metric | mean [95% CI] | per seed |", "|---|---|---|"]
+        for key in ("val_initial", *SHOWN):
+            stat = c.get(key) or {}
+            per_seed = ", ".join(fmt(v) for v in stat.get("values", []))
+            lines.append(f"| {key} | {interval_text(stat)} | {per_seed} |")
+        lines += ["", f"test best vs initial: {paired_text(c.get('paired_test') or {})}"]
+        unfinished = {k: v for k, v in (c.get("status") or {}).items() if v != "finished"}
+        if unfinished:
+            lines.append("not finished: " + ", ".join(f"{k} ({v})" for k, v in unfinished.items()))
+    return "\n".join(lines) + "\n"
+
+
+def load_summary_or_fail(sweep_dir: Path) -> dict[str, Any]:
+    from skillgrad.sweep.summary import build_sweep_summary, load_sweep_summary
+
+    summary = load_sweep_summary(sweep_dir)
+    if summary is None:  # interrupted before it was written: compute it from the runs
+        summary = build_sweep_summary(sweep_dir)
+    if not summary.get("configs"):
+        raise RunDirError(f"{sweep_dir}: the sweep has no configurations")
+    return summary
+
+
+def write_sweep_html(sweep_dir: Path, out: Path | None = None) -> Path:
+    """Write ``sweep_report.html`` (figures inline) and ``figures/*.png`` (the report extra)."""
+    from skillgrad.report.sweep_html import render_sweep_html, sweep_figures
+
+    summary = load_summary_or_fail(Path(sweep_dir))
+    figures = sweep_figures(summary)
+    fig_dir = Path(sweep_dir) / "figures"
+    fig_dir.mkdir(parents=True, exist_ok=True)
+    for name, png in figures.items():
+        (fig_dir / f"{name}.png").write_bytes(png)
+    target = Path(out) if out is not None else Path(sweep_dir) / "sweep_report.html"
+    target.write_text(render_sweep_html(summary, figures), encoding="utf-8")
+    return target
+
+
+__all__ = [
+    "interval_text",
+    "load_summary_or_fail",
+    "paired_text",
+    "params_label",
+    "render_sweep_text",
+    "write_sweep_html",
+]

@@ -1,0 +1,251 @@
+"""The plan of a sweep: grid combinations x seeds -> one run job each, and the sweep's identity.
+
+A job is plain data (config path + ``--set`` overrides + run directory), so any executor can run
+it in another process or on another machine through the public API (``load_config`` +
+``run_training``). ``sweep.json`` in the sweep directory records the plan; re-running the same
+command finds the same plan and resumes, a different one is refused (``check_or_write_plan``).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+import secrets
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from skillgrad.config import Config, load_config
+from skillgrad.errors import ConfigError, RunDirError
+from skillgrad.runs.io import atomic_write_json, read_json
+from skillgrad.runs.rundir import _comparable, _flat_diff
+
+PLAN_FILE = "sweep.json"
+SUMMARY_FILE = "sweep_summary.json"
+# Keys a sweep sets itself: a grid over them would be meaningless or break the layout.
+RESERVED_KEYS = ("train.seed", "env.output_root", "env.run_name")
+
+
+@dataclass(frozen=True)
+class GridAxis:
+    key: str
+    values: tuple[Any, ...]
+
+
+@dataclass(frozen=True)
+class RunJob:
+    """One run of the sweep: ``load_config(config_path, overrides)`` trained in ``run_dir``."""
+
+    name: str
+    config_path: str
+    overrides: tuple[str, ...]
+    run_dir: str
+    params: dict[str, Any]
+    seed: int
+    sweep_dir: str
+    sweep_id: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {**asdict(self), "overrides": list(self.overrides)}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> RunJob:
+        return cls(**{**data, "overrides": tuple(data["overrides"])})
+
+
+@dataclass(frozen=True)
+class SweepPlan:
+    sweep_dir: Path
+    sweep_id: str
+    config_path: str
+    seeds: tuple[int, ...]
+    grid: tuple[GridAxis, ...]
+    vary_split: bool
+    jobs: tuple[RunJob, ...]
+    base_config: dict[str, Any]
+
+    def configs(self) -> list[dict[str, Any]]:
+        """The grid combinations in plan order (``[{}]`` without a grid)."""
+        seen: list[dict[str, Any]] = []
+        for job in self.jobs:
+            if job.params not in seen:
+                seen.append(job.params)
+        return seen
+
+    def identity(self) -> dict[str, Any]:
+        """What must be the same for a re-run to resume this sweep."""
+        return {
+            "seeds": list(self.seeds),
+            "grid": [{"key": a.key, "values": list(a.values)} for a in self.grid],
+            "vary_split": self.vary_split,
+            "config": _comparable(self.base_config),
+        }
+
+
+def parse_grid(specs: Sequence[str]) -> tuple[GridAxis, ...]:
+    """``["train.lr_scheduler=constant,cosine"]`` -> axes; values are YAML scalars."""
+    axes: list[GridAxis] = []
+    for spec in specs:
+        key, sep, raw = spec.partition("=")
+        key = key.strip()
+        where = f"--grid {spec!r}"
+        if not sep or not key or not raw.strip():
+            raise ConfigError(
+                f"{where}: expected KEY=V1,V2,... e.g. train.lr_scheduler=constant,cosine"
+            )
+        if key in RESERVED_KEYS:
+            raise ConfigError(
+                f"{where}: {key} is set by the sweep itself "
+                f"({'use --seeds' if key == 'train.seed' else 'use --out'})"
+            )
+        if any(a.key == key for a in axes):
+            raise ConfigError(f"{where}: {key} appears in two --grid options; give it once")
+        values = tuple(yaml.safe_load(v) if v.strip() else "" for v in raw.split(","))
+        if len({json.dumps(v, sort_keys=True) for v in values}) != len(values):
+            raise ConfigError(f"{where}: a value is listed twice")
+        axes.append(GridAxis(key, values))
+    return tuple(axes)
+
+
+def _slug(value: Any) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+    return re.sub(r"[^A-Za-z0-9.+-]+", "-", text).strip("-")[:24] or "x"
+
+
+def run_name(index: int, width: int, params: dict[str, Any], seed: int) -> str:
+    """A path-safe, unique, readable run name: ``c01_lr_scheduler-cosine_seed2``."""
+    if not params:
+        return f"seed{seed}"
+    last = [k.rsplit(".", 1)[-1] for k in params]
+    parts = [
+        f"{(short if last.count(short) == 1 else key)}-{_slug(v)}"
+        for (key, v), short in zip(params.items(), last, strict=True)
+    ]
+    return f"c{index:0{width}d}_{'_'.join(parts)}"[:100] + f"_seed{seed}"
+
+
+def build_plan(
+    config_path: Path,
+    *,
+    seeds: int,
+    grid: Sequence[str] = (),
+    sets: Sequence[str] = (),
+    out: Path | None = None,
+    vary_split: bool = False,
+) -> SweepPlan:
+    """Resolve every run's config (so a bad grid value fails before anything runs)."""
+    if seeds < 1:
+        raise ConfigError(f"--seeds must be >= 1, got {seeds}")
+    axes = parse_grid(grid)
+    base = load_config(config_path, list(sets))
+    sweep_dir = (out or _default_out(base, config_path)).resolve()
+    combos = [dict(zip([a.key for a in axes], vs, strict=True)) for vs in
+              itertools.product(*(a.values for a in axes))]  # fmt: skip
+    first = base.train.seed
+    data_seed = base.env.options.get("seed", 0)
+    if vary_split and not isinstance(data_seed, int):
+        raise ConfigError(f"--vary-split needs an integer env.options.seed, got {data_seed!r}")
+    width = len(str(max(len(combos) - 1, 0)))
+    sweep_id = _existing_id(sweep_dir) or secrets.token_hex(8)
+    jobs: list[RunJob] = []
+    for index, params in enumerate(combos):
+        for i in range(seeds):
+            overrides = [*sets, *(f"{k}={json.dumps(v)}" for k, v in params.items())]
+            overrides.append(f"train.seed={first + i}")
+            if vary_split:
+                overrides.append(f"env.options.seed={data_seed + i}")
+            name = run_name(index, width, params, first + i)
+            _resolve(config_path, overrides, name)
+            jobs.append(
+                RunJob(name, str(config_path.resolve()), tuple(overrides),
+                       str(sweep_dir / name), params, first + i, str(sweep_dir), sweep_id)
+            )  # fmt: skip
+    return SweepPlan(
+        sweep_dir, sweep_id, str(config_path.resolve()), tuple(range(first, first + seeds)),
+        axes, vary_split, tuple(jobs), base.redacted_json(),
+    )  # fmt: skip
+
+
+def _default_out(cfg: Config, config_path: Path) -> Path:
+    root = Path(cfg.env.output_root)
+    return (root if root.is_absolute() else Path.cwd() / root) / f"{config_path.stem}-sweep"
+
+
+def _resolve(config_path: Path, overrides: list[str], name: str) -> Config:
+    try:
+        return load_config(config_path, overrides)
+    except ConfigError as exc:
+        raise ConfigError(f"sweep run {name}: {exc}") from None
+
+
+def _existing_id(sweep_dir: Path) -> str | None:
+    data = read_json(sweep_dir / PLAN_FILE)
+    return str(data["sweep_id"]) if isinstance(data, dict) and "sweep_id" in data else None
+
+
+def check_or_write_plan(plan: SweepPlan) -> bool:
+    """Write ``sweep.json`` for a new sweep; for an existing one, refuse a different plan.
+
+    Returns True when resuming. Limits and parallelism (budget, hardware) may change."""
+    path = plan.sweep_dir / PLAN_FILE
+    stored = read_json(path)
+    record = {
+        "sweep_id": plan.sweep_id,
+        "config_path": plan.config_path,
+        **plan.identity(),
+        "jobs": [
+            {"name": j.name, "params": j.params, "seed": j.seed, "overrides": list(j.overrides)}
+            for j in plan.jobs
+        ],
+    }
+    if stored is None:
+        if plan.sweep_dir.exists() and any(plan.sweep_dir.iterdir()):
+            raise RunDirError(
+                f"{plan.sweep_dir} exists and is not a sweep directory (no {PLAN_FILE}); "
+                "choose another --out"
+            )
+        plan.sweep_dir.mkdir(parents=True, exist_ok=True)
+        atomic_write_json(path, record)
+        return False
+    if not isinstance(stored, dict) or "sweep_id" not in stored:
+        raise RunDirError(f"{path}: not a skillgrad sweep record; restore it or use another --out")
+    diffs = _flat_diff(
+        {k: stored.get(k) for k in ("seeds", "grid", "vary_split", "config")},
+        plan.identity(),
+    )
+    if diffs:
+        raise RunDirError(
+            f"{plan.sweep_dir} holds a different sweep (seeds, grid or config changed):\n  "
+            + "\n  ".join(diffs[:10])
+            + "\nRe-run the original command to resume it, or pass a new --out for this sweep."
+        )
+    return True
+
+
+def load_plan_record(sweep_dir: Path) -> dict[str, Any] | None:
+    """``sweep.json`` of a sweep directory, or None when ``sweep_dir`` is not a sweep."""
+    data = read_json(Path(sweep_dir) / PLAN_FILE)
+    return data if isinstance(data, dict) and "sweep_id" in data else None
+
+
+def is_sweep_dir(path: Path) -> bool:
+    return (Path(path) / PLAN_FILE).is_file()
+
+
+__all__ = [
+    "PLAN_FILE",
+    "SUMMARY_FILE",
+    "GridAxis",
+    "RunJob",
+    "SweepPlan",
+    "build_plan",
+    "check_or_write_plan",
+    "is_sweep_dir",
+    "load_plan_record",
+    "parse_grid",
+    "run_name",
+]

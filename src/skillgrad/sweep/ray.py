@@ -1,0 +1,140 @@
+"""The Ray executor: each run of a sweep is one Ray task (``num_cpus`` declared, no retries).
+
+``address=None`` starts a private local cluster bound to 127.0.0.1 (no dashboard, no usage
+stats) with ``workers`` CPUs; an address attaches to an existing cluster. Each task runs in a
+fresh worker process (``max_calls=1``) and writes its run directly into the sweep directory, so
+the sweep directory must be on a filesystem every node sees at the same path: a task that
+cannot see it fails with that message instead of writing somewhere the driver never looks.
+A task whose worker dies is reported failed; re-running the sweep resumes the run.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from skillgrad.errors import ConfigError, SkillgradError
+from skillgrad.sweep.executors import OnDone
+from skillgrad.sweep.plan import PLAN_FILE, RunJob
+from skillgrad.sweep.worker import RunOutcome, execute
+
+INSTALL = "pip install 'skillgrad[ray]'"
+# Read by Ray at import time: loopback node address for a local cluster, no usage reporting.
+_LOCAL_ENV = {"RAY_USAGE_STATS_ENABLED": "0", "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
+
+
+def import_ray() -> Any:
+    for key, value in _LOCAL_ENV.items():
+        os.environ.setdefault(key, value)
+    try:
+        import ray
+    except ImportError:
+        raise ConfigError(f"--executor ray needs Ray: {INSTALL}") from None
+    return ray
+
+
+def run_job(job_data: dict[str, Any]) -> dict[str, Any]:
+    """The Ray task body (module level, so workers import it by name)."""
+    job = RunJob.from_json(job_data)
+    if not _sees_sweep(job):
+        host = socket.gethostname()
+        return RunOutcome(
+            job.name,
+            "failed",
+            f"node {host} cannot see the sweep directory {job.sweep_dir}: the ray executor "
+            "needs it on a filesystem shared by the driver and every worker node, at the same "
+            "path (e.g. NFS); mount it there or run the sweep with --executor local",
+            host=host,
+        ).to_json()
+    return execute(job).to_json()
+
+
+def _sees_sweep(job: RunJob) -> bool:
+    import json
+
+    try:
+        data = json.loads((Path(job.sweep_dir) / PLAN_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(data, dict) and data.get("sweep_id") == job.sweep_id
+
+
+class RayExecutor:
+    name = "ray"
+
+    def __init__(self, workers: int, address: str | None = None, cpus_per_run: float = 1) -> None:
+        self.workers = workers
+        self.address = address
+        self.cpus_per_run = cpus_per_run
+
+    def run(self, jobs: Sequence[RunJob], on_done: OnDone) -> list[RunOutcome]:
+        ray = import_ray()
+        started_here = not ray.is_initialized()
+        if started_here:
+            connect(ray, self.address, self.workers)
+        try:
+            return self._run(ray, jobs, on_done)
+        finally:
+            if started_here:
+                ray.shutdown()
+
+    def _run(self, ray: Any, jobs: Sequence[RunJob], on_done: OnDone) -> list[RunOutcome]:
+        task = ray.remote(num_cpus=self.cpus_per_run, max_calls=1, max_retries=0)(run_job)
+        pending = list(jobs)
+        running: dict[Any, RunJob] = {}
+        outcomes: list[RunOutcome] = []
+        try:
+            while pending or running:
+                while pending and len(running) < self.workers:
+                    job = pending.pop(0)
+                    running[task.remote(job.to_json())] = job
+                done, _ = ray.wait(list(running), num_returns=1)
+                for ref in done:
+                    job = running.pop(ref)
+                    outcome = _result(ray, ref, job)
+                    outcomes.append(outcome)
+                    on_done(outcome)
+        finally:
+            for ref in running:
+                ray.cancel(ref, force=True)
+        return outcomes
+
+
+def _result(ray: Any, ref: Any, job: RunJob) -> RunOutcome:
+    try:
+        return RunOutcome(**ray.get(ref))
+    except ray.exceptions.RayError as exc:  # the worker died, or the task raised
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        return RunOutcome(job.name, "failed", f"ray task failed ({type(exc).__name__}): {first}")
+
+
+def connect(ray: Any, address: str | None, workers: int) -> None:
+    """Attach to ``address``, or start a local cluster on 127.0.0.1 with ``workers`` CPUs."""
+    try:
+        if address:
+            ray.init(address=address, log_to_driver=False, configure_logging=False)
+            return
+        ray.init(
+            address="local",
+            num_cpus=workers,
+            include_dashboard=False,
+            _node_ip_address="127.0.0.1",
+            log_to_driver=False,
+            configure_logging=False,
+        )
+    except (ConnectionError, RuntimeError, ValueError) as exc:
+        where = address or "a local cluster"
+        raise SkillgradError(f"could not start or reach Ray ({where}): {exc}") from None
+    gcs = str(ray.get_runtime_context().gcs_address)
+    if not address and not gcs.startswith("127.0.0.1:"):
+        ray.shutdown()
+        raise SkillgradError(
+            f"the local Ray cluster bound {gcs}, not loopback: Ray was imported before skillgrad "
+            "could set RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0; set it in the environment and re-run"
+        )
+
+
+__all__ = ["INSTALL", "RayExecutor", "connect", "import_ray", "run_job"]

@@ -1,0 +1,181 @@
+"""``sweep_summary.json``: per grid configuration, mean and 95% interval of each metric over
+seeds, the per-seed values, and a paired test of the best vs the initial skill on the test split
+pooled over seeds.
+
+Only finished runs count; ``runs_finished`` / ``runs_total`` say how many that is. The per-item
+test scores of the initial and the best skill come from each run's result cache (calls.sqlite,
+``results``: one scored trajectory per skill and item), the same rows the run's test scores were
+averaged from; an item scored for only one of the two skills (an errored rollout) is left out
+of the pairs and counted in ``missing_pairs``.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from skillgrad.runs.cache import CallCache
+from skillgrad.runs.io import atomic_write_json, read_json
+from skillgrad.sweep.plan import SUMMARY_FILE, load_plan_record
+from skillgrad.sweep.stats import sign_flip_test, t_interval
+from skillgrad.sweep.worker import FINISHED
+from skillgrad.tasks.base import skill_hash
+
+METRICS = (
+    "val_initial", "val_best", "test_initial", "test_best", "test_gain",
+    "skill_tokens", "calls", "cost_usd",
+)  # fmt: skip
+LEVEL = 0.95
+
+
+def run_metrics(summary: dict[str, Any]) -> dict[str, float | None]:
+    """The sweep metrics of one run's summary.json (None when the run did not report one)."""
+    usage = (summary.get("usage") or {}).get("all") or {}
+    ti, tb = summary.get("test_initial"), summary.get("test_best")
+    return {
+        "val_initial": summary.get("val_initial"),
+        "val_best": summary.get("val_best"),
+        "test_initial": ti,
+        "test_best": tb,
+        "test_gain": tb - ti if ti is not None and tb is not None else None,
+        "skill_tokens": summary.get("skill_tokens_best"),
+        "calls": usage.get("calls"),
+        "cost_usd": usage.get("cost"),
+    }
+
+
+def test_pairs(run_dir: Path) -> tuple[list[float], int]:
+    """Per test item: best-skill score minus initial-skill score; and the items missing one."""
+    splits = read_json(run_dir / "splits.json") or {}
+    initial = (run_dir / "skills" / "skill_v0000.md").read_text(encoding="utf-8")
+    best = (run_dir / "best_skill.md").read_text(encoding="utf-8")
+    store = CallCache(run_dir / "calls.sqlite")
+    try:
+        diffs, missing = [], 0
+        for item_id in splits.get("test", []):
+            a = store.get_result(skill_hash(initial), item_id)
+            b = store.get_result(skill_hash(best), item_id)
+            if a is None or b is None:
+                missing += 1
+                continue
+            diffs.append(b.score.value - a.score.value)
+    finally:
+        store.close()
+    return diffs, missing
+
+
+def metric_stats(values: Sequence[float]) -> dict[str, Any]:
+    iv = t_interval(values, LEVEL)
+    out: dict[str, Any] = {
+        "mean": iv.mean,
+        "ci_low": iv.ci_low,
+        "ci_high": iv.ci_high,
+        "n": iv.n,
+        "values": list(values),
+    }
+    if iv.single:
+        out["single_seed"] = True  # one value: no spread to estimate, the interval is the value
+    return out
+
+
+def build_sweep_summary(sweep_dir: Path) -> dict[str, Any]:
+    """Read every run of the sweep and compute the summary (does not write it)."""
+    record = load_plan_record(sweep_dir)
+    if record is None:
+        from skillgrad.errors import RunDirError
+
+        raise RunDirError(f"{sweep_dir} is not a sweep directory (no sweep.json)")
+    jobs = record["jobs"]
+    configs: list[dict[str, Any]] = []
+    for params in _unique_params(jobs):
+        runs = [j for j in jobs if j["params"] == params]
+        configs.append(_config_summary(Path(sweep_dir), params, runs))
+    finished = sum(c["runs_finished"] for c in configs)
+    return {
+        "sweep_dir": str(sweep_dir),
+        "config_path": record.get("config_path"),
+        "seeds": record.get("seeds"),
+        "grid": record.get("grid"),
+        "vary_split": record.get("vary_split"),
+        "runs_total": len(jobs),
+        "runs_finished": finished,
+        "complete": finished == len(jobs),
+        "interval": f"{LEVEL:.0%} Student-t over seeds (n>=2); n=1: the value, single_seed",
+        "paired_test": "exact two-sided sign-flip test, (seed, item) pairs pooled over seeds",
+        "updated": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+        "configs": configs,
+    }
+
+
+def _unique_params(jobs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for job in jobs:
+        if job["params"] not in out:
+            out.append(job["params"])
+    return out
+
+
+def _config_summary(sweep_dir: Path, params: dict[str, Any], runs: list[dict[str, Any]]) -> dict:
+    values: dict[str, list[float]] = {m: [] for m in METRICS}
+    seeds, statuses, diffs, missing = [], {}, [], 0
+    for job in runs:
+        run_dir = sweep_dir / job["name"]
+        summary = read_json(run_dir / "summary.json")
+        status = summary.get("status", "unknown") if isinstance(summary, dict) else "not started"
+        if status == "not started" and (run_dir / "config.json").exists():
+            status = "unfinished"
+        statuses[job["name"]] = status
+        if status != FINISHED:
+            continue
+        seeds.append(job["seed"])
+        for key, value in run_metrics(summary).items():
+            if value is not None and math.isfinite(float(value)):
+                values[key].append(float(value))
+        run_diffs, run_missing = test_pairs(run_dir)
+        diffs += run_diffs
+        missing += run_missing
+    test = sign_flip_test(diffs)
+    return {
+        "params": params,
+        "runs": [j["name"] for j in runs],
+        "status": statuses,
+        "runs_finished": len(seeds),
+        "seeds": seeds,
+        **{m: metric_stats(values[m]) for m in METRICS},
+        "paired_test": {
+            "comparison": "test: best skill vs initial skill, per item, pooled over seeds",
+            "n_pairs": test.n,
+            "mean_diff": test.mean_diff,
+            "wins": test.wins,
+            "losses": test.losses,
+            "ties": test.ties,
+            "p_value": test.p_value,
+            "method": test.method,
+            "missing_pairs": missing,
+        },
+    }
+
+
+def write_sweep_summary(sweep_dir: Path) -> dict[str, Any]:
+    summary = build_sweep_summary(sweep_dir)
+    atomic_write_json(Path(sweep_dir) / SUMMARY_FILE, summary)
+    return summary
+
+
+def load_sweep_summary(sweep_dir: Path) -> dict[str, Any] | None:
+    data = read_json(Path(sweep_dir) / SUMMARY_FILE)
+    return data if isinstance(data, dict) and "configs" in data else None
+
+
+__all__ = [
+    "METRICS",
+    "build_sweep_summary",
+    "load_sweep_summary",
+    "metric_stats",
+    "run_metrics",
+    "test_pairs",
+    "write_sweep_summary",
+]

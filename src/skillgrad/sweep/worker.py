@@ -1,0 +1,81 @@
+"""Run one job of a sweep through the public API, in whatever process an executor chose.
+
+``execute(job)`` trains (or resumes) the run in ``job.run_dir`` with ``load_config`` +
+``run_training`` and returns a ``RunOutcome``; a run that already finished is not touched.
+``python -m skillgrad.sweep.worker JOB_JSON`` does the same in a fresh process (the local pool):
+exit 0 finished, 3 budget exhausted, 2 a clear error (printed), 1 anything else.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from skillgrad.errors import BudgetExceeded, SkillgradError
+from skillgrad.runs.io import read_json
+from skillgrad.sweep.plan import RunJob
+
+FINISHED = "finished"
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """What became of one job: ``status`` is finished, skipped (finished earlier),
+    budget_exhausted or failed (``error`` says why: the run's message, or how its process died)."""
+
+    name: str
+    status: str
+    error: str = ""
+    seconds: float = 0.0
+    host: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.status in (FINISHED, "skipped")
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def is_finished(run_dir: Path) -> bool:
+    summary = read_json(Path(run_dir) / "summary.json")
+    return isinstance(summary, dict) and summary.get("status") == FINISHED
+
+
+def execute(job: RunJob) -> RunOutcome:
+    """Train or resume ``job``; errors become outcomes (never raised), so a pool keeps going."""
+    from skillgrad import load_config, run_training
+
+    start = time.monotonic()
+    host = socket.gethostname()
+    if is_finished(Path(job.run_dir)):
+        return RunOutcome(job.name, "skipped", host=host)
+    try:
+        cfg = load_config(job.config_path, list(job.overrides))
+        result = run_training(cfg, run_dir=Path(job.run_dir))
+    except BudgetExceeded as exc:
+        return RunOutcome(job.name, "budget_exhausted", str(exc), time.monotonic() - start, host)
+    except SkillgradError as exc:
+        return RunOutcome(job.name, "failed", str(exc), time.monotonic() - start, host)
+    status = str(result.summary.get("status", FINISHED))
+    return RunOutcome(job.name, status, "", time.monotonic() - start, host)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 1:
+        print("usage: python -m skillgrad.sweep.worker JOB_JSON", file=sys.stderr)
+        return 2
+    outcome = execute(RunJob.from_json(json.loads(args[0])))
+    if outcome.error:
+        print(f"error: {outcome.error}", file=sys.stderr)
+    return {FINISHED: 0, "skipped": 0, "budget_exhausted": 3}.get(outcome.status, 2)
+
+
+if __name__ == "__main__":  # pragma: no cover - run as a subprocess by the local executor
+    sys.exit(main())
