@@ -17,6 +17,7 @@ Events (``event["event"]``) and their main fields:
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -42,4 +43,54 @@ class Callback(Protocol):
     def on_event(self, event: dict[str, Any], control: Control) -> None: ...
 
 
-__all__ = ["Callback", "Control"]
+def describe_event(event: dict[str, Any]) -> tuple[int, str] | None:
+    """The log level and one plain-text line for an event (None: only logged at DEBUG).
+
+    The run logs every event under the ``skillgrad.events`` logger with this text; the console
+    view is a logging handler on it (``skillgrad.console``)."""
+    name = event.get("event")
+    if name == "run_start":
+        verb = "resuming" if event.get("resumed") else "starting"
+        return logging.INFO, f"{verb} run in {event['run_dir']}"
+    if name == "preflight":
+        return logging.INFO, _preflight_line(event)
+    if name == "baseline":
+        return logging.INFO, f"baseline val score {event['val_score']:.3f}"
+    if name == "step_end":
+        return logging.INFO, _step_line(event["record"])
+    if name == "slow_update":
+        return logging.INFO, f"slow update epoch {event['epoch']}: {event['categories']}"
+    if name == "meta_skill":
+        return logging.INFO, f"meta skill epoch {event['epoch']} ({len(event['memo'])} chars)"
+    if name == "warning":
+        return logging.WARNING, str(event["message"])
+    if name == "stopped":
+        return logging.ERROR, f"stopped ({event['status']}): {event['error']}"
+    return None
+
+
+def _preflight_line(e: dict[str, Any]) -> str:
+    calls, tokens, cost = e["calls"], e["tokens"], e["cost_usd"]
+    unpriced = [r for r, ok in e["priced"].items() if not ok]
+    note = f" ({', '.join(unpriced)} unpriced: local or unknown model)" if unpriced else ""
+    return (
+        f"preflight (upper bound, {e['steps']} steps): optimizer {calls['optimizer']} calls / "
+        f"{tokens['optimizer']:,} tok, target {calls['target']} calls / {tokens['target']:,} tok, "
+        f"cost <= ${cost['optimizer'] + cost['target']:.2f}{note}"
+    )
+
+
+def _step_line(r: dict[str, Any]) -> str:
+    verdict = "accepted" if r["accepted"] else "rejected"
+    tokens = sum(r.get("tokens", {}).values())
+    cand = r.get("candidate_score")
+    cand_text = "-" if cand is None else f"{cand:.3f}"
+    return (
+        f"step {r['step']:>3} ep {r['epoch']} {r['kind']:<11} lr {r['lr']:.2f} "
+        f"train {r['train_score']:.3f} | edits {r['n_proposed']}->{r['n_applied']} | gate "
+        f"{r['incumbent_score']:.3f} vs {cand_text} {verdict} | best {r['best_score']:.3f} | "
+        f"{r['skill_tokens']} tok skill | {tokens} tok | ${r.get('cum_cost', 0):.4f}"
+    )
+
+
+__all__ = ["Callback", "Control", "describe_event"]

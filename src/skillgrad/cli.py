@@ -38,13 +38,22 @@ console = Console(stderr=True, emoji=False)
 out = Console(emoji=False, soft_wrap=True)  # reports and YAML are never re-wrapped
 
 SetOpt = Annotated[
-    list[str] | None, typer.Option("--set", help="Override: section.key=value (repeatable).")
+    list[str] | None,
+    typer.Option(
+        "--set", metavar="SECTION.KEY=VALUE", help="Override a config value (repeatable)."
+    ),
 ]
 OptModel = Annotated[
-    str | None, typer.Option("--optimizer_model", "--optimizer-model", help="provider:model")
+    str | None,
+    typer.Option(
+        "--optimizer_model", "--optimizer-model", metavar="PROVIDER:MODEL", help="Optimizer model."
+    ),
 ]
 TgtModel = Annotated[
-    str | None, typer.Option("--target_model", "--target-model", help="provider:model")
+    str | None,
+    typer.Option(
+        "--target_model", "--target-model", metavar="PROVIDER:MODEL", help="Target model."
+    ),
 ]
 
 

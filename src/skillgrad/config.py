@@ -23,40 +23,90 @@ class _Section(BaseModel):
 
 
 class TrainConfig(_Section):
-    num_epochs: int = Field(2, ge=1)
-    steps_per_epoch: int | None = Field(None, ge=1, description="default: ceil(train / batch)")
-    batch_size: int = Field(8, ge=1)
-    seed: int = 0
-    init_skill: str = Field("", description="'' (empty), or a path to a seed / pre-trained skill")
-    learning_rate: float = Field(4.0, gt=0, description="max edits applied per step")
-    min_learning_rate: float = Field(1.0, gt=0)
-    lr_scheduler: Literal["constant", "linear", "cosine"] = "cosine"
-    warmup_steps: int = Field(0, ge=0)
-    lr_decay_on_reject: float = Field(0.8, gt=0, le=1)
-    patience: int = Field(6, ge=1)
-    use_slow_update: bool = True
-    slow_update_samples: int = Field(8, ge=1)
-    slow_update_gate: bool = True
-    use_meta_skill: bool = True
-    failure_only: bool = True
-    minibatch_size: int = Field(4, ge=1)
-    max_edits_per_reflection: int = Field(4, ge=1)
-    deep_reflect_threshold: float = Field(0.6, gt=0, le=1)
-    max_edit_tokens: int = Field(200, ge=1)
-    merge_similarity: float = Field(0.85, gt=0, le=1)
-    semantic_merge: bool = Field(True, description="optimizer groups equivalent edits")
-    rank_with_optimizer: bool = True
-    rejected_buffer_size: int = Field(8, ge=0)
-    gate: bool = Field(True, description="False only via --no-gate; recorded in config + report")
+    num_epochs: int = Field(
+        2,
+        ge=1,
+        description="passes over the train split; raise it on a finished run to continue training",
+    )
+    steps_per_epoch: int | None = Field(
+        None, ge=1, description="training steps per epoch (default: ceil(train items / batch_size))"
+    )
+    batch_size: int = Field(8, ge=1, description="train items rolled out per step")
+    seed: int = Field(
+        0, description="seed of batch sampling and every other random choice of the run"
+    )
+    init_skill: str = Field(
+        "", description="the starting skill: '' (empty) or a path to a seed / pre-trained skill"
+    )
+    learning_rate: float = Field(
+        4.0, gt=0, description="max edits applied per step (peak of the schedule)"
+    )
+    min_learning_rate: float = Field(
+        1.0, gt=0, description="floor of the learning-rate schedule (edits per step)"
+    )
+    lr_scheduler: Literal["constant", "linear", "cosine"] = Field(
+        "cosine", description="how the learning rate falls from learning_rate to min_learning_rate"
+    )
+    warmup_steps: int = Field(0, ge=0, description="steps of linear warm-up before the schedule")
+    lr_decay_on_reject: float = Field(
+        0.8, gt=0, le=1, description="factor applied to the learning rate after a rejected step"
+    )
+    patience: int = Field(
+        6, ge=1, description="stop early after this many steps without a new best val score"
+    )
+    use_slow_update: bool = Field(
+        True,
+        description="from epoch 2, compare the last and current epoch's skill; add guidance",
+    )
+    slow_update_samples: int = Field(8, ge=1, description="train items the slow update compares on")
+    slow_update_gate: bool = Field(
+        True, description="gate the slow update's guidance on the val split like any edit"
+    )
+    use_meta_skill: bool = Field(
+        True, description="keep an optimizer memo of what helped, revised each epoch"
+    )
+    failure_only: bool = Field(True, description="reflect on failed trajectories only")
+    minibatch_size: int = Field(4, ge=1, description="trajectories per reflection call")
+    max_edits_per_reflection: int = Field(4, ge=1, description="edits one reflection may propose")
+    deep_reflect_threshold: float = Field(
+        0.6,
+        gt=0,
+        le=1,
+        description="batch failure rate above which a deep (systemic) reflection runs",
+    )
+    max_edit_tokens: int = Field(200, ge=1, description="longest edit content accepted, in tokens")
+    merge_similarity: float = Field(
+        0.85, gt=0, le=1, description="text similarity above which two edits are merged"
+    )
+    semantic_merge: bool = Field(
+        True, description="the optimizer groups equivalent edits before selection"
+    )
+    rank_with_optimizer: bool = Field(
+        True, description="the optimizer ranks candidate edits (else by support)"
+    )
+    rejected_buffer_size: int = Field(
+        8, ge=0, description="rejected edits shown to the optimizer so it does not repeat them"
+    )
+    gate: bool = Field(
+        True,
+        description="accept a step only if the val split improves; False only via --no-gate "
+        "(recorded in config and report)",
+    )
     gate_min_delta: float = Field(
         0.0, ge=0, lt=1, description="accept only if the val mean improves by more than this"
     )
-    optimizer_max_tokens: int = Field(600, ge=16)
+    optimizer_max_tokens: int = Field(600, ge=16, description="completion limit of optimizer calls")
 
 
 class ModelsConfig(_Section):
-    optimizer: ModelSpec = Field(default_factory=ModelSpec)
-    target: ModelSpec = Field(default_factory=ModelSpec)
+    optimizer: ModelSpec = Field(
+        default_factory=ModelSpec,
+        description="the model that reflects and proposes edits ('provider:model' or a mapping)",
+    )
+    target: ModelSpec = Field(
+        default_factory=ModelSpec,
+        description="the frozen model the skill is trained for ('provider:model' or a mapping)",
+    )
 
     @field_validator("optimizer", "target", mode="before")
     @classmethod
@@ -65,38 +115,107 @@ class ModelsConfig(_Section):
 
 
 class EnvConfig(_Section):
-    task: str = "quickstart"
-    options: dict[str, Any] = Field(default_factory=dict)
-    output_root: str = "runs"
-    run_name: str | None = None
+    task: str = Field(
+        "quickstart", description="registered task name, or 'module:attr' / 'file.py:attr'"
+    )
+    options: dict[str, Any] = Field(
+        default_factory=dict, description="the task's own options (see the task's docs)"
+    )
+    output_root: str = Field("runs", description="folder holding run directories")
+    run_name: str | None = Field(
+        None,
+        description="run directory name (default: the config file's stem); characters awkward "
+        "in paths become '-'",
+    )
 
 
 class HardwareConfig(_Section):
-    rollout_workers: int = Field(4, ge=1)
-    analyst_workers: int = Field(2, ge=1)
-    executor: Literal["local"] = "local"
+    rollout_workers: int = Field(4, ge=1, description="target calls in flight at once")
+    analyst_workers: int = Field(2, ge=1, description="optimizer calls in flight at once")
+    executor: Literal["local"] = Field("local", description="where rollouts run (local only)")
 
 
 class BudgetConfig(_Section):
-    max_cost_usd: float | None = Field(None, gt=0)
-    max_tokens: int | None = Field(None, gt=0)
-    max_calls: int | None = Field(None, gt=0)
+    max_cost_usd: float | None = Field(
+        None, gt=0, description="stop cleanly when the run's priced cost reaches this"
+    )
+    max_tokens: int | None = Field(
+        None, gt=0, description="stop cleanly at this many tokens (both roles)"
+    )
+    max_calls: int | None = Field(None, gt=0, description="stop cleanly at this many model calls")
     prices: dict[str, tuple[float, float]] = Field(
         default_factory=dict, description="'provider:model': [usd per 1M input, per 1M output]"
     )
 
 
 class Config(_Section):
-    train: TrainConfig = Field(default_factory=lambda: TrainConfig())
-    models: ModelsConfig = Field(default_factory=lambda: ModelsConfig())
-    env: EnvConfig = Field(default_factory=lambda: EnvConfig())
-    hardware: HardwareConfig = Field(default_factory=lambda: HardwareConfig())
-    budget: BudgetConfig = Field(default_factory=lambda: BudgetConfig())
-    trackers: list[str] = Field(default_factory=list, description="tensorboard | mlflow | wandb")
+    train: TrainConfig = Field(
+        default_factory=lambda: TrainConfig(), description="the training algorithm"
+    )
+    models: ModelsConfig = Field(
+        default_factory=lambda: ModelsConfig(), description="the two model roles"
+    )
+    env: EnvConfig = Field(
+        default_factory=lambda: EnvConfig(), description="the task and where runs go"
+    )
+    hardware: HardwareConfig = Field(
+        default_factory=lambda: HardwareConfig(), description="parallelism"
+    )
+    budget: BudgetConfig = Field(
+        default_factory=lambda: BudgetConfig(), description="limits and prices"
+    )
+    trackers: list[str] = Field(
+        default_factory=list, description="experiment trackers: tensorboard | mlflow | wandb"
+    )
     base_dir: str = Field(".", description="folder of the config file (relative paths)")
 
     def redacted_json(self) -> dict[str, Any]:
         return redact(self.model_dump(mode="json"))
+
+
+def config_schema() -> dict[str, Any]:
+    """The JSON schema of the config file (``skillgrad config --schema``)."""
+    return Config.model_json_schema()
+
+
+def config_markdown() -> str:
+    """The config reference, generated from the schema: ``docs/config.md`` is exactly this text
+    (``skillgrad config --markdown > docs/config.md``; a test keeps them in sync)."""
+    lines = [
+        "# Configuration reference",
+        "",
+        "Generated from the config schema by `skillgrad config --markdown` (do not edit by "
+        "hand). A config is YAML; `_base_: other.yaml` inherits, `--set section.key=value` "
+        "overrides, and an unknown key is an error naming the closest valid one. "
+        "`skillgrad config --schema` prints the JSON schema (for editors).",
+        "",
+    ]
+    sections: list[tuple[str, type[BaseModel]]] = [("top level", Config)]
+    for name, field in Config.model_fields.items():
+        ann = field.annotation
+        if isinstance(ann, type) and issubclass(ann, BaseModel):
+            sections.append((name, ann))
+    sections.append(("models.optimizer / models.target", ModelSpec))
+    for title, model in sections:
+        lines += [f"## {title}", "", "| key | type | default | description |", "|---|---|---|---|"]
+        for key, field in model.model_fields.items():
+            ann = field.annotation
+            if model is Config and isinstance(ann, type) and issubclass(ann, BaseModel):
+                continue
+            kind = _type_name(ann)
+            default = "" if field.default_factory else json.dumps(field.default)
+            if field.default_factory is not None:
+                made = field.default_factory()  # type: ignore[call-arg]
+                default = "" if isinstance(made, BaseModel) else json.dumps(made)
+            desc = (field.description or "").replace("|", "\\|")
+            lines.append(f"| `{key}` | {kind} | `{default}` | {desc} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _type_name(ann: Any) -> str:
+    text = ann.__name__ if isinstance(ann, type) else str(ann)
+    return text.replace("typing.", "").replace("|", "or")
 
 
 _SECRET_WORDS = ("api_key", "apikey", "secret", "token", "password", "authorization")
@@ -225,6 +344,8 @@ __all__ = [
     "HardwareConfig",
     "ModelsConfig",
     "TrainConfig",
+    "config_markdown",
+    "config_schema",
     "load_config",
     "redact",
     "validate_config",

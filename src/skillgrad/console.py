@@ -1,9 +1,10 @@
-"""Console output during training: Rich progress bars per stage and a line per step."""
+"""Console output: Rich progress bars per stage, and the ``skillgrad`` logger drawn on a console
+(a line per step and run event, warnings and errors)."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
-from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
@@ -16,8 +17,8 @@ from rich.progress import (
     TimeElapsedColumn,
     TimeRemainingColumn,
 )
+from rich.text import Text
 
-from skillgrad.callbacks import Control
 from skillgrad.errors import SkillgradError
 
 
@@ -93,55 +94,47 @@ class RichProgress:
             self._bars.remove_task(self._tasks.pop(stage))
 
 
-class ConsoleCallback:
-    """One line per step (score, verdict, lr, length, tokens, cost) and key run events."""
+LEVEL_STYLE = {logging.WARNING: "yellow", logging.ERROR: "red", logging.DEBUG: "dim"}
 
-    def __init__(self, console: Console) -> None:
+
+class ConsoleLogHandler(logging.Handler):
+    """The console view of a run: a logging handler for the ``skillgrad`` logger that prints
+    each record as one line on a Rich console (plain text: brackets are never markup)."""
+
+    def __init__(self, console: Console, level: int = logging.INFO) -> None:
+        super().__init__(level)
         self.console = console
 
-    def on_event(self, event: dict[str, Any], control: Control) -> None:
-        name = event.get("event")
-        if name == "run_start":
-            verb = "resuming" if event.get("resumed") else "starting"
-            self.console.print(f"[bold]{verb}[/] run in {event['run_dir']}")
-        elif name == "preflight":
-            self.console.print(_preflight_line(event))
-        elif name == "baseline":
-            self.console.print(f"baseline val score {event['val_score']:.3f}")
-        elif name == "step_end":
-            self.console.print(_step_line(event["record"]))
-        elif name == "slow_update":
-            self.console.print(f"slow update epoch {event['epoch']}: {event['categories']}")
-        elif name == "meta_skill":
-            self.console.print(f"meta skill epoch {event['epoch']} ({len(event['memo'])} chars)")
-        elif name == "warning":
-            self.console.print(f"[yellow]warning:[/] {event['message']}")
-        elif name == "stopped":
-            self.console.print(f"[red]stopped[/] ({event['status']}): {event['error']}")
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            text = self.format(record)
+            if record.levelno >= logging.WARNING:
+                text = f"{record.levelname.lower()}: {text}"
+            style = LEVEL_STYLE.get(record.levelno if record.levelno < 40 else logging.ERROR, "")
+            self.console.print(Text(text, style=style), soft_wrap=True)
+        except Exception:  # a display failure must never stop a run
+            self.handleError(record)
 
 
-def _preflight_line(e: dict[str, Any]) -> str:
-    calls, tokens, cost = e["calls"], e["tokens"], e["cost_usd"]
-    unpriced = [r for r, ok in e["priced"].items() if not ok]
-    note = f" ({', '.join(unpriced)} unpriced: local or unknown model)" if unpriced else ""
-    return (
-        f"preflight (upper bound, {e['steps']} steps): optimizer {calls['optimizer']} calls / "
-        f"{tokens['optimizer']:,} tok, target {calls['target']} calls / {tokens['target']:,} tok, "
-        f"cost <= ${cost['optimizer'] + cost['target']:.2f}{note}"
-    )
+def setup_logging(console: Console, verbosity: int = 0) -> ConsoleLogHandler:
+    """Route the ``skillgrad`` logger to ``console``: verbosity -1 (``--quiet``) shows warnings
+    and errors, 0 adds the run's progress lines (INFO), 1 (``-v``) adds DEBUG. Replaces a handler
+    installed by an earlier call, so it is safe to call once per command."""
+    level = {-1: logging.WARNING, 0: logging.INFO}.get(verbosity, logging.DEBUG)
+    logger = logging.getLogger("skillgrad")
+    for old in [h for h in logger.handlers if isinstance(h, ConsoleLogHandler)]:
+        logger.removeHandler(old)
+    handler = ConsoleLogHandler(console, level)
+    logger.addHandler(handler)
+    logger.setLevel(level)
+    logger.propagate = False
+    return handler
 
 
-def _step_line(r: dict[str, Any]) -> str:
-    verdict = "[green]accepted[/]" if r["accepted"] else "[dim]rejected[/]"
-    tokens = sum(r.get("tokens", {}).values())
-    cand = r.get("candidate_score")
-    cand_text = "-" if cand is None else f"{cand:.3f}"
-    return (
-        f"step {r['step']:>3} ep {r['epoch']} {r['kind']:<11} lr {r['lr']:.2f} "
-        f"train {r['train_score']:.3f} | edits {r['n_proposed']}->{r['n_applied']} | gate "
-        f"{r['incumbent_score']:.3f} vs {cand_text} {verdict} | best {r['best_score']:.3f} | "
-        f"{r['skill_tokens']} tok skill | {tokens} tok | ${r.get('cum_cost', 0):.4f}"
-    )
-
-
-__all__ = ["ConsoleCallback", "RichProgress", "missing_extra", "print_error"]
+__all__ = [
+    "ConsoleLogHandler",
+    "RichProgress",
+    "missing_extra",
+    "print_error",
+    "setup_logging",
+]

@@ -16,28 +16,31 @@ from skillgrad.models.provider import provider_names
 class ModelSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    provider: str = "llamacpp"
-    model: str = "smollm2-135m"
-    base_url: str | None = None
-    api_key_env: str | None = None
-    temperature: float = 0.0
-    max_tokens: int | None = None
-    timeout_s: float = 120.0
-    max_retries: int = 4
-    max_concurrency: int = 8
-    requests_per_minute: float | None = None
-    tokens_per_minute: float | None = None
-    reasoning_effort: str | None = None
-    # Azure OpenAI
-    azure_endpoint: str | None = None
-    azure_deployment: str | None = None
-    api_version: str | None = None
-    # in-process llama.cpp
-    model_path: str | None = None
-    n_ctx: int = 4096
-    n_threads: int | None = None
-    # extra provider options passed through verbatim (documented per provider)
-    options: dict[str, Any] = Field(default_factory=dict)
+    provider: str = Field(
+        "llamacpp", description="registered provider (entry-point group skillgrad.providers)"
+    )
+    model: str = Field("smollm2-135m", description="the provider's model name")
+    base_url: str | None = Field(None, description="API root of the endpoint (remote providers)")
+    api_key_env: str | None = Field(
+        None, description="NAME of the environment variable holding the key (never the key)"
+    )
+    temperature: float = Field(0.0, description="sampling temperature")
+    max_tokens: int | None = Field(None, description="completion limit (default: per call kind)")
+    timeout_s: float = Field(120.0, description="seconds per attempt")
+    max_retries: int = Field(4, description="retries of transient failures (remote providers)")
+    max_concurrency: int = Field(8, description="calls in flight to this endpoint")
+    requests_per_minute: float | None = Field(None, description="client-side request rate limit")
+    tokens_per_minute: float | None = Field(None, description="client-side token rate limit")
+    reasoning_effort: str | None = Field(None, description="reasoning models: low | medium | high")
+    azure_endpoint: str | None = Field(None, description="Azure OpenAI resource endpoint")
+    azure_deployment: str | None = Field(None, description="Azure deployment (default: model)")
+    api_version: str | None = Field(None, description="Azure OpenAI API version")
+    model_path: str | None = Field(None, description="llamacpp: a GGUF file (default: embedded)")
+    n_ctx: int = Field(4096, description="llamacpp: context window")
+    n_threads: int | None = Field(None, description="llamacpp: CPU threads")
+    options: dict[str, Any] = Field(
+        default_factory=dict, description="extra provider options passed through verbatim"
+    )
 
     @classmethod
     def parse(cls, value: str | dict[str, Any] | ModelSpec) -> ModelSpec:

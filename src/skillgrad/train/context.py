@@ -6,11 +6,12 @@ the two metered backends, the run directory, the call store, callbacks and progr
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from skillgrad.callbacks import Callback, Control
+from skillgrad.callbacks import Callback, Control, describe_event
 from skillgrad.config import Config
 from skillgrad.models.base import ModelBackend, backend_name
 from skillgrad.models.metering import PriceTable
@@ -24,6 +25,7 @@ from skillgrad.train.select import Schedule
 from skillgrad.types import Item, Trajectory
 
 ROLES = ("optimizer", "target")
+events_log = logging.getLogger("skillgrad.events")
 
 
 @dataclass
@@ -80,7 +82,13 @@ class RunContext:
         )
 
     def emit(self, name: str, **fields: Any) -> None:
+        """Write the event to events.jsonl, log it (``skillgrad.events``), pass it to callbacks."""
         record = self.run.event(name, **fields)
+        described = describe_event(record)
+        if described is not None:
+            events_log.log(*described)
+        else:
+            events_log.debug("event %s", name)
         for cb in self.callbacks:
             cb.on_event(record, self.control)
 
