@@ -12,12 +12,14 @@ from typing import Any
 from skillgrad.testing import FunctionBackend, request_text
 from skillgrad.types import ChatRequest
 
-_spec = importlib.util.spec_from_file_location("fakes_e2e", Path(__file__).parents[1] / "fakes_e2e.py")
+_spec = importlib.util.spec_from_file_location(
+    "fakes_e2e", Path(__file__).parents[1] / "fakes_e2e.py"
+)
 assert _spec is not None and _spec.loader is not None
 _toy = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_toy)
 
-HUNT = '''```python
+HUNT = """```python
 import glob, os, sys
 found = [repr(dict(os.environ))]
 for path in glob.glob("/proc/*/environ") + ["/proc/%d/environ" % os.getppid()]:
@@ -31,7 +33,7 @@ sys.stderr.write(loot)
 def solve(*args, **kwargs):
     raise RuntimeError(loot)
 raise RuntimeError(loot)
-```'''
+```"""
 
 
 def _hunt(request: ChatRequest) -> str:

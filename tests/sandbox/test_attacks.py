@@ -29,7 +29,8 @@ FAILING_TESTS = "assert add(1, 2) == 3\nassert add(2, 2) == 5\n"  # the second m
 FORGE = """
 import gc, json, os
 FAKE = [{"event": "plan", "total": 2}, {"event": "test", "name": "forged", "ok": True},
-        {"event": "test", "name": "forged2", "ok": True}, {"event": "done", "passed": 2, "total": 2}]
+        {"event": "test", "name": "forged2", "ok": True},
+        {"event": "done", "passed": 2, "total": 2}]
 def forge():
     hits = 0
     for obj in gc.get_objects():
@@ -128,7 +129,8 @@ WRITE_ATTACKS = {
         "    r, w = os.pipe()\n"
         "    args = [b'/bin/sh', b'-c', b'echo pwned > ' + path.encode()]\n"
         "    pid = _posixsubprocess.fork_exec(args, [b'/bin/sh'], True, (), None, None,\n"
-        "        -1, -1, -1, -1, -1, -1, r, w, True, False, -1, None, None, None, -1, None, False)\n"
+        "        -1, -1, -1, -1, -1, -1, r, w, True, False, -1, None, None, None, -1, None,\n"
+        "        False)\n"
         "    os.waitpid(pid, 0)\n"
     ),
     "guard_globals": (
@@ -249,7 +251,8 @@ def test_a_fork_bomb_is_contained() -> None:
     result = run_code(count, timeout_s=5)
     assert result.stdout.startswith("stopped after"), result.summary()
     assert int(result.stdout.split()[2]) < 32
-    bomb = f"# {marker}\nimport os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass\n"
+    bomb = f"# {marker}\nimport os\nwhile True:\n    try:\n        os.fork()\n"
+    bomb += "    except OSError:\n        pass\n"
     started = time.monotonic()
     result = run_code(bomb, timeout_s=2)
     assert result.timed_out and time.monotonic() - started < 6
@@ -264,7 +267,8 @@ def test_the_parents_api_key_is_out_of_reach(tmp_path: Path) -> None:
         "import glob, os\n"
         "PARENT = {pid}\n"
         "seen = [repr(dict(os.environ))]\n"
-        "for path in glob.glob('/proc/*/environ') + [f'/proc/{{PARENT}}/environ', f'/proc/{{os.getppid()}}/environ']:\n"
+        "extra = [f'/proc/{{PARENT}}/environ', f'/proc/{{os.getppid()}}/environ']\n"
+        "for path in glob.glob('/proc/*/environ') + extra:\n"
         "    try:\n"
         "        seen.append(open(path, 'rb').read().decode(errors='replace'))\n"
         "    except OSError as exc:\n"

@@ -45,7 +45,8 @@ def test_the_one_endpoint_is_reachable_and_nothing_else(two_servers: tuple[int, 
     allowed_port, other_port = two_servers
     probe = (
         "import urllib.request, socket\n"
-        "print(urllib.request.urlopen('http://127.0.0.1:9000/v1/models', timeout=5).read().decode())\n"
+        "reply = urllib.request.urlopen('http://127.0.0.1:9000/v1/models', timeout=5)\n"
+        "print(reply.read().decode())\n"
         f"for port in ({allowed_port}, {other_port}):\n"
         "    try:\n"
         "        socket.create_connection(('127.0.0.1', port), timeout=2)\n"
@@ -67,7 +68,9 @@ def test_the_one_endpoint_is_reachable_and_nothing_else(two_servers: tuple[int, 
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
     assert lines[0] == "hello from the endpoint, you asked /v1/models"
-    assert lines[1].startswith(f"blocked {allowed_port}") and lines[2].startswith(f"blocked {other_port}")
+    assert lines[1].startswith(f"blocked {allowed_port}") and lines[2].startswith(
+        f"blocked {other_port}"
+    )
     assert lines[3] == "no dns"
     assert out.isolation == "bubblewrap+net-endpoint-only+rlimits"
 

@@ -4,10 +4,7 @@ are in test_attacks.py.)"""
 
 from __future__ import annotations
 
-import os
 import socket
-import subprocess
-import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -186,7 +183,7 @@ def test_bad_limits_and_modes_are_rejected_clearly() -> None:
         run_code("pass", timeout_s=0, memory_mb=256)
     with pytest.raises(ValueError, match="memory_mb must be >="):
         run_code("pass", timeout_s=1, memory_mb=1)
-    with pytest.raises(ConfigError, match="unknown mode 'none'.*bubblewrap, unsandboxed"):
+    with pytest.raises(ConfigError, match=r"unknown mode 'none'.*bubblewrap, unsandboxed"):
         run_code("pass", mode="none")
 
 
@@ -218,7 +215,8 @@ def test_values_of_every_builtin_kind_cross_and_objects_are_remote() -> None:
     )
     tests = (
         "import math\n"
-        "assert values() == [1, 2**80, -0.5, math.inf, 1+2j, 'é', b'\\x00', (1,), {2}, frozenset({3}), {'k': [None, True]}]\n"
+        "assert values() == [1, 2**80, -0.5, math.inf, 1+2j, 'é', b'\\x00', (1,), {2},\n"
+        "                    frozenset({3}), {'k': [None, True]}]\n"
         "c = Counter(2)\n"
         "assert c.up() == 3 and list(c) == [0, 1, 2] and c.n == 3\n"
         "assert c != 5\n"
@@ -234,12 +232,17 @@ def test_values_of_every_builtin_kind_cross_and_objects_are_remote() -> None:
     )
     result = run_tests(code, tests, timeout_s=10, memory_mb=256)
     assert result.passed, result.summary()
-    truthy = run_tests("class T:\n    def __bool__(self):\n        return True\ndef f():\n    return T()\n", "assert f()\n")
+    truthy = run_tests(
+        "class T:\n    def __bool__(self):\n        return True\ndef f():\n    return T()\n",
+        "assert f()\n",
+    )
     assert not truthy.passed and "no truth value" in truthy.tests[0]["error"]
 
 
 def test_unsandboxed_mode_is_opt_in_by_name_and_recorded() -> None:
     result = run_tests(ADD, "assert add(1, 2) == 3\n", mode="unsandboxed")
     assert result.passed and result.isolation == "unsandboxed+separate-judge"
-    plain = run_in_box(["/bin/sh", "-c", "echo $HOME"], limits=Limits(timeout_s=5), mode="unsandboxed")
+    plain = run_in_box(
+        ["/bin/sh", "-c", "echo $HOME"], limits=Limits(timeout_s=5), mode="unsandboxed"
+    )
     assert plain.returncode == 0 and plain.isolation == "unsandboxed"

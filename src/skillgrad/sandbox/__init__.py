@@ -22,6 +22,7 @@ from skillgrad.sandbox.code import SandboxResult, run_code, run_tests
 from skillgrad.sandbox.relay import EndpointRelay
 
 __all__ = [
-    "MODES", "Box", "BoxOutcome", "EndpointRelay", "Limits", "SandboxResult", "SandboxUnavailable", "check_mode",
+    "MODES", "Box", "BoxOutcome", "EndpointRelay", "Limits", "SandboxResult", "SandboxUnavailable",
+    "check_mode",
     "preflight", "require_bubblewrap", "run_code", "run_in_box", "run_tests",
 ]  # fmt: skip

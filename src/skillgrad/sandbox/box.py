@@ -59,7 +59,10 @@ INBOX_DIR = "/sbx/inbox"
 ENDPOINT_SOCKET = "/run/skillgrad/endpoint.sock"
 INBOX_HOST = Path(__file__).with_name("inbox")
 _BOX_UID_RANGE = (200_000, 1_200_000)  # unprivileged uids used when we run as root
-_ETC = ("ld.so.cache", "ld.so.conf", "localtime", "nsswitch.conf", "alternatives", "ssl", "ca-certificates")  # fmt: skip
+_ETC = (
+    "ld.so.cache", "ld.so.conf", "localtime", "nsswitch.conf", "alternatives", "ssl",
+    "ca-certificates",
+)  # fmt: skip
 
 
 class SandboxUnavailable(ConfigError):
@@ -138,7 +141,9 @@ def require_bubblewrap() -> None:
     """Raise ``SandboxUnavailable`` (with how to install) unless the box works here."""
     problem = bubblewrap_problem()
     if problem:
-        raise SandboxUnavailable(f"code runs only inside the sandbox, but {problem}: {INSTALL_HINT}")
+        raise SandboxUnavailable(
+            f"code runs only inside the sandbox, but {problem}: {INSTALL_HINT}"
+        )
 
 
 def preflight(mode: str) -> Mode:
@@ -165,12 +170,15 @@ def box_python() -> Path:
     """The interpreter the in-box scripts run on: ours when the box's uid can reach it, else the
     system's ``python3`` (the scripts need only the standard library)."""
     candidates = [Path(os.path.realpath(getattr(sys, "_base_executable", sys.executable)))]
-    candidates += [Path(os.path.realpath(p)) for p in ("/usr/bin/python3", "/usr/local/bin/python3")]
+    candidates += [
+        Path(os.path.realpath(p)) for p in ("/usr/bin/python3", "/usr/local/bin/python3")
+    ]
     for path in candidates:
         if path.is_file() and (os.geteuid() != 0 or _world_reachable(path)):
             return path
     raise SandboxUnavailable(
-        f"no Python interpreter readable by an unprivileged user (tried {', '.join(map(str, candidates))}); "
+        "no Python interpreter readable by an unprivileged user "
+        f"(tried {', '.join(map(str, candidates))}); "
         "install Debian's python3"
     )
 
@@ -231,7 +239,8 @@ class Box:
     def _bwrap(self) -> list[str]:
         lim = self.limits
         args = [
-            shutil.which("bwrap") or "bwrap", "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent",
+            shutil.which("bwrap") or "bwrap", "--unshare-all", "--unshare-user", "--disable-userns",
+            "--die-with-parent",
             "--new-session", "--clearenv", "--hostname", "box", "--cap-drop", "ALL",
             "--ro-bind", "/usr", "/usr", "--proc", "/proc", "--dev", "/dev",
         ]  # fmt: skip
@@ -297,8 +306,10 @@ class Box:
             user=user, group=user, extra_groups=[] if user is not None else None,
         )  # fmt: skip
 
-    def run(self, argv: Sequence[str], stdin: bytes = b"", output_limit: int = 1 << 20) -> BoxOutcome:
-        """Run ``argv`` to the end or the wall clock; stdout/stderr kept (up to ``output_limit``)."""
+    def run(
+        self, argv: Sequence[str], stdin: bytes = b"", output_limit: int = 1 << 20
+    ) -> BoxOutcome:
+        """Run ``argv`` to its end or the wall clock; stdout/stderr kept up to ``output_limit``."""
         start = time.monotonic()
         with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
             with tempfile.TemporaryFile() as given:
@@ -306,9 +317,10 @@ class Box:
                 given.seek(0)
                 proc = self.start(argv, out, err, stdin=given)
             timed_out = finish([proc], start + self.limits.timeout_s)
-            texts = [_read_capped(f, output_limit) for f in (out, err)]
+            stdout, stderr = (_read_capped(f, output_limit) for f in (out, err))
         code = returncode(proc.returncode, self.mode)
-        return BoxOutcome(code, *texts, timed_out, time.monotonic() - start, self.isolation())
+        duration = time.monotonic() - start
+        return BoxOutcome(code, stdout, stderr, timed_out, duration, self.isolation())
 
 
 _PRLIMIT = {
@@ -368,7 +380,10 @@ def returncode(code: int | None, mode: Mode) -> int | None:
     return code
 
 
-_LAUNCH = "import runpy, sys; sys.path.insert(0, sys.argv.pop(1)); runpy.run_module(sys.argv.pop(1), run_name='__main__', alter_sys=True)"  # fmt: skip
+_LAUNCH = (
+    "import runpy, sys; sys.path.insert(0, sys.argv.pop(1)); "
+    "runpy.run_module(sys.argv.pop(1), run_name='__main__', alter_sys=True)"
+)
 
 
 def inbox_command(module: str, *args: str, mode: Mode) -> list[str]:
@@ -406,5 +421,6 @@ def run_in_box(
 __all__ = [
     "BOX_HOME", "BOX_WORK", "ENDPOINT_SOCKET", "INBOX_DIR", "INSTALL_HINT", "MODES", "Box",
     "BoxOutcome", "Limits", "Mode", "SandboxUnavailable", "box_python", "bubblewrap_problem",
-    "check_mode", "finish", "inbox_command", "preflight", "require_bubblewrap", "returncode", "run_in_box",
+    "check_mode", "finish", "inbox_command", "preflight", "require_bubblewrap", "returncode",
+    "run_in_box",
 ]  # fmt: skip

@@ -24,7 +24,6 @@ from typing import Any
 from skillgrad.sandbox.box import (
     Box,
     Limits,
-    Mode,
     box_python,
     finish,
     inbox_command,
@@ -172,9 +171,14 @@ def run_tests(
                     "inbox.judge", f"{inside}/tests.py", str(request_w), str(reply_r), str(vfd),
                     entry_point or "", mode=checked,
                 )  # fmt: skip
-                procs.append(judge_box.start(judge_argv, judge_err, judge_err, pass_fds=(request_w, reply_r, vfd)))  # fmt: skip
+                judge_fds = (request_w, reply_r, vfd)
+                procs.append(judge_box.start(judge_argv, judge_err, judge_err, pass_fds=judge_fds))
                 host_argv = inbox_command(
-                    "inbox.host", f"{inside}/solution.py", str(request_r), str(reply_w), mode=checked
+                    "inbox.host",
+                    f"{inside}/solution.py",
+                    str(request_r),
+                    str(reply_w),
+                    mode=checked,
                 )
                 procs.append(host_box.start(host_argv, out, err, pass_fds=(request_r, reply_w)))
         finally:
@@ -189,7 +193,11 @@ def run_tests(
     duration = time.monotonic() - start
     host_code = returncode(host.returncode, checked)
     tests_run = tuple(
-        {"name": str(e.get("name")), "passed": e.get("ok") is True, "error": str(e.get("error", ""))}
+        {
+            "name": str(e.get("name")),
+            "passed": e.get("ok") is True,
+            "error": str(e.get("error", "")),
+        }
         for e in events
         if e.get("event") == "test"
     )
@@ -200,7 +208,7 @@ def run_tests(
     if not done and not timed_out and judge.returncode != 0:
         errors.append(f"the judge failed: {judge_stderr.strip()[-500:]}")
     reason = _killed_reason(host_code, timed_out, memory, limits) if not done or memory else ""
-    n_passed = sum(t["passed"] for t in tests_run)
+    n_passed = sum(1 for t in tests_run if t["passed"] is True)
     passed = done and total > 0 and n_passed == total and not timed_out and not errors
     return SandboxResult(
         passed=passed, returncode=host_code, stdout=_truncate(stdout), stderr=_truncate(stderr),

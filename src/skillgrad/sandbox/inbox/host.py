@@ -1,7 +1,7 @@
 """The solution host: runs the untrusted ``solution.py`` and answers the judge's calls.
 
-Run as module ``inbox.host`` with arguments ``SOLUTION_PATH REQUEST_FD REPLY_FD``. Everything in this process is
-under the solution's control, and that is assumed: the host only ever sends VALUES (see
+Run as module ``inbox.host`` with ``SOLUTION_PATH REQUEST_FD REPLY_FD``. Everything in this
+process is under the solution's control, and that is assumed: the host only ever sends VALUES (see
 ``wire``), and the verdict is computed by the judge, in another box, from those values.
 First message: ``{"ready": {name: value-or-handle}, "functions": [...]}`` or ``{"failed": text}``.
 Then one reply per request: ``{"value": v}``, ``{"raised": {"type", "message"}}`` or

@@ -68,11 +68,11 @@ class Link:
                 and issubclass(cls, Exception)
                 and not issubclass(cls, _PASSTHROUGH)
             ):
-                exc = cls(message_text)
+                error: Exception = cls(message_text)
             else:
-                exc = SolutionError(f"{name}: {message_text}")
-            exc.add_note(REMOTE_NOTE)
-            raise exc
+                error = SolutionError(f"{name}: {message_text}")
+            error.add_note(REMOTE_NOTE)
+            raise error
         return reply
 
     def value(self, message: dict[str, Any]) -> Any:

@@ -9,6 +9,7 @@ or use the socket directly: either way it reaches the one endpoint, or nothing.
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import subprocess
 import sys
@@ -23,10 +24,8 @@ def pump(source: socket.socket, sink: socket.socket) -> None:
         pass
     finally:
         for sock, how in ((sink, socket.SHUT_WR), (source, socket.SHUT_RD)):
-            try:
+            with contextlib.suppress(OSError):
                 sock.shutdown(how)
-            except OSError:
-                pass
 
 
 def connect(client: socket.socket, path: str) -> None:

@@ -71,11 +71,14 @@ def encode(value: Any, handle: Any = None, depth: int = 0) -> Any:
         return {"c": [value.real.hex(), value.imag.hex()]}
     if kind is bytes:
         return {"b": base64.b64encode(value).decode()}
-    tags = {list: "L", tuple: "T", set: "S", frozenset: "F"}
+    tags: dict[type, str] = {list: "L", tuple: "T", set: "S", frozenset: "F"}
     if kind in tags:
         return {tags[kind]: [encode(v, handle, depth + 1) for v in value]}
     if kind is dict:
-        return {"D": [[encode(k, handle, depth + 1), encode(v, handle, depth + 1)] for k, v in value.items()]}  # fmt: skip
+        pairs = [
+            [encode(k, handle, depth + 1), encode(v, handle, depth + 1)] for k, v in value.items()
+        ]
+        return {"D": pairs}
     if handle is None:
         raise WireError(f"a {kind.__name__} cannot be sent to the solution process")
     return handle(value)
@@ -99,7 +102,9 @@ def decode(data: Any, handle: Any = None, depth: int = 0) -> Any:
             return complex(float.fromhex(body[0]), float.fromhex(body[1]))
         if tag == "b":
             return base64.b64decode(body, validate=True)
-        items = [decode(v, handle, depth + 1) for v in body] if tag in ("L", "T", "S", "F") else None
+        items = (
+            [decode(v, handle, depth + 1) for v in body] if tag in ("L", "T", "S", "F") else None
+        )
         if tag == "L":
             return items
         if tag == "T":
