@@ -11,8 +11,8 @@ import pytest
 
 from skillgrad.config import load_config
 from skillgrad.runs.io import read_json, read_jsonl
-from skillgrad.testing import FunctionBackend, user_text
 from skillgrad.session import run_training
+from skillgrad.testing import FunctionBackend, user_text
 from skillgrad.train.select import Schedule, effective_lr
 
 sys.path.insert(0, str(Path(__file__).parents[1]))
