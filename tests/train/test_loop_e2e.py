@@ -163,3 +163,28 @@ def test_preflight_estimate_bounds_the_real_usage(tmp_path: Path) -> None:
     for role in ("optimizer", "target"):
         assert pre["calls"][role] >= usage[role]["calls"] > 0
         assert pre["tokens"][role] > 0
+
+
+MARKERS = {  # a phrase of each call kind's user template -> the kind
+    "Scored trajectories": "reflect",
+    "systemic failure pattern": "deep_reflect",
+    "Group the indices": "merge",
+    "Rank the candidate edits": "rank",
+    "Longitudinal comparison": "slow_update",
+    "Revise the memo": "meta_skill",
+}
+
+
+def test_every_optimizer_call_kind_sends_its_own_system_prompt(tmp_path: Path) -> None:
+    from skillgrad.prompts import render_prompt
+
+    optimizer = make_optimizer()
+    cfg = _cfg(tmp_path, semantic_merge=True, rank_with_optimizer=True)
+    run_training(cfg, optimizer=optimizer, target=make_target())
+    seen = set()
+    for request in optimizer.calls:
+        kind = next(k for marker, k in MARKERS.items() if marker in user_text(request))
+        assert request.messages[0].role == "system"
+        assert request.messages[0].content == render_prompt(f"{kind}_system"), kind
+        seen.add(kind)
+    assert {"reflect", "slow_update", "meta_skill"} <= seen
