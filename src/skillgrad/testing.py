@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any, ClassVar
 
+from skillgrad.benchmarks.generated import GeneratedTask
 from skillgrad.models.function import FunctionBackend, as_completion
 from skillgrad.tasks.base import Split
 from skillgrad.tasks.chat import ChatTask
@@ -110,8 +112,9 @@ def _word(words: list[str], i: int) -> str:
 
 
 @dataclass
-class ToyTask(ChatTask):
-    """Echo a word in UPPER CASE. Seeded; distinct words and ids across the three splits."""
+class ToyTask(GeneratedTask, ChatTask):
+    """Echo a word in UPPER CASE. Seeded; distinct words and ids across the three splits: the
+    words, shuffled by ``Random(seed)``, are dealt out train first, then val, then test."""
 
     n_train: int = 8
     n_val: int = 6
@@ -119,22 +122,21 @@ class ToyTask(ChatTask):
     seed: int = 0
     name: str = "toy"
     max_tokens: int = 16
-    _cache: dict[str, list[Item]] = field(default_factory=dict, repr=False)
+    family: ClassVar[str] = "toy"
 
-    def load_split(self, split: Split) -> list[Item]:
-        if not self._cache:
-            words = list(_WORDS)
-            random.Random(self.seed).shuffle(words)
-            sizes = {"train": self.n_train, "val": self.n_val, "test": self.n_test}
-            pos = 0
-            for name, n in sizes.items():
-                picked = [_word(words, pos + i) for i in range(n)]
-                self._cache[name] = [
-                    Item(id=f"{name}-{i}", input=w, reference=w.upper())
-                    for i, w in enumerate(picked)
-                ]
-                pos += n
-        return list(self._cache[split])
+    def __post_init__(self) -> None:
+        self.check_sizes()
+
+    @cached_property
+    def _words(self) -> list[str]:
+        words = list(_WORDS)
+        random.Random(self.seed).shuffle(words)
+        return words
+
+    def make_item(self, rng: random.Random, split: Split, index: int) -> Item:
+        offset = {"train": 0, "val": self.n_train, "test": self.n_train + self.n_val}[split]
+        word = _word(self._words, offset + index)
+        return Item(id=f"{split}-{index}", input=word, reference=word.upper())
 
     def prompt(self, item: Item) -> str:
         return f"Word: {item.input}"

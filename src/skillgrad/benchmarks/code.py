@@ -16,8 +16,9 @@ import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
+from skillgrad.benchmarks.generated import GeneratedTask
 from skillgrad.errors import ConfigError, DataError
 from skillgrad.sandbox import preflight
 from skillgrad.tasks.base import SPLITS, Split
@@ -137,7 +138,7 @@ def make_item(rng: random.Random, item_id: str) -> Item:
 
 
 @dataclass
-class CodeBenchmark(CodeTask):
+class CodeBenchmark(GeneratedTask, CodeTask):
     """Seeded function-writing problems; options ``n_train``, ``n_val``, ``n_test``, ``seed``,
     ``timeout_s``, ``memory_mb``, ``sandbox`` (``unsandboxed`` opts out of the box by name)."""
 
@@ -149,21 +150,14 @@ class CodeBenchmark(CodeTask):
     memory_mb: int = 256
     sandbox: str = "bubblewrap"
     name: str = "code"
-    _cache: dict[str, list[Item]] = field(default_factory=dict, repr=False)
+    family: ClassVar[str] = "code"
 
     def __post_init__(self) -> None:
-        if min(self.n_train, self.n_val, self.n_test) < 0:
-            raise ConfigError("code: n_train, n_val and n_test must be >= 0")
+        self.check_sizes()
         self.sandbox = preflight(self.sandbox)
 
-    def load_split(self, split: Split) -> list[Item]:
-        if split not in SPLITS:
-            raise ConfigError(f"unknown split {split!r}; use one of {', '.join(SPLITS)}")
-        if split not in self._cache:
-            n = {"train": self.n_train, "val": self.n_val, "test": self.n_test}[split]
-            rng = random.Random(f"code:{self.seed}:{split}")
-            self._cache[split] = [make_item(rng, f"code-{split}-{i}") for i in range(n)]
-        return list(self._cache[split])
+    def make_item(self, rng: random.Random, split: Split, index: int) -> Item:
+        return make_item(rng, f"code-{split}-{index}")
 
     def prompt(self, item: Item) -> str:
         return str(item.input["prompt"])

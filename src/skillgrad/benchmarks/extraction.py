@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import json
 import random
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
-from skillgrad.errors import ConfigError
+from skillgrad.benchmarks.generated import GeneratedTask
 from skillgrad.models.structured import extract_json
-from skillgrad.tasks.base import SPLITS, Split
+from skillgrad.tasks.base import Split
 from skillgrad.tasks.chat import ChatTask
 from skillgrad.types import Item, Score
 
@@ -123,7 +123,7 @@ def score_extraction(output: str, reference: dict[str, Any]) -> Score:
 
 
 @dataclass
-class ExtractionTask(ChatTask):
+class ExtractionTask(GeneratedTask, ChatTask):
     """Seeded order sentences; options ``n_train``, ``n_val``, ``n_test``, ``seed``."""
 
     n_train: int = 12
@@ -132,20 +132,13 @@ class ExtractionTask(ChatTask):
     seed: int = 0
     name: str = "extraction"
     max_tokens: int = 64
-    _cache: dict[str, list[Item]] = field(default_factory=dict, repr=False)
+    family: ClassVar[str] = "extraction"
 
     def __post_init__(self) -> None:
-        if min(self.n_train, self.n_val, self.n_test) < 0:
-            raise ConfigError("extraction: n_train, n_val and n_test must be >= 0")
+        self.check_sizes()
 
-    def load_split(self, split: Split) -> list[Item]:
-        if split not in SPLITS:
-            raise ConfigError(f"unknown split {split!r}; use one of {', '.join(SPLITS)}")
-        if split not in self._cache:
-            n = {"train": self.n_train, "val": self.n_val, "test": self.n_test}[split]
-            rng = random.Random(f"extraction:{self.seed}:{split}")
-            self._cache[split] = [make_item(rng, f"extraction-{split}-{i}") for i in range(n)]
-        return list(self._cache[split])
+    def make_item(self, rng: random.Random, split: Split, index: int) -> Item:
+        return make_item(rng, f"extraction-{split}-{index}")
 
     def prompt(self, item: Item) -> str:
         return PROMPT.format(text=item.input)

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import random
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from typing import ClassVar
 
-from skillgrad.errors import ConfigError
+from skillgrad.benchmarks.generated import GeneratedTask
 from skillgrad.tasks.base import Split
 from skillgrad.tasks.chat import ChatTask
 from skillgrad.types import Item, Score
@@ -78,7 +79,7 @@ _CONTRAST = "The {s} looked {w0} at first, but in the end it was {w}."
 
 
 @dataclass
-class QuickstartTask(ChatTask):
+class QuickstartTask(GeneratedTask, ChatTask):
     """Options: ``n_train``, ``n_val``, ``n_test``, ``seed``, ``contrast_rate`` (share of
     harder "X at first, but Y" reviews)."""
 
@@ -89,23 +90,20 @@ class QuickstartTask(ChatTask):
     contrast_rate: float = 0.25
     name: str = "quickstart"
     max_tokens: int = 12
-    _items: dict[str, list[Item]] = field(default_factory=dict, repr=False)
+    family: ClassVar[str] = "quickstart"
+    min_split_size: ClassVar[int] = 1
+    one_stream: ClassVar[bool] = True  # the README's numbers were measured on this stream
 
     def __post_init__(self) -> None:
-        for key in ("n_train", "n_val", "n_test"):
-            if getattr(self, key) < 1:
-                raise ConfigError(f"env.options.{key} must be >= 1 (got {getattr(self, key)})")
-        rng = random.Random(self.seed)
-        seen: set[str] = set()
-        for split, n in (("train", self.n_train), ("val", self.n_val), ("test", self.n_test)):
-            items: list[Item] = []
-            while len(items) < n:
-                text, label = self._review(rng)
-                if text in seen:
-                    continue
-                seen.add(text)
-                items.append(Item(id=f"{split}-{len(items):03d}", input=text, reference=label))
-            self._items[split] = items
+        self.check_sizes()
+
+    def make_item(self, rng: random.Random, split: Split, index: int) -> Item:
+        text, label = self._review(rng)
+        return Item(id=f"{split}-{index:03d}", input=text, reference=label)
+
+    def item_key(self, item: Item) -> str:
+        """Two reviews with the same text are the same item, whatever their label."""
+        return str(item.input)
 
     def _review(self, rng: random.Random) -> tuple[str, str]:
         label = rng.choice(LABELS)
@@ -114,9 +112,6 @@ class QuickstartTask(ChatTask):
             other = rng.choice(_WORDS["negative" if label == "positive" else "positive"])
             return _CONTRAST.format(s=subject, w0=other, w=word), label
         return rng.choice(_TEMPLATES).format(s=subject, w=word), label
-
-    def load_split(self, split: Split) -> list[Item]:
-        return list(self._items[split])
 
     def prompt(self, item: Item) -> str:
         return f"Review: {item.input}"

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import random
 import re
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
+from skillgrad.benchmarks.generated import GeneratedTask
 from skillgrad.errors import ConfigError
-from skillgrad.tasks.base import SPLITS, Split
+from skillgrad.tasks.base import Split
 from skillgrad.tasks.tool_rollout import PROTOCOLS, ToolProtocol, ToolTask, tool_calls_of
 from skillgrad.tasks.tools import Tool, make_tool
 from skillgrad.types import Item, Score
@@ -122,7 +123,7 @@ def _calls_text(steps: tuple[dict[str, Any], ...]) -> str:
 
 
 @dataclass
-class ToolUseBenchmark(ToolTask):
+class ToolUseBenchmark(GeneratedTask, ToolTask):
     """Seeded shop questions; options ``n_train``, ``n_val``, ``n_test``, ``seed``,
     ``tool_protocol`` (native|text|auto), ``max_steps``."""
 
@@ -133,7 +134,7 @@ class ToolUseBenchmark(ToolTask):
     tool_protocol: ToolProtocol = "auto"
     max_steps: int = 6
     name: str = "tool_use"
-    _cache: dict[str, list[Item]] = field(default_factory=dict, repr=False)
+    family: ClassVar[str] = "tool_use"
 
     def __post_init__(self) -> None:
         if self.tool_protocol not in PROTOCOLS:
@@ -141,17 +142,12 @@ class ToolUseBenchmark(ToolTask):
                 f"tool_use: tool_protocol must be one of {', '.join(PROTOCOLS)}, "
                 f"got {self.tool_protocol!r}"
             )
-        if min(self.n_train, self.n_val, self.n_test) < 0 or self.max_steps < 1:
-            raise ConfigError("tool_use: split sizes must be >= 0 and max_steps >= 1")
+        self.check_sizes()
+        if self.max_steps < 1:
+            raise ConfigError(f"tool_use: max_steps must be >= 1 (got {self.max_steps})")
 
-    def load_split(self, split: Split) -> list[Item]:
-        if split not in SPLITS:
-            raise ConfigError(f"unknown split {split!r}; use one of {', '.join(SPLITS)}")
-        if split not in self._cache:
-            n = {"train": self.n_train, "val": self.n_val, "test": self.n_test}[split]
-            rng = random.Random(f"tool_use:{self.seed}:{split}")
-            self._cache[split] = [make_item(rng, f"tool_use-{split}-{i}") for i in range(n)]
-        return list(self._cache[split])
+    def make_item(self, rng: random.Random, split: Split, index: int) -> Item:
+        return make_item(rng, f"tool_use-{split}-{index}")
 
     def tools(self, item: Item) -> list[Tool]:
         return shop_tools(item)
