@@ -100,3 +100,22 @@ def test_empty_split_and_duplicate_ids_are_refused() -> None:
         load_splits(_Leaky(["v1"], []))
     with pytest.raises(ConfigError, match="duplicate item ids in the val split: \\['v1'\\]"):
         load_splits(_Leaky(["v1", "v1"], ["x"]))
+
+
+def test_every_config_field_has_a_description() -> None:
+    from pydantic import BaseModel
+
+    from skillgrad.config import Config
+    from skillgrad.models.spec import ModelSpec
+
+    missing: list[str] = []
+    todo: list[tuple[str, type[BaseModel]]] = [("", Config), ("models.<role>.", ModelSpec)]
+    while todo:
+        prefix, model = todo.pop()
+        for name, field in model.model_fields.items():
+            if not field.description:
+                missing.append(prefix + name)
+            ann = field.annotation
+            if isinstance(ann, type) and issubclass(ann, BaseModel) and ann is not ModelSpec:
+                todo.append((f"{prefix}{name}.", ann))
+    assert not missing, f"config fields without Field(description=...): {missing}"

@@ -31,7 +31,7 @@ app = typer.Typer(
     help="Train agent skill documents the way deep-learning frameworks train weights.",
     no_args_is_help=True,
     add_completion=True,
-    rich_markup_mode=None,
+    rich_markup_mode=None,  # plain help: docstrings and brackets are never markup
     pretty_exceptions_enable=False,
 )
 console = Console(stderr=True, emoji=False)
