@@ -9,8 +9,8 @@ import pytest
 
 from skillgrad.config import load_config, redact
 from skillgrad.errors import ConfigError
-from skillgrad.tasks.chat import ChatTask
 from skillgrad.session import load_splits
+from skillgrad.tasks.chat import ChatTask
 from skillgrad.types import Item, Score
 
 
