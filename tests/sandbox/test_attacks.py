@@ -122,6 +122,32 @@ def test_truncating_output_and_writing_events_with_a_found_nonce_does_not_pass()
     assert not result.passed and not _forged(result), result.summary()
 
 
+def test_shadowed_builtins_patched_modules_and_lying_objects_do_not_pass() -> None:
+    # The tests' own helpers cannot be replaced from the solution: names that shadow builtins
+    # stay the judge's, modules are the judge's own copies, objects have no truth value and
+    # equal only themselves (whatever their __eq__ says).
+    code = (
+        "import math\n"
+        "math.fabs = lambda x: 0.0\n"
+        "def abs(x):\n    return 0\n"
+        "def sorted(x):\n    return []\n"
+        "def add(a, b):\n    return a + b\n"
+        "class Anything:\n"
+        "    def __eq__(self, other):\n        return True\n"
+        "    def __bool__(self):\n        return True\n"
+        "def liar():\n    return Anything()\n"
+    )
+    tests = (
+        "assert abs(add(0.1, 0.2) - 0.5) < 1e-9\n"
+        "assert math.fabs(add(1, 1) - 5) < 1e-9\n"
+        "assert sorted(add([3], [1])) == sorted([9, 9])\n"
+        "assert liar() == 42\n"
+        "assert liar()\n"
+    )
+    result = run_tests(code, tests, timeout_s=10)
+    assert (result.tests_passed, result.tests_total) == (0, 5), result.summary()
+
+
 WRITE_ATTACKS = {
     "fork_exec": (
         "import _posixsubprocess, os\n"

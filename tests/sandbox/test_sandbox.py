@@ -210,6 +210,8 @@ def test_values_of_every_builtin_kind_cross_and_objects_are_remote() -> None:
         "        return iter(range(self.n))\n"
         "    def __eq__(self, other):\n"
         "        return True\n"
+        "def big():\n"
+        "    return 3 ** 20000\n"
         "def boom():\n"
         "    raise ValueError('bad input')\n"
     )
@@ -217,6 +219,7 @@ def test_values_of_every_builtin_kind_cross_and_objects_are_remote() -> None:
         "import math\n"
         "assert values() == [1, 2**80, -0.5, math.inf, 1+2j, 'é', b'\\x00', (1,), {2},\n"
         "                    frozenset({3}), {'k': [None, True]}]\n"
+        "assert big() == 3 ** 20000\n"
         "c = Counter(2)\n"
         "assert c.up() == 3 and list(c) == [0, 1, 2] and c.n == 3\n"
         "assert c != 5\n"

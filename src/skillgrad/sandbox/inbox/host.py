@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 import sys
 import traceback
+import types
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,9 @@ from . import wire
 objects: list[Any] = []
 
 
-def handle(value: Any) -> dict[str, int]:
+def handle(value: Any) -> dict[str, Any]:
+    if isinstance(value, types.ModuleType):
+        return {"m": value.__name__}
     objects.append(value)
     return {"h": len(objects) - 1}
 
@@ -42,7 +45,7 @@ def error_text(exc: BaseException, limit: int = 3) -> str:
 
 def answer(request: dict[str, Any]) -> dict[str, Any]:
     op = request.get("op")
-    target = lookup(int(request.get("obj", -1)))
+    target = lookup(int(request.get("obj", -1)))  # a module is never a target: it went by name
     if op == "call":
         args = [wire.decode(a, lookup) for a in request.get("args", [])]
         kwargs = {str(k): wire.decode(v, lookup) for k, v in request.get("kwargs", [])}

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import importlib
 import json
 import os
 import sys
@@ -82,7 +83,12 @@ class Link:
         return self.decode(reply["value"])
 
     def decode(self, data: Any) -> Any:
-        return wire.decode(data, lambda n: Remote(n, self))
+        return wire.decode(data, self._handle)
+
+    def _handle(self, tagged: dict[str, Any]) -> Any:
+        if "m" in tagged:  # the judge's own copy of the module, never the solution's
+            return importlib.import_module(str(tagged["m"]))
+        return Remote(int(tagged["h"]), self)
 
     def encode(self, value: Any) -> Any:
         def handle(obj: Any) -> Any:
@@ -234,18 +240,29 @@ def label(src: str, node: ast.AST) -> str:
     return first if len(first) <= 120 else first[:117] + "..."
 
 
-def solution_namespace(link: Link, hello: dict[str, Any]) -> dict[str, Any]:
-    """The tests' namespace: every name the solution defined, as values or ``Remote``s; the
-    same names importable as module ``solution``."""
-    ns: dict[str, Any] = {"__name__": "tests"}
-    names = hello.get("ready")
-    if isinstance(names, dict):
-        for name, data in names.items():
+def solution_names(link: Link, hello: dict[str, Any]) -> dict[str, Any]:
+    """Every name the solution defined, as values, modules (the judge's own) or ``Remote``s;
+    also importable here as module ``solution``."""
+    names: dict[str, Any] = {}
+    sent = hello.get("ready")
+    if isinstance(sent, dict):
+        for name, data in sent.items():
             if isinstance(name, str) and name.isidentifier():
-                ns[name] = link.decode(data)
+                try:
+                    names[name] = link.decode(data)
+                except ImportError:
+                    continue  # a module only the solution's box has: the tests cannot use it
     module = types.ModuleType("solution")
-    module.__dict__.update({k: v for k, v in ns.items() if k != "__name__"})
+    module.__dict__.update(names)
     sys.modules["solution"] = module
+    return names
+
+
+def tests_namespace(names: dict[str, Any]) -> dict[str, Any]:
+    """The tests' globals: the solution's names, except any that would shadow a builtin the
+    tests rely on (``abs``, ``sorted``, ``len``...): those stay the judge's own."""
+    ns = {k: v for k, v in names.items() if not hasattr(builtins, k)}
+    ns["__name__"] = "tests"
     return ns
 
 
@@ -267,7 +284,8 @@ def run(verdict: Verdict, link: Link, tests: str, entry_point: str) -> None:
         verdict.emit(event="done", passed=0, total=len(names))
         return
     try:
-        ns = solution_namespace(link, hello)
+        names = solution_names(link, hello)
+        ns = tests_namespace(names)
     except (wire.WireError, SolutionError) as exc:
         verdict.emit(event="error", stage="solution", error=f"unreadable solution names: {exc}")
         verdict.emit(event="done", passed=0, total=len(names))
@@ -280,7 +298,7 @@ def run(verdict: Verdict, link: Link, tests: str, entry_point: str) -> None:
         if kind == "check" and check_ns is None:
             # built when the first check statement runs, so it sees the tests' own setup
             check_ns = dict(ns)
-            check_ns["candidate"] = ns.get(candidate_name)
+            check_ns["candidate"] = names.get(candidate_name)
         scope = check_ns if kind == "check" and check_ns is not None else ns
         if kind == "func" and isinstance(node, ast.FunctionDef):
             exec(compile(ast.Module([node], []), "tests.py", "exec"), ns)

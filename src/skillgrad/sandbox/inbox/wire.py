@@ -3,7 +3,8 @@
 Messages are length-prefixed JSON (``MAX_MESSAGE`` bytes at most). Values cross as tagged JSON
 that decodes ONLY to exact builtin types (None, bool, int, float, complex, str, bytes, list,
 tuple, set, frozenset, dict): a hostile host cannot make the judge build an object with its own
-``__eq__`` or run code while decoding. Anything else travels as a numbered handle.
+``__eq__`` or run code while decoding. A module travels as its name (``{"m": name}``: the judge
+imports its own copy), anything else as a numbered handle (``{"h": n}``).
 """
 
 from __future__ import annotations
@@ -63,8 +64,8 @@ def encode(value: Any, handle: Any = None, depth: int = 0) -> Any:
     kind = type(value)
     if value is None or kind in (bool, str):
         return value
-    if kind is int:
-        return {"i": str(value)}
+    if kind is int:  # hex: not subject to the int/str digit limit
+        return {"i": format(value, "x")}
     if kind is float:
         return {"f": value.hex()}
     if kind is complex:
@@ -94,8 +95,8 @@ def decode(data: Any, handle: Any = None, depth: int = 0) -> Any:
         raise WireError(f"not an encoded value: {str(data)[:80]}")
     ((tag, body),) = data.items()
     try:
-        if tag == "i":
-            return int(body)
+        if tag == "i" and type(body) is str and len(body) <= MAX_MESSAGE:
+            return int(body, 16)
         if tag == "f":
             return float.fromhex(body)
         if tag == "c":
@@ -115,8 +116,8 @@ def decode(data: Any, handle: Any = None, depth: int = 0) -> Any:
             return frozenset(items or ())
         if tag == "D":
             return {decode(k, handle, depth + 1): decode(v, handle, depth + 1) for k, v in body}
-        if tag == "h" and handle is not None and type(body) is int:
-            return handle(body)
+        if tag in ("h", "m") and handle is not None and type(body) in (int, str):
+            return handle({tag: body})
     except WireError:
         raise
     except (TypeError, ValueError, IndexError) as exc:
