@@ -284,8 +284,8 @@ def run(verdict: Verdict, link: Link, tests: str, entry_point: str) -> None:
         verdict.emit(event="done", passed=0, total=len(names))
         return
     try:
-        names = solution_names(link, hello)
-        ns = tests_namespace(names)
+        defined = solution_names(link, hello)
+        ns = tests_namespace(defined)
     except (wire.WireError, SolutionError) as exc:
         verdict.emit(event="error", stage="solution", error=f"unreadable solution names: {exc}")
         verdict.emit(event="done", passed=0, total=len(names))
@@ -298,7 +298,7 @@ def run(verdict: Verdict, link: Link, tests: str, entry_point: str) -> None:
         if kind == "check" and check_ns is None:
             # built when the first check statement runs, so it sees the tests' own setup
             check_ns = dict(ns)
-            check_ns["candidate"] = names.get(candidate_name)
+            check_ns["candidate"] = defined.get(candidate_name)
         scope = check_ns if kind == "check" and check_ns is not None else ns
         if kind == "func" and isinstance(node, ast.FunctionDef):
             exec(compile(ast.Module([node], []), "tests.py", "exec"), ns)
