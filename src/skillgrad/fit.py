@@ -37,7 +37,8 @@ from skillgrad.models.spec import ModelSpec
 from skillgrad.registry import load_scorer
 from skillgrad.runs.io import read_json
 from skillgrad.scorers import CallableScorer
-from skillgrad.scorers.base import Scorer
+from skillgrad.scorers.base import Scorer, ScoresOutputs
+from skillgrad.scorers.base import as_scorer as as_base_scorer
 from skillgrad.session import arun_training, safe_name
 from skillgrad.skill import Skill
 from skillgrad.tasks.base import Split
@@ -47,7 +48,7 @@ from skillgrad.types import Item, Score, StepRecord
 log = logging.getLogger(__name__)
 
 ItemLike = Item | Mapping[str, Any]
-ScorerLike = str | Scorer | Callable[[str, Item], "bool | float | Score"]
+ScorerLike = str | ScoresOutputs | Callable[[str, Item], "bool | float | Score"]
 ModelLike = str | ModelSpec | ModelBackend | Callable[..., Any]
 _CONFIG_KEYS = ("budget", "hardware", "run_name")
 
@@ -66,7 +67,7 @@ class FitResult:
 
 class ItemsTask(ChatTask):
     """A single-turn task over in-memory splits: the prompt is the item's input (text as is,
-    anything else as JSON); the scorer grades the output."""
+    anything else as JSON); the scorer grades the output (its abilities declared by ``Scorer``)."""
 
     def __init__(
         self,
@@ -76,7 +77,7 @@ class ItemsTask(ChatTask):
         max_tokens: int = 256,
     ) -> None:
         self.splits, self.scorer, self.name, self.max_tokens = splits, scorer, name, max_tokens
-        self.deterministic = bool(getattr(scorer, "deterministic", True))
+        self.deterministic = scorer.deterministic
 
     def load_split(self, split: Split) -> list[Item]:
         return list(self.splits.get(split, []))
@@ -88,18 +89,12 @@ class ItemsTask(ChatTask):
     def score(self, output: str, item: Item) -> Score:
         return self.scorer.score(output, item)
 
+    async def ascore(self, output: str, item: Item) -> Score:
+        return await self.scorer.ascore(output, item)
+
     def bind_judge(self, backend: ModelBackend) -> None:
         """Give a model-graded scorer (``llm_judge``) the run's optimizer."""
-        bind = getattr(self.scorer, "bind", None)
-        if callable(bind):
-            bind(backend)
-
-    async def ascore(self, output: str, item: Item) -> Score:
-        ascore = getattr(self.scorer, "ascore", None)
-        if ascore is not None:
-            result: Score = await ascore(output, item)
-            return result
-        return self.scorer.score(output, item)
+        self.scorer.bind(backend)
 
 
 def as_items(rows: Sequence[ItemLike] | None, split: str) -> list[Item]:
@@ -137,8 +132,8 @@ def as_scorer(scorer: ScorerLike) -> Scorer:
     """A registered name, a Scorer, or a function ``f(output, item)`` (bool | float | Score)."""
     if isinstance(scorer, str):
         return load_scorer(scorer)
-    if isinstance(scorer, Scorer):
-        return scorer
+    if isinstance(scorer, ScoresOutputs):
+        return as_base_scorer(scorer)
     if callable(scorer):
         return CallableScorer(scorer)
     raise ConfigError(

@@ -20,7 +20,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 from skillgrad.callbacks import Callback
 from skillgrad.config import Config
@@ -34,22 +34,15 @@ from skillgrad.registry import load_task
 from skillgrad.runs.cache import CallCache
 from skillgrad.runs.rundir import RunDir, find_fresh_root
 from skillgrad.skill import approx_tokens
-from skillgrad.tasks.base import SPLITS, Task
+from skillgrad.tasks.base import SPLITS, Task, task_abilities
 from skillgrad.train.context import RunContext
 from skillgrad.train.loop import initial_skill_text, train, write_summary
 from skillgrad.train.progress import NullProgress, Progress
+from skillgrad.train.state import TrainState
 from skillgrad.types import Item
 
 log = logging.getLogger(__name__)
 _AWKWARD = re.compile(r"[^A-Za-z0-9._-]+")
-
-
-@runtime_checkable
-class JudgedTask(Protocol):
-    """A task whose scorer calls a model (an LLM judge): the session binds the run's optimizer
-    to it, so judge calls are cached, metered and budgeted as the optimizer's."""
-
-    def bind_judge(self, backend: ModelBackend) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -171,8 +164,8 @@ def open_session(
         target=MeteredBackend(raw_tgt, store, "target", prices, budget),
         prices=prices,
     )
-    if isinstance(task, JudgedTask):
-        task.bind_judge(session.optimizer)
+    # an LLM-judge scorer uses the optimizer model, metered (and budgeted) as the optimizer
+    task_abilities(task).bind_judge(session.optimizer)
     log.debug("session: task %s, models %s / %s", task.name, raw_opt, raw_tgt)
     return session
 
@@ -283,14 +276,13 @@ def _stopped(ctx: RunContext, exc: Exception) -> None:
     status = "budget_exhausted" if isinstance(exc, BudgetExceeded) else "stopped"
     log.warning("run stopped (%s): %s", status, exc)
     ctx.emit("stopped", status=status, error=f"{type(exc).__name__}: {exc}")
-    state = ctx.run.load_state()
+    state = ctx.run.load_state(TrainState.from_json)
     if state is None:
         return
     write_summary(ctx, state, None, status=status, stop_reason=str(exc))
 
 
 __all__ = [
-    "JudgedTask",
     "RunResult",
     "Session",
     "arun_training",

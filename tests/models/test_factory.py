@@ -102,7 +102,7 @@ def test_bad_structured_mode_option() -> None:
 
 
 def test_llamacpp_missing_extra(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(sys.modules, "skillgrad.models.llamacpp", None)
+    monkeypatch.setitem(sys.modules, "llama_cpp", None)  # as if the extra is not installed
     with pytest.raises(PermanentModelError, match=r"pip install 'skillgrad\[local\]'"):
         build_backend(ModelSpec(provider="llamacpp"), LimiterRegistry())
 

@@ -59,7 +59,13 @@ def get_provider(name: str) -> Provider:
             f"{', '.join(known)} (write 'provider:model'; register your own in the "
             f"{PROVIDER_GROUP!r} entry-point group)."
         )
-    provider = eps[name].load()
+    try:
+        provider = eps[name].load()
+    except ImportError as exc:
+        raise PermanentModelError(
+            f"model provider {name!r} ({eps[name].value}) cannot be imported: {exc}. Install the "
+            "package that provides it."
+        ) from exc
     if not isinstance(provider, Provider):
         raise PermanentModelError(
             f"entry point {name!r} in {PROVIDER_GROUP!r} is {type(provider).__name__}, "

@@ -18,7 +18,7 @@ from skillgrad.models.metering import PriceTable
 from skillgrad.runs.cache import CallCache
 from skillgrad.runs.rundir import RunDir
 from skillgrad.skill import approx_tokens
-from skillgrad.tasks.base import Task
+from skillgrad.tasks.base import Task, task_abilities
 from skillgrad.train.progress import NullProgress, Progress
 from skillgrad.train.rollout import rollout
 from skillgrad.train.select import Schedule
@@ -61,10 +61,7 @@ class RunContext:
 
     @property
     def deterministic(self) -> bool:
-        scorer = getattr(self.task, "scorer", None)
-        return bool(getattr(self.task, "deterministic", True)) and bool(
-            getattr(scorer, "deterministic", True)
-        )
+        return task_abilities(self.task).deterministic
 
     async def rollout(
         self, items: Sequence[Item], skill: str, stage: str = "rollout"

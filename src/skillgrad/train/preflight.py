@@ -11,6 +11,7 @@ import math
 from typing import Any
 
 from skillgrad.models.metering import PriceTable
+from skillgrad.tasks.base import task_abilities
 from skillgrad.train.context import RunContext
 from skillgrad.types import Usage
 
@@ -33,7 +34,7 @@ def estimate(ctx: RunContext, skill: str, prices: PriceTable) -> dict[str, Any]:
         steps * reflections + slow_epochs + (t.num_epochs if t.use_meta_skill else 0)
     )
     skill_tokens = ctx.count_tokens(skill) + t.max_edit_tokens * 2
-    target_out = int(getattr(ctx.task, "max_tokens", 64))
+    target_out = task_abilities(ctx.task).max_tokens
     target_usage = Usage((skill_tokens + 80) * target_calls, target_out * target_calls)
     opt_prompt = 600 + skill_tokens + t.minibatch_size * 150
     opt_usage = Usage(opt_prompt * optimizer_calls, t.optimizer_max_tokens * optimizer_calls)
