@@ -20,7 +20,7 @@ from skillgrad.console import print_error
 from skillgrad.errors import SkillgradError
 from skillgrad.sweep.worker import RunOutcome
 
-console = Console(stderr=True, emoji=False)
+console = Console(stderr=True, emoji=False, soft_wrap=True)
 out = Console(emoji=False, soft_wrap=True)
 
 

@@ -113,7 +113,8 @@ def parse_grid(specs: Sequence[str]) -> tuple[GridAxis, ...]:
 
 def _slug(value: Any) -> str:
     text = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
-    return re.sub(r"[^A-Za-z0-9.+-]+", "-", text).strip("-")[:24] or "x"
+    safe = re.sub(r"[^A-Za-z0-9.+-]+|\.{2,}", "-", text).strip("-.")
+    return safe[:24] or "x"
 
 
 def run_name(index: int, width: int, params: dict[str, Any], seed: int) -> str:

@@ -1,0 +1,116 @@
+"""The sweep plan: grid parsing, run names, seeds and the data seed, and refusing another sweep."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from conftest import write_config
+
+from skillgrad import load_config
+from skillgrad.errors import ConfigError, RunDirError
+from skillgrad.registry import load_task
+from skillgrad.sweep.plan import build_plan, check_or_write_plan, parse_grid, run_name
+
+
+def test_grid_values_are_yaml_scalars() -> None:
+    (lr, sched) = parse_grid(["train.learning_rate=2,4.5", "train.lr_scheduler=constant,cosine"])
+    assert lr.key == "train.learning_rate" and lr.values == (2, 4.5)
+    assert sched.values == ("constant", "cosine")
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("train.seed=1,2", "use --seeds"),
+        ("env.output_root=a,b", "use --out"),
+        ("train.batch_size", "expected KEY=V1,V2"),
+        ("train.batch_size=", "expected KEY=V1,V2"),
+        ("train.batch_size=4,4", "listed twice"),
+    ],
+)
+def test_bad_grid_is_refused_with_the_reason(spec: str, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        parse_grid([spec])
+
+
+def test_a_key_given_twice_is_refused() -> None:
+    with pytest.raises(ConfigError, match="two --grid options"):
+        parse_grid(["train.batch_size=2,4", "train.batch_size=8"])
+
+
+def test_run_names_are_path_safe_and_unique() -> None:
+    names = {
+        run_name(i, 2, {"env.options.prompt": v, "train.lr_scheduler": "cosine"}, s)
+        for i, v in enumerate(["a/b c", "../x", "ünï"])
+        for s in (0, 1)
+    }
+    assert len(names) == 6
+    assert all(re.fullmatch(r"[A-Za-z0-9._+-]+", n) and ".." not in n for n in names)
+    assert run_name(0, 1, {}, 3) == "seed3"
+
+
+def test_plan_is_grid_times_seeds_and_seed_zero_is_the_plain_run(tmp_path: Path) -> None:
+    config = write_config(tmp_path)
+    plan = build_plan(
+        config, seeds=3, grid=["train.lr_scheduler=constant,cosine", "train.batch_size=2,4"],
+        sets=["train.seed=10"], out=tmp_path / "sw",
+    )  # fmt: skip
+    assert len(plan.jobs) == 12 and len({j.name for j in plan.jobs}) == 12
+    assert plan.seeds == (10, 11, 12)
+    assert len(plan.configs()) == 4
+    for job in plan.jobs:
+        cfg = load_config(job.config_path, list(job.overrides))
+        assert cfg.train.seed == job.seed
+        assert cfg.train.lr_scheduler == job.params["train.lr_scheduler"]
+        assert cfg.train.batch_size == job.params["train.batch_size"]
+        assert "seed" not in cfg.env.options  # the data split stays fixed
+        assert Path(job.run_dir).parent == tmp_path / "sw"
+
+
+def test_vary_split_varies_the_task_data_seed(tmp_path: Path) -> None:
+    plan = build_plan(write_config(tmp_path), seeds=2, out=tmp_path / "sw", vary_split=True)
+    splits = []
+    for job in plan.jobs:
+        cfg = load_config(job.config_path, list(job.overrides))
+        assert cfg.env.options["seed"] == job.seed
+        task = load_task(cfg.env.task, dict(cfg.env.options), Path(cfg.base_dir))
+        splits.append([i.input for i in task.load_split("val")])
+    assert splits[0] != splits[1]
+
+
+def test_a_bad_grid_value_fails_before_anything_runs(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"sweep run c1_lr_scheduler-bogus_seed0"):
+        build_plan(
+            write_config(tmp_path), seeds=1, grid=["train.lr_scheduler=cosine,bogus"],
+            out=tmp_path / "sw",
+        )  # fmt: skip
+    assert not (tmp_path / "sw").exists()
+
+
+def test_same_plan_resumes_a_different_one_is_refused(tmp_path: Path) -> None:
+    config = write_config(tmp_path)
+    out = tmp_path / "sw"
+    grid = ["train.lr_scheduler=constant,cosine"]
+    first = build_plan(config, seeds=2, grid=grid, out=out)
+    assert check_or_write_plan(first) is False
+    again = build_plan(config, seeds=2, grid=grid, out=out, sets=["budget.max_calls=99"])
+    assert again.sweep_id == first.sweep_id
+    assert check_or_write_plan(again) is True  # limits may change between invocations
+    for changed in (
+        build_plan(config, seeds=3, grid=grid, out=out),
+        build_plan(config, seeds=2, grid=["train.lr_scheduler=constant"], out=out),
+        build_plan(config, seeds=2, grid=grid, out=out, sets=["train.batch_size=2"]),
+        build_plan(config, seeds=2, grid=grid, out=out, vary_split=True),
+    ):
+        with pytest.raises(RunDirError, match="holds a different sweep"):
+            check_or_write_plan(changed)
+
+
+def test_a_folder_that_is_not_a_sweep_is_refused(tmp_path: Path) -> None:
+    out = tmp_path / "busy"
+    out.mkdir()
+    (out / "notes.txt").write_text("mine")
+    with pytest.raises(RunDirError, match="not a sweep directory"):
+        check_or_write_plan(build_plan(write_config(tmp_path), seeds=1, out=out))

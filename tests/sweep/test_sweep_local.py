@@ -1,0 +1,116 @@
+"""``skillgrad sweep`` on the local process pool, end to end with fake models in real processes:
+summary numbers, resume without paying twice after a worker is SIGKILLed, report, refusal."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from conftest import (
+    GRID,
+    KILLED_RUN,
+    assert_nothing_paid_twice,
+    calls,
+    comparable_summary,
+    kill_one_run_then_resume,
+    run_sweep,
+    sweep_cmd,
+    uninterrupted,
+    write_config,
+)
+
+Reference = tuple[list[dict[str, object]], Counter[str]]
+LOCAL = ("--workers", "2")
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Reference]:
+    folder = tmp_path_factory.mktemp("ref")
+    return folder, uninterrupted(folder, *LOCAL)
+
+
+def test_summary_has_every_metric_per_config(reference: tuple[Path, Reference]) -> None:
+    folder, _ = reference
+    data = json.loads((folder / "sweep" / "sweep_summary.json").read_text())
+    assert data["complete"] and data["runs_finished"] == data["runs_total"] == 4
+    constant, cosine = data["configs"]
+    assert constant["params"] == {"train.lr_scheduler": "constant"}
+    assert cosine["params"] == {"train.lr_scheduler": "cosine"}
+    for config in data["configs"]:
+        for metric in ("val_initial", "val_best", "test_initial", "test_best", "test_gain",
+                       "skill_tokens", "calls", "cost_usd"):  # fmt: skip
+            stat = config[metric]
+            assert len(stat["values"]) == 2
+            assert stat["ci_low"] <= stat["mean"] <= stat["ci_high"]
+    # the fakes: the helpful rule makes every test item pass (4 items x 2 seeds, all +1)
+    assert cosine["test_gain"]["values"] == [1.0, 1.0]
+    pt = cosine["paired_test"]
+    assert (pt["n_pairs"], pt["wins"], pt["losses"], pt["method"]) == (8, 8, 0, "exact")
+    assert pt["p_value"] == pytest.approx(2 / 2**8)
+
+
+def test_rerun_skips_finished_runs_and_pays_nothing(reference: tuple[Path, Reference]) -> None:
+    folder, (summary, paid) = reference
+    cmd = sweep_cmd(folder / "config.yaml", folder / "sweep", "--seeds", "2", *GRID, *LOCAL)
+    again = run_sweep(cmd)
+    assert again.returncode == 0, again.stderr
+    assert again.stderr.count(" skipped") == 4
+    assert calls(folder) == paid
+    assert comparable_summary(folder / "sweep") == summary
+
+
+@pytest.mark.slow
+def test_killed_worker_then_rerun_finishes_without_paying_twice(
+    tmp_path: Path, reference: tuple[Path, Reference]
+) -> None:
+    _, (summary, paid) = reference
+    first_err, _ = kill_one_run_then_resume(tmp_path, *LOCAL)
+    assert f"{KILLED_RUN} failed in" in first_err
+    assert "its worker process was killed by SIGKILL" in first_err
+    assert "Re-run the same command to resume" in first_err
+    assert comparable_summary(tmp_path / "sweep") == summary
+    assert_nothing_paid_twice(calls(tmp_path), paid)
+
+
+def test_a_different_sweep_in_the_same_directory_is_refused(
+    reference: tuple[Path, Reference],
+) -> None:
+    folder, _ = reference
+    cmd = sweep_cmd(folder / "config.yaml", folder / "sweep", "--seeds", "3", *GRID)
+    refused = run_sweep(cmd)
+    assert refused.returncode == 2
+    assert "holds a different sweep" in refused.stderr and "seeds: [0, 1] -> [0, 1, 2]" in (
+        refused.stderr
+    )
+    assert "Traceback" not in refused.stderr
+
+
+def test_report_of_a_sweep_directory(reference: tuple[Path, Reference]) -> None:
+    folder, _ = reference
+    sweep = folder / "sweep"
+    done = subprocess.run(
+        [sys.executable, "-m", "skillgrad", "report", str(sweep), "--html"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "## train.lr_scheduler=cosine  (2 seeds finished)" in done.stdout
+    assert "| test_gain | 1 [1, 1] | 1, 1 |" in done.stdout
+    page = (sweep / "sweep_report.html").read_text()
+    assert 'id="sweep_test_scores"' in page and "data:image/png;base64," in page
+    assert (sweep / "figures" / "sweep_test_gain.png").read_bytes().startswith(b"\x89PNG")
+
+
+def test_missing_ray_is_a_clear_message(tmp_path: Path) -> None:
+    code = (
+        "import sys; sys.modules['ray'] = None\n"  # as if Ray were not installed
+        "from skillgrad.cli import app\n"
+        f"app(['sweep', {str(write_config(tmp_path))!r}, '--executor', 'ray', "
+        f"'--out', {str(tmp_path / 'sw')!r}])"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 2
+    assert "pip install 'skillgrad[ray]'" in done.stderr and "Traceback" not in done.stderr
