@@ -10,16 +10,47 @@ import time
 from pathlib import Path
 
 FAKES = Path(__file__).parents[1] / "fakes_e2e.py"
+HOLDING = Path(__file__).parent / "holding_fake.py"
 
 
-def write_config(folder: Path, latency: float = 0.0, epochs: int = 1) -> Path:
-    """A toy-task config whose run directory is ``folder/runs/run``."""
+class hold:
+    """``with hold(folder) as reached:`` a run configured with ``hold_from_step`` stops at its
+    first target call from that step on until the block ends; ``reached()`` waits for that."""
+
+    def __init__(self, folder: Path) -> None:
+        self.path = folder / "hold"
+
+    def __enter__(self) -> hold:
+        self.path.touch()
+        return self
+
+    def reached(self, timeout: float = 120) -> None:
+        deadline = time.monotonic() + timeout
+        while not Path(f"{self.path}.reached").exists():
+            assert time.monotonic() < deadline, "the run never reached the hold"
+            time.sleep(0.01)
+
+    def __exit__(self, *exc: object) -> None:
+        self.path.unlink(missing_ok=True)
+
+
+def write_config(
+    folder: Path, latency: float = 0.0, epochs: int = 1, hold_from_step: int | None = None
+) -> Path:
+    """A toy-task config whose run directory is ``folder/runs/run``. With ``hold_from_step``,
+    the target waits from that step on while ``folder/hold`` exists (see ``hold``)."""
+    target = f'{FAKES}:FakeTarget", options: {{latency: {latency}}}'
+    if hold_from_step is not None:
+        target = (
+            f'{HOLDING}:HoldingTarget", options: {{latency: {latency}, '
+            f'hold: "{folder / "hold"}", from_step: {hold_from_step}}}'
+        )
     cfg = f"""
 train: {{num_epochs: {epochs}, batch_size: 4, patience: 5, learning_rate: 4,
         min_learning_rate: 1, minibatch_size: 2}}
 models:
   optimizer: {{provider: function, model: "{FAKES}:FakeOptimizer", options: {{latency: {latency}}}}}
-  target: {{provider: function, model: "{FAKES}:FakeTarget", options: {{latency: {latency}}}}}
+  target: {{provider: function, model: "{target}}}
 env: {{task: toy, output_root: "{folder / "runs"}", run_name: run,
       options: {{n_train: 8, n_val: 4, n_test: 2}}}}
 hardware: {{rollout_workers: 2, analyst_workers: 2}}

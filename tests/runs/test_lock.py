@@ -16,7 +16,15 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from conftest import assert_clean_refusal, events, start_train, train, wait_for_event, write_config
+from conftest import (
+    assert_clean_refusal,
+    events,
+    hold,
+    start_train,
+    train,
+    wait_for_event,
+    write_config,
+)
 
 from skillgrad.errors import RunDirError
 from skillgrad.runs.lock import LOCK_NAME, Holder, RunLock, process_start_time
@@ -31,14 +39,18 @@ def _lock_record(run: Path, **fields: object) -> None:
 
 
 def test_second_writer_refuses_and_the_first_finishes_alone(tmp_path: Path) -> None:
-    config = write_config(tmp_path, latency=0.03)
+    config = write_config(tmp_path, hold_from_step=1)
     run = tmp_path / "runs/run"
-    first = start_train(config, tmp_path / "first.log")
-    try:
-        wait_for_event(run, "baseline")
-        second = train(config, tmp_path / "second.log")
-    finally:
-        _, err = first.communicate(timeout=300)
+    with hold(tmp_path) as held:
+        first = start_train(config, tmp_path / "first.log")
+        try:
+            held.reached()  # the first writer is inside step 1
+            second = train(config, tmp_path / "second.log")
+            assert first.poll() is None  # the second writer came while the first was writing
+        except BaseException:
+            first.kill()
+            raise
+    _, err = first.communicate(timeout=300)
     assert_clean_refusal(second, f"pid {first.pid}", "one run directory has one writer")
     assert first.returncode == 0, err
     assert not (tmp_path / "second.log").exists()  # the refused run paid nothing
@@ -103,23 +115,28 @@ def test_a_holder_on_another_host_is_refused_with_how_to_recover(tmp_path: Path)
 
 
 def test_readers_work_while_a_run_holds_the_lock(tmp_path: Path) -> None:
-    config = write_config(tmp_path, latency=0.05, epochs=3)
+    config = write_config(tmp_path, hold_from_step=2)
     run = tmp_path / "runs/run"
+    held = hold(tmp_path).__enter__()
     writer = start_train(config)
     try:
-        wait_for_event(run, "step_end")
+        held.reached()  # step 1 is written, the writer waits inside step 2
         lock_before = (run / LOCK_NAME).read_text()
-        for cmd in (["diff", str(run), "--to", "1"], ["blame", str(run)]):
+        for cmd, code in ((["diff", str(run), "--to", "1"], 0), (["blame", str(run)], 0),
+                          (["report", str(run)], 2)):  # fmt: skip
+            # report prints finished runs only: during the run it says so, cleanly
             proc = subprocess.run(
                 [sys.executable, "-m", "skillgrad", *cmd], capture_output=True, text=True
             )
-            assert proc.returncode == 0, (cmd, proc.stderr)
+            assert proc.returncode == code, (cmd, proc.stderr)
+            assert "Traceback" not in proc.stderr
         from skillgrad.dashboard import data
 
         assert data.run_overview(data.load(run))["steps"] >= 1
         assert (run / LOCK_NAME).read_text() == lock_before  # readers never touch the lock
         assert writer.poll() is None  # all of this happened while the run was writing
     finally:
+        held.__exit__()
         _, err = writer.communicate(timeout=300)
     assert writer.returncode == 0, err
     report = subprocess.run(
