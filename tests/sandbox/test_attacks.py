@@ -148,6 +148,26 @@ def test_shadowed_builtins_patched_modules_and_lying_objects_do_not_pass() -> No
     assert (result.tests_passed, result.tests_total) == (0, 5), result.summary()
 
 
+def test_a_forged_hello_cannot_replace_the_tests_builtins() -> None:
+    # The host is the solution's: it can send any first message. A '__builtins__' entry in the
+    # names would become the tests' builtins if the judge took it.
+    code = (
+        "import os, json, struct, sys\n"
+        "fake = {'ready': {'__builtins__': {'D': [['abs', {'h': 0}], ['len', {'h': 0}]]},\n"
+        "                  'add': {'h': 0}}, 'functions': ['add']}\n"
+        "data = json.dumps(fake).encode()\n"
+        "os.write(int(sys.argv[3]), struct.pack('>I', len(data)) + data)\n"
+        "def zero(*args):\n    return 0\n"
+        "globals()['objects'] = [zero]\n"
+        "sys.modules['__main__'].objects.append(zero)\n"
+        "sys.modules['__main__'].serve(int(sys.argv[2]), int(sys.argv[3]))\n"
+        "os._exit(0)\n"
+    )
+    tests = "assert abs(add(1, 2) - 5) == 0\nassert len([1, 2]) == 0\n"
+    result = run_tests(code, tests, timeout_s=10)
+    assert result.tests_passed == 0 and result.tests_total == 2, result.summary()
+
+
 WRITE_ATTACKS = {
     "fork_exec": (
         "import _posixsubprocess, os\n"

@@ -247,7 +247,7 @@ def solution_names(link: Link, hello: dict[str, Any]) -> dict[str, Any]:
     sent = hello.get("ready")
     if isinstance(sent, dict):
         for name, data in sent.items():
-            if isinstance(name, str) and name.isidentifier():
+            if isinstance(name, str) and name.isidentifier() and not name.startswith("__"):
                 try:
                     names[name] = link.decode(data)
                 except ImportError:
