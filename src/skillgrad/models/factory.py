@@ -9,6 +9,7 @@ session) wraps the result in ``MeteredBackend`` as the outermost layer, and pass
 
 from __future__ import annotations
 
+import logging
 import random
 from typing import Any
 
@@ -17,6 +18,8 @@ from skillgrad.models.provider import Provider, get_provider
 from skillgrad.models.ratelimit import LimitedBackend, LimiterRegistry
 from skillgrad.models.retry import RetryBackend
 from skillgrad.models.spec import ModelSpec
+
+log = logging.getLogger(__name__)
 
 
 def build_raw_backend(spec: ModelSpec, provider: Provider | None = None) -> ModelBackend:
@@ -33,6 +36,7 @@ def build_backend(spec: ModelSpec, limiters: LimiterRegistry, *, rng_seed: int =
     """
     provider = get_provider(spec.provider)
     raw = build_raw_backend(spec, provider)
+    log.debug("%s: %s provider", spec.name, "remote" if provider.remote else "in-process")
     if not provider.remote:
         return raw
     limited = LimitedBackend(raw, limiters.get(spec))

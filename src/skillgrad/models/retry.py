@@ -8,6 +8,7 @@ server's Retry-After; ``PermanentModelError`` passes through at once. Jitter com
 from __future__ import annotations
 
 import asyncio
+import logging
 import random
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -15,6 +16,8 @@ from typing import Any
 from skillgrad.errors import TransientModelError
 from skillgrad.models.base import ModelBackend, backend_name
 from skillgrad.types import ChatRequest, Completion
+
+log = logging.getLogger(__name__)
 
 # Never sleep longer than this for a single Retry-After, whatever the server asks.
 MAX_RETRY_AFTER_S = 300.0
@@ -94,6 +97,7 @@ class RetryBackend:
                         exc.retry_after,
                     ) from exc
                 delay = self.backoff(attempt, exc.retry_after)
+                log.debug("%s: retry %d in %.2fs after: %s", self.name, attempt + 1, delay, exc)
             self.retries += 1
             self.delays.append(delay)
             await self._sleep(delay)
