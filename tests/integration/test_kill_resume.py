@@ -1,11 +1,13 @@
 """A run killed mid-step (SIGKILL to a real subprocess) and resumed equals an uninterrupted run,
-and no completed model call is ever made twice."""
+and no completed model call is ever made twice. The killed run's lock is taken over by the resume,
+and the ledger's running totals, committed with each call, agree with its rows at the kill."""
 
 from __future__ import annotations
 
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -13,6 +15,8 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+
+from skillgrad.runs.lock import LOCK_NAME, Holder
 
 FAKES = Path(__file__).parents[1] / "fakes_e2e.py"
 IN_FLIGHT = 2  # at most rollout_workers / analyst_workers calls complete at once
@@ -63,6 +67,20 @@ def _wait_for(events: Path, name: str, field: str, value: int, timeout: float = 
                     return
         time.sleep(0.005)
     raise AssertionError(f"{name} {field}={value} never appeared")
+
+
+def _ledger_totals(run: Path) -> tuple[list[tuple[object, ...]], list[tuple[object, ...]]]:
+    """(running totals table, the same sums recounted from the rows), per role/stage/step."""
+    db = sqlite3.connect(run / "calls.sqlite")
+    try:
+        table = db.execute("SELECT * FROM totals ORDER BY 1, 2, 3").fetchall()
+        rows = db.execute(
+            "SELECT role, stage, step, COUNT(*), SUM(prompt_tokens), SUM(completion_tokens), "
+            "SUM(cost) FROM calls GROUP BY 1, 2, 3 ORDER BY 1, 2, 3"
+        ).fetchall()
+    finally:
+        db.close()
+    return table, rows
 
 
 def _comparable(run: Path) -> dict[str, object]:
@@ -119,9 +137,17 @@ def test_killed_and_resumed_run_equals_uninterrupted(
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=30)
     assert proc.returncode == -signal.SIGKILL
-    assert not (cut_dir / "runs/run/summary.json").exists()  # it really was cut short
+    run = cut_dir / "runs/run"
+    assert not (run / "summary.json").exists()  # it really was cut short
+    left = Holder.parse((run / LOCK_NAME).read_text())
+    assert left is not None and left.pid == proc.pid  # the killed writer's lock is left behind
+    table, recount = _ledger_totals(run)
+    assert table == recount  # totals are committed in the same transaction as each call
     before_kill = cut_log.read_text().splitlines() if cut_log.exists() else []
     _run(config, cut_log)
+    taken = [json.loads(line) for line in (run / "events.jsonl").read_text().splitlines()]
+    assert [e["previous"]["pid"] for e in taken if e["event"] == "lock_taken_over"] == [proc.pid]
+    assert not (run / LOCK_NAME).exists()
 
     expected, expected_calls = reference
     assert _comparable(cut_dir / "runs/run") == expected
