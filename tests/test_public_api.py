@@ -51,6 +51,6 @@ def test_run_training_and_load_config_keep_their_signatures() -> None:
     import inspect
 
     params = inspect.signature(skillgrad.run_training).parameters
-    assert list(params)[0] == "cfg" and "run_dir" in params and "callbacks" in params
+    assert next(iter(params)) == "cfg" and "run_dir" in params and "callbacks" in params
     assert "overrides" in inspect.signature(skillgrad.load_config).parameters
     assert inspect.iscoroutinefunction(skillgrad.afit)
