@@ -14,10 +14,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parents[1]))
 
-from fakes_e2e import optimizer_reply, target_reply  # noqa: E402
-
-from skillgrad.testing import FunctionBackend  # noqa: E402
-from skillgrad.types import ChatRequest  # noqa: E402
+from fakes_e2e import optimizer_reply, target_reply
+from skillgrad.testing import FunctionBackend
+from skillgrad.types import ChatRequest
 
 
 def _logged(fn: Any, role: str, log: str) -> Any:
