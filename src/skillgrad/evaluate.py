@@ -5,6 +5,8 @@ checked splits, backends with their wrappers, judge binding, metering)."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 from pathlib import Path
 from typing import Any
 
@@ -15,11 +17,21 @@ from skillgrad.skill import Skill
 from skillgrad.train.rollout import mean_score, rollout
 
 
+def eval_cache_path(cfg: Config) -> Path:
+    """``<output_root>/_eval/<setup>/calls.sqlite``: one cache per task, options and target, so
+    scoring a skill in another harness or with another model (transfer) never reuses results."""
+    target = cfg.models.target.model_dump(mode="json")
+    setup = {"task": cfg.env.task, "options": cfg.env.options, "target": target}
+    text = json.dumps(setup, sort_keys=True, default=str)
+    digest = hashlib.sha256(text.encode()).hexdigest()[:12]
+    return Path(cfg.env.output_root) / "_eval" / digest / "calls.sqlite"
+
+
 async def evaluate_skill(cfg: Config, skill_path: Path, split: str) -> dict[str, Any]:
-    """Score ``skill_path`` on ``split`` with the configured target; calls cached under
-    ``<output_root>/_eval/calls.sqlite`` so re-evaluating the same skill is free."""
+    """Score ``skill_path`` (a skill file or a package folder) on ``split`` with the configured
+    task and target; calls cached per setup (``eval_cache_path``) so re-evaluating is free."""
     skill = Skill.load(skill_path)
-    db = Path(cfg.env.output_root) / "_eval" / "calls.sqlite"
+    db = eval_cache_path(cfg)
     store = CallCache(db)
     try:
         session = open_session(cfg, store)
@@ -47,4 +59,4 @@ async def evaluate_skill(cfg: Config, skill_path: Path, split: str) -> dict[str,
     }
 
 
-__all__ = ["evaluate_skill"]
+__all__ = ["eval_cache_path", "evaluate_skill"]

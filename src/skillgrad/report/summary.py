@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from skillgrad.config import Config
+from skillgrad.skill_package import file_lengths
 from skillgrad.types import StepRecord
 
 if TYPE_CHECKING:  # the loop imports this module; avoid the cycle at run time
@@ -49,6 +50,7 @@ def build_summary(
     history = list(state.history)
     counts = _edit_counts(history)
     steps = [r for r in history if r.kind == "step"]
+    files = _package_files(state.initial_skill, state.best_skill)
     return {
         "run_name": run_name,
         "status": status or state.status,
@@ -79,7 +81,17 @@ def build_summary(
         "no_gate": not cfg.train.gate,
         "warnings": warnings_for(cfg),
         "nondeterministic_scorers": not deterministic,
+        **({"skill_files": files} if files else {}),
     }
+
+
+def _package_files(initial: str, best: str) -> dict[str, list[int]] | None:
+    """A package's length per file (and ``(total)``): [initial, best] approximate tokens."""
+    before, after = file_lengths(initial) or {}, file_lengths(best)
+    if after is None:
+        return None
+    names = [n for n in after if n != "(total)"] + [n for n in before if n not in after]
+    return {n: [before.get(n, 0), after.get(n, 0)] for n in [*names, "(total)"]}
 
 
 def _fmt(x: float | None) -> str:
@@ -99,6 +111,7 @@ def render_report(summary: dict[str, Any], history: Sequence[StepRecord]) -> str
         f"- test score (held out): initial {_fmt(s['test_initial'])} "
         f"vs best {_fmt(s['test_best'])}",
         f"- skill length: {s['skill_tokens_initial']} -> {s['skill_tokens_best']} tokens",
+        *[f"  - `{name}`: {a} -> {b} tokens" for name, (a, b) in s.get("skill_files", {}).items()],
         f"- steps: {s['steps']} (+{s['slow_updates']} slow updates), "
         f"{s['steps_accepted']} accepted",
         f"- edits: {s['edits_proposed']} proposed, {s['edits_applied']} applied to candidates, "

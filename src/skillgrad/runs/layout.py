@@ -5,7 +5,9 @@
   history.json          list of step records (see ``train/state.py: StepRecord``)
   runtime_state.json    resume checkpoint (atomic); re-running the same command resumes
   best_skill.md         highest selection-score skill: the deployable artifact
+                        (a skill package: its SKILL.md; best_skill/ is the installable folder)
   skills/skill_v0000.md initial skill; skill_vNNNN.md = skill in force after step NNNN
+                        (a package: its bundle text; skill_vNNNN/ the installable folder)
   steps/step_0001/      trajectories.jsonl, reflections.json, aggregate.json, selection.json,
                         candidate.md, apply_report.json, gate.json
   slow_update/epoch_02/ pairs.jsonl, categories.json, guidance.json, candidate.md, gate.json

@@ -16,6 +16,7 @@ from typing import Any, Literal
 from skillgrad.errors import BudgetExceeded, ConfigError, PermanentModelError, SkillgradError
 from skillgrad.models.base import ModelBackend
 from skillgrad.skill import skill_hash
+from skillgrad.skill_package import prompt_text
 from skillgrad.tasks.base import Split
 from skillgrad.tasks.tools import Tool, ToolResult
 from skillgrad.types import ChatRequest, Completion, Item, Message, Score, Trajectory, Usage
@@ -121,6 +122,7 @@ class ToolTask:
         return f"CALL {tools[0].name} {json.dumps(args)}"
 
     def system_message(self, skill: str, tools: list[Tool]) -> str:
+        skill = prompt_text(skill)  # a package is shown rendered
         if self.tool_protocol == "native":
             note = NATIVE_NOTE
         else:

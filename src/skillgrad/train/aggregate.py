@@ -27,7 +27,9 @@ def _norm(text: str) -> str:
 
 
 def _section(edit: Edit) -> str:
-    return _norm(edit.section.split(">")[-1])
+    """The edit's section leaf, prefixed by its file for a non-default file of a package."""
+    leaf = _norm(edit.section.split(">")[-1])
+    return f"{edit.file}:{leaf}" if edit.file else leaf
 
 
 def similarity(a: str, b: str) -> float:

@@ -27,7 +27,8 @@ def clusters(edits: Sequence[Edit]) -> dict[tuple[str, str], list[int]]:
     """Indices of edits per (op, section), in proposal order."""
     out: dict[tuple[str, str], list[int]] = {}
     for i, e in enumerate(edits):
-        key = (e.op, " ".join(e.section.lower().split(">")[-1].split()))
+        leaf = " ".join(e.section.lower().split(">")[-1].split())
+        key = (e.op, f"{e.file}:{leaf}" if e.file else leaf)  # files of a package apart
         out.setdefault(key, []).append(i)
     return out
 

@@ -17,9 +17,11 @@ from typing import Any
 from skillgrad.models.base import ModelBackend
 from skillgrad.models.structured import StructuredReply
 from skillgrad.prompts import render_prompt
+from skillgrad.skill_package import is_package_text
 from skillgrad.train.optimizer_call import ask_optimizer
 from skillgrad.train.progress import NullProgress, Progress
 from skillgrad.train.schemas import reflection_model
+from skillgrad.transcript import transcript_view
 from skillgrad.types import Edit, RejectedEdit, Trajectory
 
 
@@ -70,6 +72,9 @@ def render_trajectories(trajs: Sequence[Trajectory], limit: int = 500) -> str:
         )
         if t.error:
             block += "\n" + render_prompt("trajectory_error", error=t.error[:limit])
+        if any(s.get("type") == "agent_exit" for s in t.steps):  # an agent harness rollout
+            view = transcript_view(t.steps, max_tokens=limit * 2)
+            block += "\n" + render_prompt("trajectory_transcript", transcript=view)
         blocks.append(block)
     return "\n\n".join(blocks) if blocks else "(none)"
 
@@ -108,6 +113,7 @@ def _edits_from(reply: StructuredReply[Any], ids: Sequence[str], source: str) ->
             rationale=p.rationale,
             trajectory_ids=tuple(ids),
             source=source,
+            file=getattr(p, "file", ""),
         )
         for p in reply.parsed.edits
     ]
@@ -125,12 +131,14 @@ async def reflect(
     progress: Progress | None = None,
 ) -> ReflectResult:
     progress = progress or NullProgress()
+    # an infrastructure failure (agent crashed, endpoint down) says nothing about the skill
+    trajectories = [t for t in trajectories if t.infra_error is None]
     failures = [t for t in trajectories if not t.score.passed]
     chosen = failures if cfg.failure_only else list(trajectories)
     batches = [
         chosen[i : i + cfg.minibatch_size] for i in range(0, len(chosen), cfg.minibatch_size)
     ]
-    schema = reflection_model(cfg.max_edits)
+    schema = reflection_model(cfg.max_edits, package=is_package_text(skill))
     common = {
         "skill": skill or "(empty document)",
         "meta": meta_memo or "(none yet)",
@@ -211,7 +219,7 @@ async def _deep(
     reply = await ask_optimizer(
         optimizer,
         "deep_reflect",
-        reflection_model(cfg.max_edits),
+        reflection_model(cfg.max_edits, package=is_package_text(common["skill"])),
         max_tokens=cfg.max_tokens,
         temperature=cfg.temperature,
         seed=step,

@@ -19,13 +19,36 @@ class EditProposal(_Out):
     rationale: str = Field("", max_length=300)
 
 
+class PackageEditProposal(EditProposal):
+    """An edit to a skill package: which file, and the frontmatter description as an op."""
+
+    op: Literal["add", "replace", "delete", "insert_after", "description"] = Field(  # type: ignore[assignment]
+        description="description: replace the package's frontmatter description with content"
+    )
+    file: str = Field(
+        "",
+        max_length=200,
+        description="package file to edit, e.g. references/forms.md ('' = SKILL.md); "
+        "an add to a new path creates that file",
+    )
+
+
 class FailurePattern(_Out):
     pattern: str = Field(max_length=160)
     item_ids: list[str] = Field(default_factory=list, max_length=12)
 
 
-def reflection_model(max_edits: int) -> type[BaseModel]:
-    """The reflection schema with the edit count capped at ``max_edits`` (L)."""
+def reflection_model(max_edits: int, package: bool = False) -> type[BaseModel]:
+    """The reflection schema with the edit count capped at ``max_edits`` (L); for a skill
+    package each edit also names its ``file`` and may rewrite the ``description``."""
+
+    if package:
+
+        class PackageReflectionOutput(_Out):
+            edits: list[PackageEditProposal] = Field(min_length=1, max_length=max_edits)
+            failure_patterns: list[FailurePattern] = Field(default_factory=list, max_length=3)
+
+        return PackageReflectionOutput
 
     class ReflectionOutput(_Out):
         # edits first: a small model spends its token budget on what matters
@@ -51,6 +74,7 @@ __all__ = [
     "EditProposal",
     "FailurePattern",
     "MetaSkillOutput",
+    "PackageEditProposal",
     "RankingOutput",
     "SlowUpdateOutput",
     "reflection_model",

@@ -1,0 +1,161 @@
+"""Training a skill package end to end with the shipped fakes: edits to SKILL.md, to a reference
+file and to the description are applied, gated and logged; best_skill/ is a valid package; a run
+stopped mid-way and resumed ends where an uninterrupted one does."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+from skillgrad.callbacks import Control
+from skillgrad.config import load_config
+from skillgrad.runs.io import read_json, read_jsonl
+from skillgrad.session import run_training
+from skillgrad.skill_package import SkillPackage, load_skill_text, prompt_text
+from skillgrad.testing import FunctionBackend, system_text, user_text
+from skillgrad.types import ChatRequest
+
+sys.path.insert(0, str(Path(__file__).parents[1]))
+from fakes_e2e import GOOD_RULE, optimizer_reply, target_reply
+
+SKILL_MD = """---
+name: echo-word
+description: Echo words.
+---
+# Echo
+
+## Output format
+- Reply with the word only.
+"""
+CASING = "# Casing\n\nKeep each letter as it is.\n"
+REF_RULE = "Upper-case every letter."
+DESCRIPTION = "Use when asked to echo a word; answers in upper case."
+
+
+def make_package(root: Path) -> Path:
+    (root / "references").mkdir(parents=True)
+    (root / "SKILL.md").write_text(SKILL_MD)
+    (root / "references" / "casing.md").write_text(CASING)
+    return root
+
+
+def package_optimizer(request: ChatRequest) -> Any:
+    """Reflection proposes one edit to each of SKILL.md, a reference file and the description;
+    every other call kind is answered like the single-file fakes."""
+    prompt = user_text(request)
+    if "Scored trajectories" in prompt and "UPPERCASE" not in prompt:
+        assert "<!-- skillgrad:file references/casing.md -->" in prompt  # it sees every file
+        failed = re.findall(r"### item (\S+): score [0-9.]+ \(FAIL\)", prompt)
+        return {
+            "failure_patterns": [{"pattern": "not upper case", "item_ids": failed}],
+            "edits": [
+                {"op": "add", "section": "Output format", "content": GOOD_RULE},
+                {
+                    "op": "replace",
+                    "file": "references/casing.md",
+                    "section": "Casing",
+                    "anchor": "Keep each letter as it is.",
+                    "content": REF_RULE,
+                },
+                {"op": "description", "content": DESCRIPTION},
+            ],
+        }
+    if "Scored trajectories" in prompt:
+        return {
+            "failure_patterns": [],
+            "edits": [{"op": "add", "section": "Notes", "content": "x"}],
+        }
+    return optimizer_reply(request)
+
+
+def seen_target(log: list[str]) -> FunctionBackend:
+    def reply(request: ChatRequest) -> str:
+        log.append(system_text(request))
+        return target_reply(request)
+
+    return FunctionBackend(reply, "function:fake-target")
+
+
+def config(tmp_path: Path, name: str) -> Any:
+    return load_config(
+        data={
+            "env": {"task": "toy", "output_root": str(tmp_path), "run_name": name},
+            "train": {
+                "init_skill": str(make_package(tmp_path / f"pkg-{name}")),
+                "num_epochs": 2,
+                "batch_size": 4,
+                "learning_rate": 4,
+                "min_learning_rate": 1,
+                "semantic_merge": False,
+            },
+        }
+    )
+
+
+def test_package_training_end_to_end(tmp_path: Path) -> None:
+    systems: list[str] = []
+    optimizer = FunctionBackend(package_optimizer, "function:fake-optimizer")
+    result = run_training(config(tmp_path, "a"), optimizer=optimizer, target=seen_target(systems))
+    run = result.run_dir
+    # the chat target sees the rendered package: body, then the reference under its path
+    assert systems and all(
+        "skillgrad:file" not in s and "name: echo-word" not in s for s in systems
+    )
+    assert any("# references/casing.md" in s for s in systems)
+    history = read_json(run / "history.json")
+    assert history[0]["accepted"] and history[0]["n_applied"] == 3
+    best = SkillPackage.load(run / "best_skill")
+    assert best.name == "echo-word" and best.description == DESCRIPTION
+    assert GOOD_RULE in best.file_map()["SKILL.md"]
+    assert best.file_map()["references/casing.md"] == "# Casing\n\nUpper-case every letter.\n"
+    assert (run / "best_skill.md").read_text() == best.file_map()["SKILL.md"]
+    assert result.summary["val_best"] == 1.0
+    # provenance: each applied edit logged with its file and the trajectories behind it
+    log = read_jsonl(run / "patch_log.jsonl")
+    by_op = {(r["edit"]["op"], r["edit"]["file"]): r for r in log}
+    assert set(by_op) == {("add", ""), ("replace", "references/casing.md"), ("description", "")}
+    assert all(r["edit"]["trajectory_ids"] for r in log)
+    # every version is kept as a bundle and as an installable folder
+    v0 = SkillPackage.load(run / "skills" / "skill_v0000")
+    assert v0.file_map()["SKILL.md"] == SKILL_MD
+    assert (run / "skills" / "skill_v0001.md").read_text() == best.bundle()
+    assert prompt_text(best.bundle()).startswith("# Echo")
+
+
+class StopAfterFirstStep:
+    def on_event(self, event: dict[str, Any], control: Control) -> None:
+        if event["event"] == "step_end":
+            control.request_stop("test: stop after step 1")
+
+
+def test_package_run_resumes_where_it_stopped(tmp_path: Path) -> None:
+    opt = FunctionBackend(package_optimizer, "function:fake-optimizer")
+    whole = run_training(config(tmp_path, "whole"), optimizer=opt, target=seen_target([]))
+    cfg = config(tmp_path, "split")
+    first = run_training(
+        cfg, optimizer=opt, target=seen_target([]), callbacks=[StopAfterFirstStep()]
+    )
+    assert read_json(first.run_dir / "runtime_state.json")
+    again = run_training(cfg, optimizer=opt, target=seen_target([]))
+    for rel in ("best_skill.md", "best_skill/SKILL.md", "best_skill/references/casing.md"):
+        assert (again.run_dir / rel).read_text() == (whole.run_dir / rel).read_text()
+    keys = ("val_best", "test_best", "val_initial")
+    assert {k: again.summary[k] for k in keys} == {k: whole.summary[k] for k in keys}
+
+
+def test_init_skill_folder_is_validated(tmp_path: Path) -> None:
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "SKILL.md").write_text("---\nname: Bad Name\ndescription: x\n---\nbody\n")
+    cfg = config(tmp_path, "v")
+    cfg = cfg.model_copy(update={"train": cfg.train.model_copy(update={"init_skill": str(bad)})})
+    try:
+        run_training(cfg, optimizer=FunctionBackend(package_optimizer), target=seen_target([]))
+    except Exception as exc:
+        assert "name 'Bad Name' must be lowercase" in str(exc), exc
+    else:
+        raise AssertionError("an invalid package must not train")
+    assert json.loads(json.dumps(load_skill_text(make_package(tmp_path / "ok"))))
