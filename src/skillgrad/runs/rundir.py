@@ -12,9 +12,9 @@ by ``close``; readers never take it.
 from __future__ import annotations
 
 import datetime as _dt
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from skillgrad.errors import RunDirError
 from skillgrad.runs import integrity
@@ -27,7 +27,6 @@ from skillgrad.runs.io import (
 )
 from skillgrad.runs.layout import RunPaths
 from skillgrad.runs.lock import RunLock
-from skillgrad.train.state import TrainState
 
 # What may change between a run and its resume because it cannot change results: limits,
 # parallelism, trackers, and where / how a model is reached (not which model it is).
@@ -36,6 +35,17 @@ RESUMABLE_MODEL_KEYS = (
     "base_url", "api_key_env", "timeout_s", "max_retries", "max_concurrency",
     "requests_per_minute", "tokens_per_minute", "azure_endpoint", "api_version",
 )  # fmt: skip
+
+
+class Checkpoint(Protocol):
+    """What ``checkpoint`` commits: an object that gives its JSON form (``TrainState``). The JSON
+    must hold ``skill``, ``skill_version``, ``best_skill``, ``history`` and ``conflicts``, the
+    keys of the files derived from it. runs/ deals only in this JSON, never in train/ types."""
+
+    def to_json(self) -> dict[str, Any]: ...
+
+
+StateT = TypeVar("StateT", bound=Checkpoint)
 
 
 def _now() -> str:
@@ -122,8 +132,10 @@ class RunDir:
         for tmp in self.root.rglob(".*.tmp"):
             tmp.unlink(missing_ok=True)
 
-    def load_state(self) -> TrainState | None:
-        """The last committed state, checked against its seal (``runs/integrity.py``).
+    def load_state(self, decode: Callable[[dict[str, Any]], StateT]) -> StateT | None:
+        """The last committed state, checked against its seal (``runs/integrity.py``) and made
+        an object by ``decode`` (e.g. ``TrainState.from_json``); a ``decode`` that raises
+        TypeError, KeyError or ValueError means the state is corrupt (RunDirError).
 
         Patch-log lines of a step that was never committed are dropped, and the files derived
         from the state (skill version, best skill, history, conflicts) are rewritten from it: a
@@ -135,7 +147,7 @@ class RunDir:
             return None
         data, record = sealed
         try:
-            state = TrainState.from_json(data)
+            state = decode(data)
         except (TypeError, KeyError, ValueError) as exc:
             raise RunDirError(
                 f"{self.paths.state} is corrupt ({exc}); re-run with --fresh"
@@ -145,20 +157,21 @@ class RunDir:
         head = integrity.committed_patch_log(self.paths, record)
         if self.paths.patch_log.read_bytes() != head:
             atomic_write_text(self.paths.patch_log, head.decode("utf-8"))
-        self._write_derived(state)
+        self._write_derived(state.to_json())
         return state
 
-    def checkpoint(self, state: TrainState) -> None:
+    def checkpoint(self, state: Checkpoint) -> None:
         """Commit ``state``: derived files first, then the sealed runtime_state.json."""
         self._require_writer()
-        self._write_derived(state)
-        atomic_write_json(self.paths.state, integrity.seal(state.to_json(), self.paths))
+        data = state.to_json()
+        self._write_derived(data)
+        atomic_write_json(self.paths.state, integrity.seal(data, self.paths))
 
-    def _write_derived(self, state: TrainState) -> None:
-        atomic_write_text(self.paths.skill_version(state.skill_version), state.skill)
-        atomic_write_text(self.paths.best_skill, state.best_skill)
-        atomic_write_json(self.paths.history, list(state.history))
-        atomic_write_json(self.paths.conflicts, list(state.conflicts))
+    def _write_derived(self, state: Mapping[str, Any]) -> None:
+        atomic_write_text(self.paths.skill_version(state["skill_version"]), state["skill"])
+        atomic_write_text(self.paths.best_skill, state["best_skill"])
+        atomic_write_json(self.paths.history, list(state["history"]))
+        atomic_write_json(self.paths.conflicts, list(state["conflicts"]))
 
     def close(self) -> None:
         """Release the writer lock (idempotent); the directory stays readable."""

@@ -29,7 +29,7 @@ from skillgrad.train.step import training_step
 
 
 async def train(ctx: RunContext, initial_skill: str) -> dict[str, Any]:
-    state = ctx.run.load_state()
+    state = ctx.run.load_state(TrainState.from_json)
     resumed = state is not None
     ctx.emit(
         "run_start", run_dir=str(ctx.run.root), resumed=resumed, config=ctx.cfg.redacted_json()
