@@ -21,7 +21,7 @@ from skillgrad.runs.cache import CallCache
 from skillgrad.runs.io import atomic_write_json, read_json
 from skillgrad.skill import skill_hash
 from skillgrad.sweep.plan import SUMMARY_FILE, load_plan_record
-from skillgrad.sweep.stats import sign_flip_test, t_interval
+from skillgrad.stats import sign_flip_test, t_interval
 from skillgrad.sweep.worker import FINISHED
 
 METRICS = (
