@@ -12,6 +12,7 @@ from typing import Any
 
 from skillgrad.callbacks import Control
 from skillgrad.config import load_config
+from skillgrad.report.provenance import blame, skill_diff
 from skillgrad.runs.io import read_json, read_jsonl
 from skillgrad.session import run_training
 from skillgrad.skill_package import SkillPackage, load_skill_text, prompt_text
@@ -123,6 +124,17 @@ def test_package_training_end_to_end(tmp_path: Path) -> None:
     assert v0.file_map()["SKILL.md"] == SKILL_MD
     assert (run / "skills" / "skill_v0001.md").read_text() == best.bundle()
     assert prompt_text(best.bundle()).startswith("# Echo")
+    # diff, blame and the report see every file of the package
+    diff = skill_diff(run, None, None)
+    assert "<!-- skillgrad:file references/casing.md -->" in diff
+    assert "-Keep each letter as it is." in diff and f"+{REF_RULE}" in diff
+    assert f"+description: {DESCRIPTION}" in diff
+    origin = {b.text: b for b in blame(run)}
+    assert origin[REF_RULE].source == "reflect" and origin[REF_RULE].step == 1
+    assert origin[f"description: {DESCRIPTION}"].source == "reflect"
+    assert origin["- Reply with the word only."].source == "initial"
+    report = (run / "report.md").read_text()
+    assert "`references/casing.md`: 9 -> 8 tokens" in report and "`(total)`" in report
 
 
 class StopAfterFirstStep:

@@ -114,6 +114,8 @@ def _entry_explains(entry: dict[str, Any], line: str) -> bool:
     edit = entry.get("edit") or {}
     content = str(edit.get("content") or "")
     s = line.strip()
+    if edit.get("op") == "description":  # a package's frontmatter line
+        return s.startswith("description:") and " ".join(content.split()) in s
     if s and s in {c.strip() for c in content.splitlines()}:
         return True
     if s and s in content:
