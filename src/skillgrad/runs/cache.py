@@ -76,8 +76,8 @@ class CallCache:
         try:
             self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
             self._db.execute("PRAGMA busy_timeout=10000")
-            # the key index of a long run outgrows sqlite's 2 MB default page cache; 16 MB keeps
-            # a call's cost flat up to ~100k calls (bench/bench_overhead.py)
+            # the key index of a long run (~80 bytes a call) outgrows sqlite's 2 MB default page
+            # cache; 16 MB holds it for ~100k calls (bench/bench_overhead.py)
             self._db.execute("PRAGMA cache_size=-16000")
             if existed:
                 bad = self._db.execute("PRAGMA quick_check").fetchone()[0]
