@@ -4,7 +4,9 @@ are in test_attacks.py.)"""
 
 from __future__ import annotations
 
+import os
 import socket
+import tempfile
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -249,3 +251,34 @@ def test_unsandboxed_mode_is_opt_in_by_name_and_recorded() -> None:
         ["/bin/sh", "-c", "echo $HOME"], limits=Limits(timeout_s=5), mode="unsandboxed"
     )
     assert plain.returncode == 0 and plain.isolation == "unsandboxed"
+
+
+def test_a_command_box_with_a_host_work_directory() -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        _command_box_in(Path(tmp))
+
+
+def _command_box_in(tmp_path: Path) -> None:
+    (tmp_path / "given.txt").write_text("input")
+    script = (
+        'cat given.txt > copy.txt; echo "$HOME $PWD"; ls -A "$HOME" | wc -l; '
+        "touch /home/box/mine && echo home-writable; env | sort | cut -d= -f1 | tr '\\n' ' '"
+    )
+    out = run_in_box(
+        ["/bin/sh", "-c", script], workdir=tmp_path, limits=Limits(timeout_s=10, memory_mb=None),
+        env={"PATH": "/usr/bin:/bin", "HOME": "/home/box", "MODEL_URL": "http://127.0.0.1:9"},
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split("\n")[:3] == ["/home/box /work", "0", "home-writable"]
+    assert out.stdout.split("\n")[3].split() == ["HOME", "MODEL_URL", "PATH", "PWD"]
+    assert (tmp_path / "copy.txt").read_text() == "input"
+    assert all(p.stat().st_uid == os.getuid() for p in [tmp_path, *tmp_path.iterdir()])
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the box drops to another uid only for root")
+def test_as_root_a_work_directory_in_a_closed_folder_is_refused_clearly(tmp_path: Path) -> None:
+    closed = tmp_path / "closed"
+    (closed / "work").mkdir(parents=True)
+    closed.chmod(0o700)
+    with pytest.raises(ConfigError, match=r"closed to other users.*tempfile.mkdtemp"):
+        run_in_box(["/bin/true"], workdir=closed / "work", limits=Limits(timeout_s=5))

@@ -189,7 +189,7 @@ def inbox_dir() -> Path:
     (when we run as root from a private install such as /root/.venv)."""
     if os.geteuid() != 0 or _world_reachable(INBOX_HOST / "wire.py"):
         return INBOX_HOST
-    copy = Path(tempfile.mkdtemp(prefix="skillgrad-inbox-")) / "inbox"
+    copy = Path(tempfile.mkdtemp(prefix="skillgrad-inbox-", dir=scratch_root())) / "inbox"
     shutil.copytree(INBOX_HOST, copy, ignore=shutil.ignore_patterns("__pycache__"))
     for path in (copy.parent, copy, *copy.iterdir()):
         path.chmod(0o755 if path.is_dir() else 0o644)
@@ -298,13 +298,22 @@ class Box:
                 preexec_fn=functools.partial(_set_rlimits, self.limits.rlimits()),
             )  # fmt: skip
         user = _box_uid() if os.geteuid() == 0 else None
+        if user is not None:
+            for path in [*([self.workdir] if self.workdir else []), *self.files.values()]:
+                _check_reachable(Path(path))
         if user is not None and self.workdir is not None:
-            _give(self.workdir, user)
+            _give(self.workdir, user)  # ``run`` gives it back; callers of ``start``: give_back()
         return subprocess.Popen(
             self.command(argv), stdin=stdin, stdout=stdout, stderr=stderr,
             pass_fds=tuple(pass_fds), start_new_session=True, env={"PATH": "/usr/bin:/bin"},
             user=user, group=user, extra_groups=[] if user is not None else None,
         )  # fmt: skip
+
+    def give_back(self) -> None:
+        """After the box is gone: the work directory's files belong to us again (the box ran
+        as another uid when we are root)."""
+        if self.mode == "bubblewrap" and self.workdir is not None and os.geteuid() == 0:
+            _give(self.workdir, os.getuid())
 
     def run(
         self, argv: Sequence[str], stdin: bytes = b"", output_limit: int = 1 << 20
@@ -317,6 +326,7 @@ class Box:
                 given.seek(0)
                 proc = self.start(argv, out, err, stdin=given)
             timed_out = finish([proc], start + self.limits.timeout_s)
+            self.give_back()
             stdout, stderr = (_read_capped(f, output_limit) for f in (out, err))
         code = returncode(proc.returncode, self.mode)
         duration = time.monotonic() - start
@@ -334,6 +344,25 @@ def _set_rlimits(limits: Mapping[int, int]) -> None:
     for kind, value in limits.items():
         with contextlib.suppress(ValueError, OSError):
             resource.setrlimit(kind, (value, value))
+
+
+def _check_reachable(path: Path) -> None:
+    blocked = [
+        p for p in Path(os.path.abspath(path)).parents if not os.stat(p).st_mode & stat.S_IXOTH
+    ]
+    if blocked:
+        raise ConfigError(
+            f"sandbox: {path} cannot be given to the box: its folder {blocked[0]} is closed to "
+            "other users, and as root skillgrad runs the box as an unprivileged user (the kernel "
+            "does not limit root's processes). Put the work directory under a folder others can "
+            "enter (e.g. one made by tempfile.mkdtemp() in /tmp), or `chmod o+x` that folder."
+        )
+
+
+def scratch_root() -> str:
+    """Where to make folders a box will see: the temp dir when other users can enter it."""
+    tmp = tempfile.gettempdir()
+    return tmp if os.geteuid() != 0 or os.stat(tmp).st_mode & stat.S_IXOTH else "/tmp"
 
 
 def _box_uid() -> int:

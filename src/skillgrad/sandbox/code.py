@@ -29,6 +29,7 @@ from skillgrad.sandbox.box import (
     inbox_command,
     preflight,
     returncode,
+    scratch_root,
 )
 
 OUTPUT_LIMIT = 8_000  # characters of the program's stdout / stderr kept in the result
@@ -98,7 +99,7 @@ def _read(path: Path, limit: int = 4 * OUTPUT_LIMIT) -> str:
 @contextmanager
 def _scratch(files: dict[str, str]) -> Iterator[Path]:
     """A host folder the box's uid can read (0711, files 0644) holding ``files``."""
-    with tempfile.TemporaryDirectory(prefix="skillgrad-sbx-") as base:
+    with tempfile.TemporaryDirectory(prefix="skillgrad-sbx-", dir=scratch_root()) as base:
         root = Path(base)
         root.chmod(0o711)
         for name, text in files.items():

@@ -30,7 +30,10 @@ class EndpointRelay:
 
     def __init__(self, host: str, port: int, *, tls: bool = False, timeout_s: float = 30.0):
         self.host, self.port, self.tls, self.timeout_s = host, port, tls, timeout_s
-        self._dir = Path(tempfile.mkdtemp(prefix="skillgrad-relay-"))
+        tmp = tempfile.gettempdir()
+        if os.geteuid() == 0 and not os.stat(tmp).st_mode & 0o001:
+            tmp = "/tmp"  # the box's unprivileged uid must reach the socket
+        self._dir = Path(tempfile.mkdtemp(prefix="skillgrad-relay-", dir=tmp))
         self._dir.chmod(0o711)
         self.socket_path = self._dir / "endpoint.sock"
         self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
