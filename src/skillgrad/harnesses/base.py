@@ -20,13 +20,13 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from skillgrad.errors import ConfigError
 from skillgrad.harnesses.events import PARSERS, Transcript
 from skillgrad.harnesses.process import (
+    Access,
     Layout,
     ProcessOutcome,
     base_environment,
     program_roots,
     run_boxed,
 )
-from skillgrad.sandbox import EndpointRelay
 
 OutputFormat = Literal["claude_stream_json", "codex_jsonl", "text"]
 _FIELDS = {"prompt", "workdir", "home", "skills_dir", "skill_name", "model", "base_url", "api_key"}
@@ -109,7 +109,7 @@ class AgentHarness(BaseModel):
         layout: Layout,
         values: dict[str, str],
         timeout_s: float,
-        relay: EndpointRelay | None = None,
+        access: Access | None = None,
     ) -> tuple[ProcessOutcome, Transcript]:
         """Write the config files, run the agent once in its box, and parse what it printed.
         Templates see the paths as the agent does; files are written at their host paths."""
@@ -121,11 +121,12 @@ class AgentHarness(BaseModel):
         program = str(Path(self.program()).resolve())  # the box binds real paths, not links
         argv = [program, *(fill(a, fields, "argv") for a in self.argv[1:])]
         env = base_environment(layout)
+        env.update(access.env if access else {})
         env.update({k: fill(v, fields, "env") for k, v in self.env.items()})
         stdin = "" if any("{prompt}" in a for a in self.argv) else prompt
         outcome = run_boxed(
             argv, layout, env, timeout_s, stdin=stdin,
-            extra_ro=program_roots(Path(program)), relay=relay,
+            extra_ro=program_roots(Path(program)), relay=access.relay if access else None,
         )  # fmt: skip
         return outcome, PARSERS[self.output](outcome.stdout)
 

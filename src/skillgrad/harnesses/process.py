@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from skillgrad.errors import ConfigError
+from skillgrad.harnesses.proxy import ConnectProxy
 from skillgrad.sandbox import Box, EndpointRelay, Limits, check_mode
 from skillgrad.sandbox.box import BOX_WORK, ENDPOINT_SOCKET, finish, inbox_command, returncode
 
@@ -75,21 +76,43 @@ def base_environment(layout: Layout) -> dict[str, str]:
     }
 
 
+@dataclass(frozen=True)
+class Access:
+    """How a boxed agent reaches its endpoint: the relay to give the box (None: no network or
+    unsandboxed), the base URL to configure, and environment to add (a proxy for https)."""
+
+    relay: EndpointRelay | None
+    base_url: str
+    env: dict[str, str]
+
+
 @contextmanager
-def endpoint_access(endpoint: Endpoint, mode: str) -> Iterator[tuple[EndpointRelay | None, str]]:
-    """(relay, base URL the agent uses). Under bubblewrap the box has no network: a relay
-    forwards one loopback port inside (``RELAY_PORT``) to the endpoint's host and port (TLS
-    for https) and nowhere else; unsandboxed, the agent calls the endpoint directly."""
+def endpoint_access(endpoint: Endpoint, mode: str) -> Iterator[Access]:
+    """Network to the endpoint and nothing else. Under bubblewrap the box has no network; a
+    relay forwards its loopback port ``RELAY_PORT`` out of the box. For ``http`` it leads to the
+    endpoint itself (base URL rewritten to the port); for ``https`` to a ``ConnectProxy`` that
+    tunnels only to the endpoint, and the agent gets ``HTTPS_PROXY`` and keeps the real URL, so
+    TLS, SNI, the ``Host`` header and the certificate check are end to end. Unsandboxed, the
+    agent calls the endpoint directly."""
     url = endpoint.base_url or ""
     if mode != "bubblewrap" or not url:
-        yield None, url
+        yield Access(None, url, {})
         return
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ConfigError(f"endpoint.base_url {url!r} must be an http(s) URL with a host")
     port = parts.port or (443 if parts.scheme == "https" else 80)
-    with EndpointRelay(parts.hostname, port, tls=parts.scheme == "https") as relay:
-        yield relay, f"http://127.0.0.1:{RELAY_PORT}{parts.path.rstrip('/')}"
+    if parts.scheme == "http":
+        with EndpointRelay(parts.hostname, port) as relay:
+            yield Access(relay, f"http://127.0.0.1:{RELAY_PORT}{parts.path.rstrip('/')}", {})
+        return
+    proxy_url = f"http://127.0.0.1:{RELAY_PORT}"
+    env = {"HTTPS_PROXY": proxy_url, "https_proxy": proxy_url, "NO_PROXY": "", "no_proxy": ""}
+    with (
+        ConnectProxy(parts.hostname, port) as proxy,
+        EndpointRelay("127.0.0.1", proxy.port) as relay,
+    ):
+        yield Access(relay, url, env)
 
 
 def run_boxed(
@@ -148,6 +171,7 @@ def program_roots(program: Path) -> list[Path]:
 
 __all__ = [
     "RELAY_PORT",
+    "Access",
     "Layout",
     "ProcessOutcome",
     "base_environment",

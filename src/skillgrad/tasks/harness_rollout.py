@@ -127,7 +127,7 @@ class HarnessTask:
         with (
             self._slots,
             tempfile.TemporaryDirectory(prefix="skillgrad-agent-") as tmp,
-            endpoint_access(self.endpoint, self.mode) as (relay, base_url),
+            endpoint_access(self.endpoint, self.mode) as access,
         ):
             layout = Layout(Path(tmp), self.mode)
             layout.home().mkdir()
@@ -139,12 +139,12 @@ class HarnessTask:
                 package.write(skills / package.name)
             values = {
                 "model": self.endpoint.model or "",
-                "base_url": base_url,
+                "base_url": access.base_url,
                 "api_key": self.endpoint.api_key(),
                 "skill_name": package.name if package else "",
             }
             outcome, transcript = self.harness.run(
-                str(item.input), layout, values, self.options.timeout_s, relay
+                str(item.input), layout, values, self.options.timeout_s, access
             )
             files = _changes(work, before, skills)
             infra = infra_reason(outcome, transcript, self.options.timeout_s)

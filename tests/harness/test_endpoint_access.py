@@ -1,0 +1,96 @@
+"""A boxed agent reaches its endpoint and nothing else: http through the relay, https through
+the relay and a CONNECT proxy that tunnels only to the endpoint (TLS stays end to end)."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from skillgrad.harnesses.proxy import ConnectProxy
+from skillgrad.skill_package import SkillPackage
+from skillgrad.tasks.harness_rollout import HarnessTask
+from skillgrad.testing import FunctionBackend
+
+
+@contextmanager
+def echo_server() -> Iterator[int]:
+    """A TCP server on 127.0.0.1 answering each connection's first bytes with ``echo:`` + them."""
+    server = socket.create_server(("127.0.0.1", 0))
+
+    def serve() -> None:
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            with conn:
+                conn.sendall(b"echo:" + conn.recv(1024))
+
+    threading.Thread(target=serve, daemon=True).start()
+    try:
+        yield server.getsockname()[1]
+    finally:
+        server.close()
+
+
+def connect_via(proxy_port: int, target: str, payload: bytes) -> bytes:
+    with socket.create_connection(("127.0.0.1", proxy_port), timeout=10) as sock:
+        sock.sendall(f"CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n\r\n".encode())
+        head = sock.recv(1024)
+        if b" 200 " not in head:
+            return head
+        sock.sendall(payload)
+        return sock.recv(1024)
+
+
+def test_connect_proxy_tunnels_only_to_its_target() -> None:
+    with echo_server() as port, echo_server() as other, ConnectProxy("127.0.0.1", port) as proxy:
+        assert connect_via(proxy.port, f"127.0.0.1:{port}", b"hi") == b"echo:hi"
+        assert b"403" in connect_via(proxy.port, f"127.0.0.1:{other}", b"hi")
+        with socket.create_connection(("127.0.0.1", proxy.port), timeout=10) as sock:
+            sock.sendall(b"GET http://example.com/ HTTP/1.1\r\nHost: example.com\r\n\r\n")
+            assert b"405" in sock.recv(1024)
+        assert len(proxy.refused) == 2
+
+
+AGENT = """
+import os, socket, sys
+proxy = os.environ["HTTPS_PROXY"].removeprefix("http://")
+host, port = proxy.split(":")
+def tunnel(target):
+    s = socket.create_connection((host, int(port)), timeout=10)
+    s.sendall(f"CONNECT {target} HTTP/1.1\\r\\n\\r\\n".encode())
+    head = s.recv(1024)
+    if b" 200 " not in head:
+        return head.split(b"\\r\\n")[0].decode()
+    s.sendall(b"ping")
+    return s.recv(1024).decode()
+endpoint = sys.argv[1].removeprefix("https://")
+print(tunnel(endpoint), "|", tunnel("203.0.113.9:443"))
+"""
+
+
+async def test_boxed_agent_reaches_an_https_endpoint_only_through_the_proxy(
+    tmp_path: Path,
+) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    for split in ("train", "val", "test"):
+        row = {"id": f"{split}-0", "prompt": "go", "check": {"final": True, "contains": "echo"}}
+        (data / f"{split}.jsonl").write_text(json.dumps(row) + "\n")
+    skill = SkillPackage.from_files({"SKILL.md": "---\nname: s\ndescription: d\n---\nx\n"})
+    with echo_server() as port:
+        task = HarnessTask(
+            harness={"argv": ["/usr/bin/python3", "-c", AGENT, "{base_url}"], "output": "text"},
+            endpoint={"base_url": f"https://127.0.0.1:{port}"},
+            split_dir=str(data),
+            timeout_s=60,
+        )  # fmt: skip
+        item = task.load_split("val")[0]
+        traj = await task.rollout(item, skill.bundle(), FunctionBackend(str))
+    assert traj.output == "echo:ping | HTTP/1.1 403 Forbidden", traj.steps
+    assert traj.score.passed
