@@ -127,6 +127,8 @@ def bubblewrap_problem() -> str:
     exe = shutil.which("bwrap")
     if not exe:
         return "bubblewrap (`bwrap`) is not installed"
+    if not _prlimit():
+        return "`prlimit` (Debian package util-linux) is not installed"
     probe = Box(Limits(timeout_s=20, memory_mb=None))
     try:
         out = probe.run(["/bin/true"])
@@ -271,13 +273,21 @@ class Box:
         for key, value in (self.env if self.env is not None else default_env()).items():
             args += ["--setenv", key, value]
         args += ["--chdir", BOX_WORK]
-        limits = [f"--{_PRLIMIT[r]}={v}" for r, v in lim.rlimits().items()]
-        return [*args, "--", "/usr/bin/prlimit", *limits, "--"]
+        return [*args, "--", *self._limited()]
+
+    def _limited(self) -> list[str]:
+        """``prlimit`` with this box's rlimits, set in the box's own first process."""
+        rlimits = self.limits.rlimits()
+        if self.mode == "unsandboxed":
+            # outside a user namespace RLIMIT_NPROC would count every process of the user
+            rlimits.pop(resource.RLIMIT_NPROC)
+        limits = [f"--{_PRLIMIT[r]}={v}" for r, v in rlimits.items()]
+        return [_prlimit() or "prlimit", *limits, "--"]
 
     def command(self, argv: Sequence[str]) -> list[str]:
         """The full command line that runs ``argv`` in this box."""
         if self.mode == "unsandboxed":
-            return list(argv)
+            return [*self._limited(), *argv]
         return [*self._bwrap(), *argv]
 
     def start(
@@ -293,9 +303,8 @@ class Box:
             env = dict(self.env if self.env is not None else default_env())
             env["HOME"] = env["TMPDIR"] = str(self.workdir or tempfile.gettempdir())
             return subprocess.Popen(
-                list(argv), stdin=stdin, stdout=stdout, stderr=stderr, pass_fds=tuple(pass_fds),
-                cwd=self.workdir, env=env, start_new_session=True,
-                preexec_fn=functools.partial(_set_rlimits, self.limits.rlimits()),
+                self.command(argv), stdin=stdin, stdout=stdout, stderr=stderr,
+                pass_fds=tuple(pass_fds), cwd=self.workdir, env=env, start_new_session=True,
             )  # fmt: skip
         user = _box_uid() if os.geteuid() == 0 else None
         if user is not None:
@@ -339,11 +348,11 @@ _PRLIMIT = {
 }  # fmt: skip
 
 
-def _set_rlimits(limits: Mapping[int, int]) -> None:
-    # the unsandboxed mode only: NPROC is then counted over the whole uid (and ignored for root)
-    for kind, value in limits.items():
-        with contextlib.suppress(ValueError, OSError):
-            resource.setrlimit(kind, (value, value))
+@functools.lru_cache(maxsize=1)
+def _prlimit() -> str:
+    """util-linux's ``prlimit``, resolved to a path under /usr (which every box binds)."""
+    found = shutil.which("prlimit", path="/usr/bin:/bin:/usr/sbin:/sbin")
+    return os.path.realpath(found) if found else ""
 
 
 def _check_reachable(path: Path) -> None:
