@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import FAKES, assert_clean_refusal, train, write_config
+from rundir_helpers import FAKES, assert_clean_refusal, train, write_config
 
 pytestmark = pytest.mark.slow
 

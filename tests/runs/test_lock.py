@@ -16,7 +16,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from conftest import (
+from rundir_helpers import (
     assert_clean_refusal,
     events,
     hold,
