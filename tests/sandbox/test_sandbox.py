@@ -181,9 +181,9 @@ def test_output_is_truncated_and_results_survive_flooding() -> None:
 
 
 def test_bad_limits_and_modes_are_rejected_clearly() -> None:
-    with pytest.raises(ValueError, match="timeout_s must be > 0"):
+    with pytest.raises(ConfigError, match="timeout_s must be > 0"):
         run_code("pass", timeout_s=0, memory_mb=256)
-    with pytest.raises(ValueError, match="memory_mb must be >="):
+    with pytest.raises(ConfigError, match="memory_mb must be >="):
         run_code("pass", timeout_s=1, memory_mb=1)
     with pytest.raises(ConfigError, match=r"unknown mode 'none'.*bubblewrap, unsandboxed"):
         run_code("pass", mode="none")

@@ -84,11 +84,13 @@ class Limits:
 
     def __post_init__(self) -> None:
         if not self.timeout_s > 0:
-            raise ValueError(f"timeout_s must be > 0, got {self.timeout_s}")
+            raise ConfigError(f"sandbox: timeout_s must be > 0, got {self.timeout_s}")
         if self.memory_mb is not None and self.memory_mb < 48:
-            raise ValueError(f"memory_mb must be >= 48 (or None), got {self.memory_mb}")
+            raise ConfigError(
+                f"sandbox: memory_mb must be >= 48 (the interpreter needs it), got {self.memory_mb}"
+            )
         if self.processes < 2:
-            raise ValueError(f"processes must be >= 2, got {self.processes}")
+            raise ConfigError(f"sandbox: processes must be >= 2, got {self.processes}")
 
     def rlimits(self) -> dict[int, int]:
         cpu = self.cpu_s if self.cpu_s is not None else int(self.timeout_s) + 1

@@ -147,7 +147,7 @@ def run_tests(
     """Judge ``code`` against ``tests`` (see ``inbox/judge.py`` for the test forms).
 
     Raises ``SandboxUnavailable`` when bubblewrap does not work here and ``mode`` is not
-    ``"unsandboxed"``; ``ValueError`` for bad limits."""
+    ``"unsandboxed"``; ``ConfigError`` for bad limits."""
     limits = Limits(timeout_s=timeout_s, memory_mb=memory_mb)
     checked = preflight(mode)
     start = time.monotonic()
