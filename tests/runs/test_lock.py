@@ -151,3 +151,10 @@ def test_two_writers_in_one_process_are_refused(tmp_path: Path) -> None:
         RunLock.acquire(tmp_path)
     first.release()
     RunLock.acquire(tmp_path).release()  # released: the next writer gets it
+
+
+def test_an_unwritable_place_for_the_run_is_a_clear_error(tmp_path: Path) -> None:
+    blocker = tmp_path / "runs"
+    blocker.write_text("a file where the runs folder should be")
+    with pytest.raises(RunDirError, match="cannot create or lock the run directory"):
+        RunLock.acquire(blocker / "run")

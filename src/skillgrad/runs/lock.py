@@ -115,6 +115,16 @@ class RunLock:
     @classmethod
     def acquire(cls, root: Path) -> RunLock:
         """Take the lock of ``root`` or raise RunDirError naming the process that holds it."""
+        try:
+            return cls._acquire(root)
+        except OSError as exc:
+            raise RunDirError(
+                f"{root}: cannot create or lock the run directory ({exc.strerror or exc}); check "
+                "its permissions, or choose another env.output_root / env.run_name."
+            ) from exc
+
+    @classmethod
+    def _acquire(cls, root: Path) -> RunLock:
         root.mkdir(parents=True, exist_ok=True)
         path = root / LOCK_NAME
         while True:
