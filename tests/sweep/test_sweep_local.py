@@ -114,3 +114,26 @@ def test_missing_ray_is_a_clear_message(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 2
     assert "pip install 'skillgrad[ray]'" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_compare_expands_a_sweep_into_its_runs(reference: tuple[Path, Reference]) -> None:
+    from skillgrad.report.compare import compare_runs
+
+    folder, _ = reference
+    result = compare_runs([folder / "sweep"])
+    assert len(result.names) == 4 and result.names[0] == KILLED_RUN
+    assert set(result.config_diff) == {"train.lr_scheduler", "train.seed"}
+
+
+def test_dashboard_lists_sweeps_with_intervals(reference: tuple[Path, Reference]) -> None:
+    from starlette.testclient import TestClient
+
+    from skillgrad.dashboard import create_app
+
+    folder, _ = reference
+    for root in (folder / "sweep", folder):  # the sweep itself, or a folder holding sweeps
+        page = TestClient(create_app(root), base_url="http://127.0.0.1").get("/").text
+        assert "Sweep sweep" in page and "4 of 4 runs finished" in page
+        assert "train.lr_scheduler=cosine" in page and "1 [1, 1]" in page
+    runs = TestClient(create_app(folder / "sweep"), base_url="http://127.0.0.1").get("/api/runs")
+    assert len(runs.json()) == 4  # the dashboard on a sweep shows each of its runs

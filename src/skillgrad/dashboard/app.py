@@ -138,7 +138,9 @@ class Dashboard:
         return out
 
     async def index(self, request: Request) -> HTMLResponse:
-        return self._page("index.html", runs=self._overviews())
+        return self._page(
+            "index.html", runs=self._overviews(), sweeps=data.sweep_overviews(self.root)
+        )
 
     async def api_runs(self, request: Request) -> JSONResponse:
         return JSONResponse(self._overviews())

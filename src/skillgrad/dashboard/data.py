@@ -158,6 +158,33 @@ class RunCache:
         return run, self._runs[run_dir][2]
 
 
+def sweep_overviews(root: Path) -> list[dict[str, Any]]:
+    """The sweeps at ``root`` (itself, or folders directly under it), summarised from their runs
+    now (mean and 95% interval per grid configuration; runs still going are counted as such)."""
+    from skillgrad.report.sweep import interval_text, params_label
+    from skillgrad.sweep.plan import is_sweep_dir
+    from skillgrad.sweep.summary import build_sweep_summary
+
+    root = Path(root)
+    dirs = [root] if is_sweep_dir(root) else sorted(p for p in root.glob("*") if is_sweep_dir(p))
+    out = []
+    for d in dirs:
+        s = build_sweep_summary(d)
+        configs = [
+            {
+                "params": params_label(c["params"]),
+                "seeds": c["runs_finished"],
+                "test_best": interval_text(c["test_best"]),
+                "test_gain": interval_text(c["test_gain"]),
+                "p_value": c["paired_test"]["p_value"],
+            }
+            for c in s["configs"]
+        ]
+        out.append({"name": d.name, "finished": s["runs_finished"], "total": s["runs_total"],
+                    "configs": configs})  # fmt: skip
+    return out
+
+
 __all__ = [
     "RunCache",
     "accepted_edits",
@@ -168,4 +195,5 @@ __all__ = [
     "run_points",
     "run_signature",
     "step_edits",
+    "sweep_overviews",
 ]

@@ -88,11 +88,24 @@ def _labels(runs: list[RunData]) -> list[str]:
     return [f"{r.root.parent.name}/{r.name}" if names.count(r.name) > 1 else r.name for r in runs]
 
 
+def expand_sweeps(dirs: list[Path]) -> list[Path]:
+    """A sweep directory stands for every run in it (in plan order); run directories stay."""
+    from skillgrad.sweep.plan import load_plan_record
+
+    out: list[Path] = []
+    for d in dirs:
+        record = load_plan_record(Path(d))
+        jobs = record.get("jobs", []) if record else []
+        out += [Path(d) / j["name"] for j in jobs if (Path(d) / j["name"]).is_dir()] or [Path(d)]
+    return out
+
+
 def compare_runs(run_dirs: list[Path]) -> CompareResult:
+    run_dirs = expand_sweeps(run_dirs)
     if len(run_dirs) < 2:
         raise RunDirError(
             f"compare needs at least two run directories, got {len(run_dirs)}; "
-            "usage: skillgrad compare RUN_DIR RUN_DIR [...]"
+            "usage: skillgrad compare RUN_DIR RUN_DIR [...] (or a sweep directory)"
         )
     runs = [load_run(Path(d)) for d in run_dirs]
     labels = _labels(runs)
@@ -125,4 +138,10 @@ def write_compare_html(result: CompareResult, out: Path) -> Path:
     return out
 
 
-__all__ = ["CompareResult", "compare_runs", "config_differences", "write_compare_html"]
+__all__ = [
+    "CompareResult",
+    "compare_runs",
+    "config_differences",
+    "expand_sweeps",
+    "write_compare_html",
+]
