@@ -124,9 +124,6 @@ class ToyTask(GeneratedTask, ChatTask):
     max_tokens: int = 16
     family: ClassVar[str] = "toy"
 
-    def __post_init__(self) -> None:
-        self.check_sizes()
-
     @cached_property
     def _words(self) -> list[str]:
         words = list(_WORDS)

@@ -88,7 +88,7 @@ def test_one_stream_runs_through_all_splits() -> None:
         one_stream: ClassVar[bool] = True
 
     own = random.Random(5)
-    expected = []
+    expected: list[int] = []
     while len(expected) < 6:
         d = own.randrange(10)
         if d not in expected:

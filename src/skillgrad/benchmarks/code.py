@@ -142,10 +142,6 @@ class CodeBenchmark(GeneratedTask, CodeTask):
     """Seeded function-writing problems; options ``n_train``, ``n_val``, ``n_test``, ``seed``,
     ``timeout_s``, ``memory_mb``, ``sandbox`` (``unsandboxed`` opts out of the box by name)."""
 
-    n_train: int = 12
-    n_val: int = 8
-    n_test: int = 8
-    seed: int = 0
     timeout_s: float = 10.0
     memory_mb: int = 256
     sandbox: str = "bubblewrap"
@@ -153,7 +149,7 @@ class CodeBenchmark(GeneratedTask, CodeTask):
     family: ClassVar[str] = "code"
 
     def __post_init__(self) -> None:
-        self.check_sizes()
+        super().__post_init__()
         self.sandbox = preflight(self.sandbox)
 
     def make_item(self, rng: random.Random, split: Split, index: int) -> Item:

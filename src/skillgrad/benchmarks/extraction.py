@@ -126,16 +126,9 @@ def score_extraction(output: str, reference: dict[str, Any]) -> Score:
 class ExtractionTask(GeneratedTask, ChatTask):
     """Seeded order sentences; options ``n_train``, ``n_val``, ``n_test``, ``seed``."""
 
-    n_train: int = 12
-    n_val: int = 8
-    n_test: int = 8
-    seed: int = 0
     name: str = "extraction"
     max_tokens: int = 64
     family: ClassVar[str] = "extraction"
-
-    def __post_init__(self) -> None:
-        self.check_sizes()
 
     def make_item(self, rng: random.Random, split: Split, index: int) -> Item:
         return make_item(rng, f"extraction-{split}-{index}")

@@ -70,7 +70,8 @@ def generate_splits(
 class GeneratedTask:
     """Seeded, generated splits; mix in before the rollout kind (``ChatTask``, ``ToolTask``,
     ``CodeTask``). Subclasses define ``make_item`` and may override ``split_rng``,
-    ``item_key`` and ``min_split_size``."""
+    ``item_key``, ``min_split_size`` and ``one_stream``; their own ``__post_init__`` calls
+    ``super().__post_init__()``."""
 
     n_train: int = 12
     n_val: int = 8
@@ -84,8 +85,11 @@ class GeneratedTask:
     min_split_size: ClassVar[int] = 0
     one_stream: ClassVar[bool] = False  # True: one Random(seed) runs through all three splits
 
+    def __post_init__(self) -> None:
+        self.check_sizes()
+
     def check_sizes(self) -> None:
-        """Raise ConfigError for a split size below ``min_split_size`` (call in __post_init__)."""
+        """Raise ConfigError for a split size below ``min_split_size``."""
         for key, n in (("n_train", self.n_train), ("n_val", self.n_val), ("n_test", self.n_test)):
             if n < self.min_split_size:
                 raise ConfigError(
@@ -108,8 +112,12 @@ class GeneratedTask:
         if split not in SPLITS:
             raise ConfigError(f"unknown split {split!r}; use one of {', '.join(SPLITS)}")
         if not self._splits:
-            sizes = {"train": self.n_train, "val": self.n_val, "test": self.n_test}
-            rng_for = self.split_rng
+            sizes: dict[Split, int] = {
+                "train": self.n_train,
+                "val": self.n_val,
+                "test": self.n_test,
+            }
+            rng_for: Callable[[Split], random.Random] = self.split_rng
             if self.one_stream:
                 shared = random.Random(self.seed)
                 rng_for = lambda _split: shared  # noqa: E731

@@ -94,9 +94,6 @@ class QuickstartTask(GeneratedTask, ChatTask):
     min_split_size: ClassVar[int] = 1
     one_stream: ClassVar[bool] = True  # the README's numbers were measured on this stream
 
-    def __post_init__(self) -> None:
-        self.check_sizes()
-
     def make_item(self, rng: random.Random, split: Split, index: int) -> Item:
         text, label = self._review(rng)
         return Item(id=f"{split}-{index:03d}", input=text, reference=label)

@@ -127,10 +127,6 @@ class ToolUseBenchmark(GeneratedTask, ToolTask):
     """Seeded shop questions; options ``n_train``, ``n_val``, ``n_test``, ``seed``,
     ``tool_protocol`` (native|text|auto), ``max_steps``."""
 
-    n_train: int = 12
-    n_val: int = 8
-    n_test: int = 8
-    seed: int = 0
     tool_protocol: ToolProtocol = "auto"
     max_steps: int = 6
     name: str = "tool_use"
@@ -142,7 +138,7 @@ class ToolUseBenchmark(GeneratedTask, ToolTask):
                 f"tool_use: tool_protocol must be one of {', '.join(PROTOCOLS)}, "
                 f"got {self.tool_protocol!r}"
             )
-        self.check_sizes()
+        super().__post_init__()
         if self.max_steps < 1:
             raise ConfigError(f"tool_use: max_steps must be >= 1 (got {self.max_steps})")
 
