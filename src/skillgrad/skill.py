@@ -11,7 +11,7 @@ import difflib
 import hashlib
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
 
@@ -29,7 +29,13 @@ from skillgrad.skill_match import (
     resolve_path,
     scan,
 )
-from skillgrad.skill_package import SkillPackage, is_package_text
+from skillgrad.skill_package import (
+    SKILL_FILE,
+    SkillPackage,
+    clean_path,
+    has_file_marker,
+    is_package_text,
+)
 from skillgrad.types import Edit, EditResult
 
 SLOW_UPDATE_SOURCE = "slow_update"
@@ -164,7 +170,9 @@ class Skill:
             raise SkillError(f"bad protected block name {name!r}: use letters, digits and . _ -")
         if is_package_text(self.text):  # a package keeps its blocks in SKILL.md
             pkg = SkillPackage.from_bundle(self.text)
-            return Skill(pkg.with_protected_block(name, content, section).bundle())
+            head, body = pkg.editable(SKILL_FILE) or ("", "")
+            body = Skill(body).with_protected_block(name, content, section).text
+            return Skill(pkg.with_file(SKILL_FILE, head + body).bundle())
         inner = [ln.rstrip() for ln in content.strip("\n").split("\n") if not _MARKERISH.search(ln)]
         block = [f"<!-- skillgrad:protected {name} -->", *[ln for ln in inner if ln or inner]]
         block.append(f"<!-- /skillgrad:protected {name} -->")
@@ -206,8 +214,7 @@ class Skill:
         A package bundle (``skill_package``) routes each edit to its ``file`` instead.
         """
         if is_package_text(self.text):
-            pkg, done = SkillPackage.from_bundle(self.text).apply(edits, allow_protected)
-            return Skill(pkg.bundle()), done
+            return _apply_package(self.text, edits, allow_protected)
         current = self
         results: list[EditResult] = []
         for edit in edits:
@@ -227,6 +234,52 @@ class Skill:
 
     def diff(self, other: Skill, a_name: str = "before", b_name: str = "after") -> str:
         return unified_diff(self.text, other.text, a_name, b_name)
+
+
+def _apply_package(
+    bundle: str, edits: Sequence[Edit], allow_protected: bool
+) -> tuple[Skill, list[EditResult]]:
+    """``Skill.apply`` for a package: each edit acts on its ``file`` (default SKILL.md) as on a
+    document of its own; ``op: description`` replaces the frontmatter description; an ``add``
+    to a missing file creates it."""
+    pkg = SkillPackage.from_bundle(bundle)
+    results: list[EditResult] = []
+    for edit in edits:
+        new, reason = _package_edit(pkg, edit, allow_protected)
+        results.append(EditResult(edit, "skipped" if new is None else "applied", reason))
+        pkg = new or pkg
+    return Skill(pkg.bundle()), results
+
+
+def _package_edit(pkg: SkillPackage, edit: Edit, allowed: bool) -> tuple[SkillPackage | None, str]:
+    content = getattr(edit, "content", "")
+    if isinstance(content, str) and has_file_marker(content):
+        return None, "content contains a skillgrad:file marker"
+    if edit.op == "description":
+        return pkg.with_description(content)
+    try:
+        path = clean_path(edit.file or SKILL_FILE)
+    except SkillError as exc:
+        return None, str(exc)
+    found = pkg.editable(path)
+    label = f"{path}: "
+    if found is None:
+        if edit.op not in ("add", "insert_after") or not str(content).strip():
+            known = ", ".join(pkg.file_map())
+            return None, f"file {path!r} not found (files: {known}); use op add to create it"
+        found, label = ("", ""), f"created file {path}; "
+    head, text = found
+    try:
+        doc = Skill(text)
+    except SkillError as exc:
+        return None, f"{path}: {exc}"
+    after, [result] = doc.apply([replace(edit, file="")], allow_protected=allowed)
+    if result.status == "skipped":
+        return None, f"{path}: {result.reason}"
+    try:
+        return pkg.with_file(path, head + after.text), label + result.reason
+    except SkillError as exc:
+        return None, f"would make the package invalid: {exc}"
 
 
 def _checked(before: Skill, text: str, reason: str, allowed: bool) -> tuple[Skill | None, str]:

@@ -14,22 +14,22 @@ single-file skill): every file introduced by a marker line, ``SKILL.md`` first::
     text of the reference file
 
 A text is a bundle exactly when its first line is the ``SKILL.md`` marker, so single-file skills
-are untouched everywhere. ``SkillPackage`` validates against the Agent Skills conventions, applies
-edits per file (``Edit.file``; ``op: description`` rewrites the frontmatter description; ``name``
-never changes), renders the chat-target prompt and writes a ready-to-install folder.
+are untouched everywhere. ``SkillPackage`` validates against the Agent Skills conventions, gives
+the building blocks of edits (a file's editable text, the frontmatter description; ``name``
+never changes), renders the chat-target prompt and writes a ready-to-install folder. Routing
+edits to files is ``Skill.apply`` (skill.py, the layer above).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 import yaml
 
 from skillgrad.errors import SkillError
-from skillgrad.types import Edit, EditResult
 
 SKILL_FILE = "SKILL.md"
 MAX_NAME = 64
@@ -246,84 +246,36 @@ class SkillPackage:
         count = counter or (lambda t: len(_TOKEN.findall(t)))
         return {p: count(t) for p, t in self.files}
 
-    def apply(
-        self, edits: Sequence[Edit], allow_protected: bool = False
-    ) -> tuple[SkillPackage, list[EditResult]]:
-        """Apply ``edits`` in order; each is routed to its ``file`` (default SKILL.md) and gets an
-        applied/skipped result. ``op: description`` replaces the frontmatter description;
-        an ``add`` to a missing file creates it. Never raises for a bad edit."""
-        current = self
-        results: list[EditResult] = []
-        for edit in edits:
-            new, reason = _apply_one(current, edit, allow_protected)
-            results.append(EditResult(edit, "skipped" if new is None else "applied", reason))
-            current = new or current
-        return current, results
+    def editable(self, path: str) -> tuple[str, str] | None:
+        """(head, text) of file ``path`` for a document edit — SKILL.md's frontmatter is the head
+        and never edited as text (the ``description`` op changes it) — or None if absent."""
+        text = self.file_map().get(path)
+        if text is None:
+            return None
+        front = _FRONT.match(text) if path == SKILL_FILE else None
+        return (text[: front.end()], text[front.end() :]) if front else ("", text)
 
-    def with_protected_block(self, name: str, content: str, section: str) -> SkillPackage:
-        """Create or replace protected block ``name`` in SKILL.md (see ``Skill``)."""
-        from skillgrad.skill import Skill
+    def with_file(self, path: str, text: str) -> SkillPackage:
+        """A copy with file ``path`` set to ``text`` (created if new); validated."""
+        return SkillPackage.from_files({**self.file_map(), clean_path(path): text})
 
-        files = self.file_map()
-        files[SKILL_FILE] = (
-            Skill(files[SKILL_FILE]).with_protected_block(name, content, section).text
+    def with_description(self, content: str) -> tuple[SkillPackage | None, str]:
+        """A copy with a new frontmatter description (whitespace collapsed), or (None, why)."""
+        new = " ".join(content.split()) if isinstance(content, str) else ""
+        if not new:
+            return None, "empty description"
+        if len(new) > MAX_DESCRIPTION:
+            return None, f"description too long ({len(new)} > {MAX_DESCRIPTION} characters)"
+        if new == self.description:
+            return None, "no change (same description)"
+        return self.with_file(SKILL_FILE, _with_description(self.file_map()[SKILL_FILE], new)), (
+            "description replaced"
         )
-        return SkillPackage.from_files(files)
 
 
-def _apply_one(pkg: SkillPackage, edit: Edit, allowed: bool) -> tuple[SkillPackage | None, str]:
-    from skillgrad.skill import SLOW_UPDATE_SOURCE, Skill
-
-    content = getattr(edit, "content", "")
-    if isinstance(content, str) and _MARKERISH.search(content):
-        return None, "content contains a skillgrad:file marker"
-    if edit.op == "description":
-        return _describe(pkg, content)
-    try:
-        path = clean_path(getattr(edit, "file", "") or SKILL_FILE)
-    except SkillError as exc:
-        return None, str(exc)
-    files = pkg.file_map()
-    label = f"{path}: "
-    if path not in files:
-        if edit.op not in ("add", "insert_after") or not str(content).strip():
-            known = ", ".join(files)
-            return None, f"file {path!r} not found (files: {known}); use op add to create it"
-        files[path] = ""
-        label = f"created file {path}; "
-    text = files[path]
-    if path == SKILL_FILE:
-        front = _FRONT.match(text)
-        head, text = (text[: front.end()], text[front.end() :]) if front else ("", text)
-    else:
-        head = ""
-    try:
-        doc = Skill(text)
-    except SkillError as exc:
-        return None, f"{path}: {exc}"
-    ok = allowed or getattr(edit, "source", "") == SLOW_UPDATE_SOURCE
-    plain = replace(edit, file="") if hasattr(edit, "file") else edit
-    after, [result] = doc.apply([plain], allow_protected=ok)
-    if result.status == "skipped":
-        return None, f"{path}: {result.reason}"
-    files[path] = head + after.text
-    try:
-        return SkillPackage.from_files(files), label + result.reason
-    except SkillError as exc:
-        return None, f"would make the package invalid: {exc}"
-
-
-def _describe(pkg: SkillPackage, content: object) -> tuple[SkillPackage | None, str]:
-    if not isinstance(content, str) or not content.strip():
-        return None, "empty description"
-    new = " ".join(content.split())
-    if len(new) > MAX_DESCRIPTION:
-        return None, f"description too long ({len(new)} > {MAX_DESCRIPTION} characters)"
-    if new == pkg.description:
-        return None, "no change (same description)"
-    files = pkg.file_map()
-    files[SKILL_FILE] = _with_description(files[SKILL_FILE], new)
-    return SkillPackage.from_files(files), "description replaced"
+def has_file_marker(text: str) -> bool:
+    """Whether ``text`` contains anything like a file marker (never accepted in edit content)."""
+    return bool(_MARKERISH.search(text))
 
 
 def file_lengths(
@@ -336,14 +288,6 @@ def file_lengths(
     return {**lengths, "(total)": sum(lengths.values())}
 
 
-def load_skill_text(path: str | Path) -> str:
-    """The text the loop trains for ``path``: a file's text, or a package folder's bundle."""
-    from skillgrad.skill import Skill
-
-    p = Path(path)
-    return SkillPackage.load(p).bundle() if p.is_dir() else Skill.load(p).text
-
-
 __all__ = [
     "MAX_DESCRIPTION",
     "MAX_NAME",
@@ -351,8 +295,8 @@ __all__ = [
     "SkillPackage",
     "clean_path",
     "file_lengths",
+    "has_file_marker",
     "is_package_text",
-    "load_skill_text",
     "prompt_text",
     "split_frontmatter",
     "validation_problems",

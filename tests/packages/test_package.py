@@ -11,7 +11,6 @@ from skillgrad.skill import Skill
 from skillgrad.skill_package import (
     SkillPackage,
     is_package_text,
-    load_skill_text,
     prompt_text,
 )
 from skillgrad.types import Edit
@@ -45,7 +44,7 @@ def test_folder_loads_as_a_bundle_that_round_trips(tmp_path: Path) -> None:
     pkg = SkillPackage.load(make_package(tmp_path / "csv"))
     assert pkg.name == "csv-report" and pkg.description.startswith("Use when")
     text = Skill.load(tmp_path / "csv").text
-    assert is_package_text(text) and text == pkg.bundle() == load_skill_text(tmp_path / "csv")
+    assert is_package_text(text) and text == pkg.bundle() == Skill.load(tmp_path / "csv").text
     assert SkillPackage.from_bundle(text) == pkg
     out = pkg.write(tmp_path / "out")
     assert (out / "SKILL.md").read_text() == SKILL_MD
@@ -62,7 +61,7 @@ def test_single_file_skills_are_untouched(tmp_path: Path) -> None:
 
 
 def test_chat_rendering_is_body_then_each_file_under_its_path(tmp_path: Path) -> None:
-    text = load_skill_text(make_package(tmp_path / "csv"))
+    text = Skill.load(make_package(tmp_path / "csv")).text
     shown = prompt_text(text)
     assert shown.startswith("# CSV report\n") and "name: csv-report" not in shown
     assert "\n# references/columns.md\n\n# Columns\n" in shown

@@ -15,7 +15,8 @@ from skillgrad.config import load_config
 from skillgrad.report.provenance import blame, skill_diff
 from skillgrad.runs.io import read_json, read_jsonl
 from skillgrad.session import run_training
-from skillgrad.skill_package import SkillPackage, load_skill_text, prompt_text
+from skillgrad.skill import Skill
+from skillgrad.skill_package import SkillPackage, prompt_text
 from skillgrad.testing import FunctionBackend, system_text, user_text
 from skillgrad.types import ChatRequest
 
@@ -170,4 +171,4 @@ def test_init_skill_folder_is_validated(tmp_path: Path) -> None:
         assert "name 'Bad Name' must be lowercase" in str(exc), exc
     else:
         raise AssertionError("an invalid package must not train")
-    assert json.loads(json.dumps(load_skill_text(make_package(tmp_path / "ok"))))
+    assert json.loads(json.dumps(Skill.load(make_package(tmp_path / "ok")).text))

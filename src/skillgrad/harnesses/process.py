@@ -16,16 +16,12 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from skillgrad.errors import ConfigError
 from skillgrad.harnesses.proxy import ConnectProxy
 from skillgrad.sandbox import Box, EndpointRelay, Limits, check_mode
 from skillgrad.sandbox.box import BOX_WORK, ENDPOINT_SOCKET, finish, inbox_command, returncode
-
-if TYPE_CHECKING:
-    from skillgrad.harnesses.base import Endpoint
 
 AGENT_PROCESSES = 512  # node agents start many threads and helper processes
 RELAY_PORT = 8080  # the endpoint's port inside a box (each box has its own network namespace)
@@ -87,14 +83,14 @@ class Access:
 
 
 @contextmanager
-def endpoint_access(endpoint: Endpoint, mode: str) -> Iterator[Access]:
+def endpoint_access(base_url: str | None, mode: str) -> Iterator[Access]:
     """Network to the endpoint and nothing else. Under bubblewrap the box has no network; a
     relay forwards its loopback port ``RELAY_PORT`` out of the box. For ``http`` it leads to the
     endpoint itself (base URL rewritten to the port); for ``https`` to a ``ConnectProxy`` that
     tunnels only to the endpoint, and the agent gets ``HTTPS_PROXY`` and keeps the real URL, so
     TLS, SNI, the ``Host`` header and the certificate check are end to end. Unsandboxed, the
     agent calls the endpoint directly."""
-    url = endpoint.base_url or ""
+    url = base_url or ""
     if mode != "bubblewrap" or not url:
         yield Access(None, url, {})
         return

@@ -15,7 +15,7 @@ from typing import Any
 from skillgrad.errors import RunDirError
 from skillgrad.runs.io import read_jsonl
 from skillgrad.runs.layout import RunPaths
-from skillgrad.skill_package import load_skill_text
+from skillgrad.skill import Skill
 from skillgrad.types import StepRecord
 
 _VERSION_RE = re.compile(r"skill_v(\d+)\.md$")
@@ -151,7 +151,7 @@ def load_run(run_dir: Path) -> RunData:
     history = load_history(paths.history)
     best = paths.best_skill.read_text(encoding="utf-8") if paths.best_skill.exists() else None
     if (run_dir / "best_skill").is_dir():  # a skill package: every file, as the versions hold it
-        best = load_skill_text(run_dir / "best_skill")
+        best = Skill.load(run_dir / "best_skill").text
     return RunData(
         root=run_dir,
         config=_read_json_lenient(paths.config, "the run config") or {},

@@ -127,7 +127,7 @@ class HarnessTask:
         with (
             self._slots,
             tempfile.TemporaryDirectory(prefix="skillgrad-agent-") as tmp,
-            endpoint_access(self.endpoint, self.mode) as access,
+            endpoint_access(self.endpoint.base_url, self.mode) as access,
         ):
             layout = Layout(Path(tmp), self.mode)
             layout.home().mkdir()
