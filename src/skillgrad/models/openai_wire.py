@@ -16,7 +16,6 @@ from openai.types.chat import ChatCompletion
 
 from skillgrad.errors import PermanentModelError, TransientModelError
 from skillgrad.models import structured
-from skillgrad.models.provider import Provider
 from skillgrad.models.providers import Endpoint, azure_client, extra_body, openai_client, sdk_error
 from skillgrad.models.spec import ModelSpec
 from skillgrad.models.structured import StructuredMode
@@ -213,7 +212,8 @@ class OpenAIChatBackend:
         )
 
 
-_COMMON = (
+# the ModelSpec fields every provider on this wire reads (each provider's file adds its own)
+COMMON_OPTIONS = (
     "temperature",
     "max_tokens",
     "timeout_s",
@@ -224,34 +224,9 @@ _COMMON = (
     "reasoning_effort",
     "options",
 )
-# The three providers share this one wire (and this file): they differ in how the client is
-# built (``providers.openai_client`` / ``providers.azure_client``).
-OPENAI = Provider(
-    name="openai",
-    build=OpenAIChatBackend.from_spec,
-    remote=True,
-    options=("base_url", "api_key_env", *_COMMON),
-    summary="OpenAI's API (key in $OPENAI_API_KEY)",
-)
-AZURE = Provider(
-    name="azure",
-    build=OpenAIChatBackend.from_spec,
-    remote=True,
-    options=("azure_endpoint", "azure_deployment", "api_version", "api_key_env", *_COMMON),
-    summary="Azure OpenAI (API key or Entra ID via skillgrad[azure])",
-)
-OPENAI_COMPATIBLE = Provider(
-    name="openai_compatible",
-    build=OpenAIChatBackend.from_spec,
-    remote=True,
-    options=("base_url", "api_key_env", *_COMMON),
-    summary="any OpenAI-chat server: vLLM, Ollama, llama.cpp server, OpenRouter",
-)
 
 __all__ = [
-    "AZURE",
-    "OPENAI",
-    "OPENAI_COMPATIBLE",
+    "COMMON_OPTIONS",
     "OpenAIChatBackend",
     "as_openai_tool",
     "cut_at_stop",
