@@ -1,4 +1,5 @@
-"""``provider: openai_compatible``: any OpenAI-chat server at base_url: vLLM, Ollama, llama.cpp server, OpenRouter.
+"""``provider: openai_compatible``: any OpenAI-chat server at base_url (vLLM, Ollama,
+llama.cpp server, OpenRouter).
 
 One provider, one file: it declares its options and abilities; the wire is ``openai_wire.py``.
 """
