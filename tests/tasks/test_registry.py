@@ -136,8 +136,7 @@ def test_scorer_entry_point_group(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
 
 def test_scorer_object_by_module_attr_takes_no_options(tmp_path: Path) -> None:
     (tmp_path / "obj.py").write_text(
-        "from skillgrad.scorers import ExactScorer\n"
-        "LOUD = ExactScorer(case_sensitive=False)\n"
+        "from skillgrad.scorers import ExactScorer\nLOUD = ExactScorer(case_sensitive=False)\n"
     )
     scorer = load_scorer("obj.py:LOUD", {}, tmp_path)
     assert scorer.score("ABC", Item("i", None, "abc")).passed
