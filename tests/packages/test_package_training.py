@@ -12,6 +12,8 @@ from typing import Any
 
 from skillgrad.callbacks import Control
 from skillgrad.config import load_config
+from skillgrad.dashboard.data import accepted_edits
+from skillgrad.report.load import load_run
 from skillgrad.report.provenance import blame, skill_diff
 from skillgrad.runs.io import read_json, read_jsonl
 from skillgrad.session import run_training
@@ -134,6 +136,9 @@ def test_package_training_end_to_end(tmp_path: Path) -> None:
     assert origin[REF_RULE].source == "reflect" and origin[REF_RULE].step == 1
     assert origin[f"description: {DESCRIPTION}"].source == "reflect"
     assert origin["- Reply with the word only."].source == "initial"
+    shown = accepted_edits(load_run(run))  # the dashboard's table of accepted edits
+    assert {e["file"] for e in shown} == {"", "references/casing.md"}
+    assert load_run(run).best_skill == best.bundle()
     report = (run / "report.md").read_text()
     assert "`references/casing.md`: 9 -> 8 tokens" in report and "`(total)`" in report
 

@@ -105,7 +105,8 @@ def accepted_edits(run: RunData) -> list[dict[str, Any]]:
     for e in run.patch_log:
         edit = e.get("edit") or {}
         rows.append({k: e.get(k) for k in ("step", "epoch", "source", "skill_version")} | {
-            k: edit.get(k) for k in ("op", "section", "content", "rationale", "trajectory_ids")
+            k: edit.get(k)
+            for k in ("op", "file", "section", "content", "rationale", "trajectory_ids")
         })  # fmt: skip
     return list(reversed(rows))
 
