@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import http.server
+import shutil
 import socket
+import ssl
+import subprocess
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -82,3 +86,31 @@ def test_without_a_relay_the_box_has_no_network(two_servers: tuple[int, int]) ->
     assert out.returncode == 1 and "Connection refused" in out.stderr
     with socket.create_connection(("127.0.0.1", allowed_port), timeout=2):
         pass  # control: the server is up on the host
+
+
+@pytest.mark.skipif(not shutil.which("openssl"), reason="needs the openssl command")
+def test_the_relay_speaks_tls_to_an_https_endpoint(tmp_path: Path) -> None:
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj",
+         "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key),
+         "-out", str(cert)],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Hello)
+    served = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    served.load_cert_chain(cert, key)
+    server.socket = served.wrap_socket(server.socket, server_side=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    trusting = ssl.create_default_context(cafile=str(cert))
+    probe = "import urllib.request\nprint(urllib.request.urlopen('http://127.0.0.1:9000/tls').read().decode())\n"
+    try:
+        with EndpointRelay("127.0.0.1", server.server_address[1], tls=trusting) as relay:
+            out = run_in_box(
+                ["/usr/bin/python3", "-c", probe], limits=Limits(timeout_s=20),
+                endpoint=relay, endpoint_port=9000,
+            )  # fmt: skip
+    finally:
+        server.shutdown()
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "hello from the endpoint, you asked /tls"

@@ -1,7 +1,8 @@
 """Network to ONE endpoint for a box that has no network: the parent's half of the relay.
 
 ``EndpointRelay(host, port)`` listens on a unix socket in a private folder and forwards each
-connection to ``host:port`` over TCP (optionally TLS to it, ``tls=True``), and nowhere else.
+connection to ``host:port`` over TCP (or TLS: ``tls=True`` checks the system's certificates, or
+pass an ``ssl.SSLContext``), and nowhere else.
 A box started with ``run_in_box(..., endpoint=relay, endpoint_port=P)`` sees that socket and a
 relay (``inbox/relay.py``) that listens on ``127.0.0.1:P`` inside the box; the command inside
 talks plain HTTP to ``http://127.0.0.1:P``. The box keeps ``--unshare-net``: no other address,
@@ -28,7 +29,9 @@ from types import TracebackType
 class EndpointRelay:
     """Forward connections on a unix socket to one TCP endpoint (see the module docstring)."""
 
-    def __init__(self, host: str, port: int, *, tls: bool = False, timeout_s: float = 30.0):
+    def __init__(
+        self, host: str, port: int, *, tls: bool | ssl.SSLContext = False, timeout_s: float = 30.0
+    ) -> None:
         self.host, self.port, self.tls, self.timeout_s = host, port, tls, timeout_s
         tmp = tempfile.gettempdir()
         if os.geteuid() == 0 and not os.stat(tmp).st_mode & 0o001:
@@ -48,9 +51,10 @@ class EndpointRelay:
     def _upstream(self) -> socket.socket:
         sock = socket.create_connection((self.host, self.port), timeout=self.timeout_s)
         sock.settimeout(None)
-        if self.tls:
-            return ssl.create_default_context().wrap_socket(sock, server_hostname=self.host)
-        return sock
+        if self.tls is False:
+            return sock
+        context = self.tls if isinstance(self.tls, ssl.SSLContext) else ssl.create_default_context()
+        return context.wrap_socket(sock, server_hostname=self.host)
 
     def _serve(self) -> None:
         while not self._closed.is_set():
