@@ -117,6 +117,11 @@ def test_garbage_line_in_committed_patch_log_is_refused(run: Path) -> None:
     assert_clean_refusal(blame, f"{path} line 1: not a JSON record")
 
 
+def test_deleted_patch_log_is_refused(run: Path) -> None:
+    (run / "patch_log.jsonl").unlink()
+    assert_clean_refusal(_resume(run), str(run / "patch_log.jsonl"), "altered or removed")  # type: ignore[arg-type]
+
+
 def test_patch_log_tail_of_an_uncommitted_step_is_dropped(run: Path) -> None:
     """A torn or uncommitted tail after the committed lines is dropped on resume (documented)."""
     path = run / "patch_log.jsonl"

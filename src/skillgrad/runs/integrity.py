@@ -27,7 +27,7 @@ from typing import Any
 
 from skillgrad.errors import RunDirError
 from skillgrad.runs.cache import corrupt_ledger
-from skillgrad.runs.io import atomic_write_json, read_json
+from skillgrad.runs.io import atomic_write_json, atomic_write_text, read_json
 from skillgrad.runs.layout import RunPaths
 from skillgrad.types import to_json
 
@@ -130,9 +130,12 @@ def check_splits(paths: RunPaths, record: dict[str, Any]) -> None:
 
 
 def committed_patch_log(paths: RunPaths, record: dict[str, Any]) -> bytes:
-    """The lines of patch_log.jsonl the checkpoint committed; raises if they were altered."""
+    """The lines of patch_log.jsonl the checkpoint committed; raises if they were altered.
+    A missing log with nothing committed is recreated empty."""
     want = record.get("patch_log") or {}
     n = int(want.get("lines", 0))
+    if n == 0 and not paths.patch_log.exists():
+        atomic_write_text(paths.patch_log, "")
     data = paths.patch_log.read_bytes() if paths.patch_log.exists() else b""
     end = 0
     for _ in range(n):
