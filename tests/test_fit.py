@@ -104,3 +104,14 @@ def test_fit_inside_a_running_loop_points_to_afit(tmp_path: Path) -> None:
 
     with pytest.raises(ConfigError, match=r"await skillgrad.afit"):
         asyncio.run(inside())
+
+
+def test_a_changed_scorer_function_is_a_new_run(tmp_path: Path) -> None:
+    common: dict[str, Any] = dict(
+        optimizer=ex.optimizer, target=ex.target, output_dir=tmp_path, **ex.OPTIONS
+    )
+    train, val = ex.data(ex.WORDS[:4], "tr"), ex.data(ex.WORDS[4:8], "va")
+    strict = skillgrad.fit(train, val, scorer=lambda o, i: o == i.reference, **common)
+    lenient = skillgrad.fit(train, val, scorer=lambda o, i: o.lower() == i.input, **common)
+    assert strict.run_dir != lenient.run_dir
+    assert lenient.summary["val_initial"] == 1.0  # scored by the new function, not replayed

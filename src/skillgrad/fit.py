@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import inspect
 import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
@@ -179,12 +180,25 @@ def _digest(cfg: Config, splits: dict[Split, list[Item]], skill: str, scorer: Sc
     h = hashlib.sha256()
     h.update(json.dumps(cfg.train.model_dump(mode="json"), sort_keys=True).encode())
     h.update(json.dumps(cfg.models.model_dump(mode="json"), sort_keys=True).encode())
-    h.update(skill.encode() + type(scorer).__name__.encode())
+    h.update(skill.encode() + _scorer_identity(scorer).encode())
     for split, items in sorted(splits.items()):
         for i in items:
             row = [split, i.id, i.input, i.reference, i.meta]
             h.update(json.dumps(row, sort_keys=True, default=str).encode())
     return h.hexdigest()[:10]
+
+
+def _scorer_identity(scorer: Scorer) -> str:
+    """Class, name and (for a function scorer) the function's source: a changed scorer is a new
+    run, never a resume that replays scores cached under the old one."""
+    parts = [type(scorer).__qualname__, str(scorer.name)]
+    fn = getattr(scorer, "function", None)  # CallableScorer's user function
+    if fn is not None:
+        try:
+            parts.append(inspect.getsource(fn))
+        except (OSError, TypeError):
+            parts.append(repr(fn))
+    return "|".join(parts)
 
 
 async def afit(
