@@ -26,6 +26,7 @@ same environment, rlimits and wall clock but none of the isolation; ``isolation`
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import functools
 import os
@@ -194,6 +195,7 @@ def inbox_dir() -> Path:
     if os.geteuid() != 0 or _world_reachable(INBOX_HOST / "wire.py"):
         return INBOX_HOST
     copy = Path(tempfile.mkdtemp(prefix="skillgrad-inbox-", dir=scratch_root())) / "inbox"
+    atexit.register(shutil.rmtree, copy.parent, ignore_errors=True)
     shutil.copytree(INBOX_HOST, copy, ignore=shutil.ignore_patterns("__pycache__"))
     for path in (copy.parent, copy, *copy.iterdir()):
         path.chmod(0o755 if path.is_dir() else 0o644)
