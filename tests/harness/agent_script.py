@@ -14,6 +14,8 @@ from typing import Any
 
 from tests.servers.agent_llm import ToolUse, Turn, request_text
 
+from skillgrad.testing import FunctionBackend
+
 WORD = re.compile(r"ANSWER-WORD: ([A-Z]+)")
 
 
@@ -56,3 +58,12 @@ def follow_skill(skill_name: str) -> Any:
         return Turn(f"Done: wrote answer.txt ({found[-1] if found else 'unknown'}).")
 
     return policy
+
+
+def unused_target() -> FunctionBackend:
+    """``models.target`` for harness configs in tests: the agent calls its own endpoint."""
+
+    def fail(request: object) -> str:
+        raise AssertionError("a harness task must not call models.target")
+
+    return FunctionBackend(fail, "function:unused-target")
