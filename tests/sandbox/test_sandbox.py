@@ -282,3 +282,13 @@ def test_as_root_a_work_directory_in_a_closed_folder_is_refused_clearly(tmp_path
     closed.chmod(0o700)
     with pytest.raises(ConfigError, match=r"closed to other users.*tempfile.mkdtemp"):
         run_in_box(["/bin/true"], workdir=closed / "work", limits=Limits(timeout_s=5))
+
+
+def test_cpu_time_and_file_size_limits_kill_with_their_signal() -> None:
+    busy = run_in_box(
+        ["/usr/bin/python3", "-c", "while True: pass"], limits=Limits(timeout_s=20, cpu_s=1)
+    )
+    assert busy.returncode == -24 and not busy.timed_out and busy.duration_s < 10  # SIGXCPU
+    big = "open('big', 'wb').write(b'x' * (3 * 1024 * 1024))"
+    fat = run_in_box(["/usr/bin/python3", "-c", big], limits=Limits(timeout_s=20, file_mb=1))
+    assert fat.returncode == -25 or "File too large" in fat.stderr  # SIGXFSZ / EFBIG

@@ -285,7 +285,11 @@ class Box:
         if self.mode == "unsandboxed":
             # outside a user namespace RLIMIT_NPROC would count every process of the user
             rlimits.pop(resource.RLIMIT_NPROC)
-        limits = [f"--{_PRLIMIT[r]}={v}" for r, v in rlimits.items()]
+        # CPU: SIGXCPU at the soft limit, a second later SIGKILL (equal limits would SIGKILL at once)
+        limits = [
+            f"--{_PRLIMIT[r]}={v}:{v + 1}" if r == resource.RLIMIT_CPU else f"--{_PRLIMIT[r]}={v}"
+            for r, v in rlimits.items()
+        ]
         return [_prlimit() or "prlimit", *limits, "--"]
 
     def command(self, argv: Sequence[str]) -> list[str]:
