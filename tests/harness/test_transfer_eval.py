@@ -76,3 +76,23 @@ def test_eval_runs_a_package_in_another_harness(
     result = runner.invoke(app, ["eval", str(plain), "--skill", str(package)])
     assert result.exit_code == 0, result.output
     assert "test: mean score 0.0000" in result.output  # not the cached Codex result
+
+
+def test_the_worked_example_loads(claude_bin: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """examples/agent_skill: configs validate, the package is valid, every item has a check."""
+    from skillgrad.config import load_config
+    from skillgrad.registry import load_task
+    from skillgrad.skill_package import SkillPackage
+
+    example = Path(__file__).parents[2] / "examples" / "agent_skill"
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-unused")
+    for name, preset in (("config.yaml", "claude_code"), ("config_codex.yaml", "codex")):
+        cfg = load_config(example / name)
+        assert cfg.env.task == "harness" and cfg.env.options["harness"] == preset
+    cfg = load_config(example / "config.yaml")
+    options = {**cfg.env.options, "harness": {"preset": "claude_code", "bin": str(claude_bin)}}
+    task = load_task("harness", options, example)
+    sizes = {s: len(task.load_split(s)) for s in ("train", "val", "test")}
+    assert sizes == {"train": 6, "val": 4, "test": 4}
+    package = SkillPackage.load(example / cfg.train.init_skill)
+    assert package.name == "csv-totals" and "references/output-format.md" in package.file_map()
