@@ -285,7 +285,7 @@ class Box:
         if self.mode == "unsandboxed":
             # outside a user namespace RLIMIT_NPROC would count every process of the user
             rlimits.pop(resource.RLIMIT_NPROC)
-        # CPU: SIGXCPU at the soft limit, a second later SIGKILL (equal limits would SIGKILL at once)
+        # CPU: SIGXCPU at the soft limit, SIGKILL a second later (equal limits: SIGKILL at once)
         limits = [
             f"--{_PRLIMIT[r]}={v}:{v + 1}" if r == resource.RLIMIT_CPU else f"--{_PRLIMIT[r]}={v}"
             for r, v in rlimits.items()
