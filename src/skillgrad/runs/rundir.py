@@ -27,6 +27,12 @@ from skillgrad.runs.io import (
 )
 from skillgrad.runs.layout import RunPaths
 from skillgrad.runs.lock import RunLock
+from skillgrad.runs.packages import (
+    best_skill_text,
+    remove_torn_folders,
+    write_best_folder,
+    write_version_folder,
+)
 
 # What may change between a run and its resume because it cannot change results: limits,
 # parallelism, trackers, and where / how a model is reached (not which model it is).
@@ -131,6 +137,7 @@ class RunDir:
         """Temp files of atomic writes that a kill interrupted (never renamed into place)."""
         for tmp in self.root.rglob(".*.tmp"):
             tmp.unlink(missing_ok=True)
+        remove_torn_folders(self.root)
 
     def load_state(self, decode: Callable[[dict[str, Any]], StateT]) -> StateT | None:
         """The last committed state, checked against its seal (``runs/integrity.py``) and made
@@ -168,8 +175,11 @@ class RunDir:
         atomic_write_json(self.paths.state, integrity.seal(data, self.paths))
 
     def _write_derived(self, state: Mapping[str, Any]) -> None:
-        atomic_write_text(self.paths.skill_version(state["skill_version"]), state["skill"])
-        atomic_write_text(self.paths.best_skill, state["best_skill"])
+        version = self.paths.skill_version(state["skill_version"])
+        atomic_write_text(version, state["skill"])
+        write_version_folder(version, state["skill"])  # a package: also skill_vNNNN/
+        atomic_write_text(self.paths.best_skill, best_skill_text(state["best_skill"]))
+        write_best_folder(self.root, state["best_skill"])  # a package: best_skill/
         atomic_write_json(self.paths.history, list(state["history"]))
         atomic_write_json(self.paths.conflicts, list(state["conflicts"]))
 
@@ -193,6 +203,7 @@ class RunDir:
     def write_initial(self, skill: str, splits: dict[str, list[str]]) -> None:
         self._require_writer()
         atomic_write_text(self.paths.skill_version(0), skill)
+        write_version_folder(self.paths.skill_version(0), skill)
         atomic_write_json(self.paths.splits, splits)
         if not self.paths.conflicts.exists():
             atomic_write_json(self.paths.conflicts, [])
