@@ -19,12 +19,10 @@ from typing import TYPE_CHECKING
 
 from skillgrad.errors import PermanentModelError
 from skillgrad.importing import did_you_mean
+from skillgrad.models.spec import PROVIDER_GROUP, ModelSpec, provider_names
 
 if TYPE_CHECKING:
     from skillgrad.models.base import ModelBackend
-    from skillgrad.models.spec import ModelSpec
-
-PROVIDER_GROUP = "skillgrad.providers"
 
 
 @dataclass(frozen=True)
@@ -42,11 +40,6 @@ class Provider:
     extra: str | None = None
     """The ``skillgrad[extra]`` it needs, named in errors when its SDK is missing."""
     summary: str = ""
-
-
-def provider_names() -> list[str]:
-    """Every registered provider name (built-ins and third-party), sorted."""
-    return sorted({ep.name for ep in importlib.metadata.entry_points(group=PROVIDER_GROUP)})
 
 
 def get_provider(name: str) -> Provider:
