@@ -94,10 +94,16 @@ class CallCache:
 
     def _sync_totals(self) -> None:
         """Rebuild ``totals`` from ``calls`` when they disagree (a ledger of an older version)."""
-        counted = self._db.execute("SELECT COUNT(*), COALESCE(SUM(cost), 0) FROM calls").fetchone()
-        summed = self._db.execute(
-            "SELECT COALESCE(SUM(calls), 0), COALESCE(SUM(cost), 0) FROM totals"
-        ).fetchone()
+        self._db.execute("BEGIN")  # one snapshot for both counts
+        try:
+            counted = self._db.execute(
+                "SELECT COUNT(*), COALESCE(SUM(cost), 0) FROM calls"
+            ).fetchone()
+            summed = self._db.execute(
+                "SELECT COALESCE(SUM(calls), 0), COALESCE(SUM(cost), 0) FROM totals"
+            ).fetchone()
+        finally:
+            self._db.execute("COMMIT")
         if counted[0] != summed[0] or abs(counted[1] - summed[1]) > 1e-9:
             self._db.executescript(f"BEGIN IMMEDIATE; {_REBUILD_TOTALS} COMMIT;")
 
