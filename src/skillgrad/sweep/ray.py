@@ -1,8 +1,8 @@
 """The Ray executor: each run of a sweep is one Ray task (``num_cpus`` declared, no retries).
 
 ``address=None`` starts a private local cluster bound to 127.0.0.1 (no dashboard, no usage
-stats) with ``workers`` CPUs; an address attaches to an existing cluster. Each task runs in a
-fresh worker process (``max_calls=1``) and writes its run directly into the sweep directory, so
+stats) with ``workers`` CPUs; an address attaches to an existing cluster. Ray worker processes
+are reused from run to run. A task writes its run directly into the sweep directory, so
 the sweep directory must be on a filesystem every node sees at the same path: a task that
 cannot see it fails with that message instead of writing somewhere the driver never looks.
 A task whose worker dies is reported failed; re-running the sweep resumes the run.
@@ -82,7 +82,7 @@ class RayExecutor:
                 ray.shutdown()
 
     def _run(self, ray: Any, jobs: Sequence[RunJob], on_done: OnDone) -> list[RunOutcome]:
-        task = ray.remote(num_cpus=self.cpus_per_run, max_calls=1, max_retries=0)(run_job)
+        task = ray.remote(num_cpus=self.cpus_per_run, max_retries=0)(run_job)
         pending = list(jobs)
         running: dict[Any, RunJob] = {}
         outcomes: list[RunOutcome] = []
