@@ -54,6 +54,10 @@ def describe_event(event: dict[str, Any]) -> tuple[int, str] | None:
         return logging.INFO, f"{verb} run in {event['run_dir']}"
     if name == "preflight":
         return logging.INFO, _preflight_line(event)
+    if name == "power_check":
+        from skillgrad.train.power import PowerCheck  # the loop's module; loaded by then
+
+        return logging.INFO, PowerCheck.from_json(event).line()
     if name == "baseline":
         return logging.INFO, f"baseline val score {event['val_score']:.3f}"
     if name == "step_end":

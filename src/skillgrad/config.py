@@ -95,6 +95,26 @@ class TrainConfig(_Section):
     gate_min_delta: float = Field(
         0.0, ge=0, lt=1, description="accept only if the val mean improves by more than this"
     )
+    gate_rule: Literal["strict", "paired"] = Field(
+        "strict",
+        description="strict: the candidate's val mean must be higher; paired: the one-sided "
+        "lower confidence bound of the mean per-item difference must exceed gate_min_delta "
+        "(exact sign-flip test; see docs/gate.md)",
+    )
+    gate_confidence: float = Field(
+        0.9,
+        gt=0.5,
+        lt=1,
+        description="confidence level of the paired rule's lower bound (and of the interval "
+        "shown for every step's paired difference)",
+    )
+    samples_per_item: int = Field(
+        1,
+        ge=1,
+        le=64,
+        description="target samples per val item (distinct sampling seeds derived from seed; "
+        "repeats at models.target.temperature), averaged per item",
+    )
     optimizer_max_tokens: int = Field(600, ge=16, description="completion limit of optimizer calls")
 
 

@@ -1,7 +1,16 @@
-"""Statistics of a sweep: Student-t intervals over seeds and an exact paired sign-flip test.
+"""Statistics shared by the gate and the sweep: Student-t intervals, sign-flip (paired
+permutation) tests and the lower confidence bound the ``paired`` gate rule uses.
 
-Pure functions on plain floats (no numpy / scipy), each with known-answer tests in
-``tests/sweep/test_stats.py``. Why these methods is written down in ``docs/sweeps.md``.
+Pure functions on plain floats (no numpy / scipy), each with known-answer tests
+(``tests/stats/``, ``tests/sweep/test_stats.py``). Why these methods: ``docs/gate.md`` (gate)
+and ``docs/sweeps.md`` (sweep).
+
+The sign-flip distribution is computed exactly — the distribution of ``sum(+-|v_i|)`` built
+item by item, equal sums merged (values rounded to 1e-9) — as long as it has at most
+``_EXACT_MAX_SUMS`` distinct sums. That always holds for 0/1 and few-level partial-credit
+scores at validation sizes (for 0/1 differences there are at most 2n+1 sums). Beyond it, a
+seeded Monte Carlo estimate with sign patterns drawn per item position is used (deterministic
+for a given input).
 """
 
 from __future__ import annotations
@@ -141,27 +150,45 @@ def sign_flip_test(diffs: Sequence[float], *, seed: int = 0) -> PairedTest:
     observed = abs(math.fsum(diffs))
     if not nonzero:
         return PairedTest(n, mean, 0, 0, n, 1.0, "exact")
-    p = _exact_p(nonzero, observed)
+    p = _exact_p([d for d in diffs if abs(d) > _EPS])
     method = "exact"
     if p is None:
         p, method = _monte_carlo_p(nonzero, observed, seed), "monte_carlo"
     return PairedTest(n, mean, wins, losses, n - wins - losses, p, method)
 
 
-def _exact_p(magnitudes: Sequence[float], observed: float) -> float | None:
-    """P(|sum of ±m_i| >= observed) by enumerating the distribution of sums (merged by value);
+_SCALE = 1_000_000  # the exact distribution works on values rounded to 1e-6 (as integers)
+
+
+def _units(value: float) -> int:
+    return round(value * _SCALE)
+
+
+def _sum_distribution(magnitudes: Sequence[int]) -> dict[int, int] | None:
+    """Counts of each value of ``sum(+-m_i)`` (integer units) over all 2^n sign patterns;
     None when more than ``_EXACT_MAX_SUMS`` distinct sums would be needed."""
-    counts: dict[float, int] = {0.0: 1}
+    counts: dict[int, int] = {0: 1}
     for m in magnitudes:
-        nxt: dict[float, int] = {}
+        nxt: dict[int, int] = {}
         for s, c in counts.items():
-            for v in (round(s + m, 9), round(s - m, 9)):
-                nxt[v] = nxt.get(v, 0) + c
+            nxt[s + m] = nxt.get(s + m, 0) + c
+            nxt[s - m] = nxt.get(s - m, 0) + c
         if len(nxt) > _EXACT_MAX_SUMS:
             return None
         counts = nxt
-    extreme = sum(c for s, c in counts.items() if abs(s) >= observed - _EPS)
-    return extreme / 2 ** len(magnitudes)
+    return counts
+
+
+def _exact_p(diffs: Sequence[float]) -> float | None:
+    """Two-sided: P(|sum of +-|d_i|| >= |sum d_i|), exactly (values rounded to 1e-6, sums
+    within one unit per value counted as ties); None when the enumeration is too large."""
+    units = [_units(d) for d in diffs]
+    counts = _sum_distribution([abs(u) for u in units])
+    if counts is None:
+        return None
+    bar = abs(sum(units))
+    extreme = sum(c for s, c in counts.items() if abs(s) >= bar - len(units))
+    return extreme / 2 ** len(units)
 
 
 def _monte_carlo_p(magnitudes: Sequence[float], observed: float, seed: int) -> float:
@@ -173,4 +200,89 @@ def _monte_carlo_p(magnitudes: Sequence[float], observed: float, seed: int) -> f
     return (hits + 1) / (_MC_SAMPLES + 1)  # the observed assignment counts as one sample
 
 
-__all__ = ["Interval", "PairedTest", "sign_flip_test", "t_cdf", "t_interval", "t_quantile"]
+GATE_MC_SAMPLES = 20_000  # the gate's Monte Carlo fallback (rare; see the module docstring)
+
+
+def sign_flip_p_greater(values: Sequence[float], *, seed: int = 0) -> tuple[float, str]:
+    """One-sided sign-flip p-value of ``sum(values) > 0`` and the method (``exact`` or
+    ``monte_carlo``): the probability, with each value's sign flipped at random (the null: each
+    value is symmetric about 0), of a sum at least as large as the one observed.
+
+    Contract: non-increasing in every ``values[i]`` (raising one value never raises the
+    p-value); a value of exactly 0 is the same as leaving it out. The gate's lossless early
+    rejection rests on both."""
+    units = [_units(v) for v in values if _units(v) != 0]
+    if not units:
+        return 1.0, "exact"
+    observed_units = sum(units)
+    counts = _sum_distribution([abs(u) for u in units])
+    if counts is not None:
+        slack = len(units)  # rounding to 1e-6 moves a sum by < 1 unit per value: ties stay ties
+        hits = sum(c for s, c in counts.items() if s >= observed_units - slack)
+        return hits / 2 ** len(units), "exact"
+    observed = math.fsum(values)
+    rng = random.Random(seed)
+    mags = [abs(v) for v in values]  # by position: the same patterns for the same positions
+    hits = 0
+    for _ in range(GATE_MC_SAMPLES):
+        total = math.fsum(m if rng.random() < 0.5 else -m for m in mags)
+        hits += total >= observed - _EPS
+    return (hits + 1) / (GATE_MC_SAMPLES + 1), "monte_carlo"
+
+
+def sign_flip_rejects(values: Sequence[float], alpha: float) -> bool:
+    """True when the one-sided sign-flip test of ``mean(values) <= 0`` rejects at ``alpha``
+    (the sum is positive and the p-value is at most ``alpha``)."""
+    if math.fsum(values) <= _EPS:
+        return False
+    return sign_flip_p_greater(values)[0] <= alpha + 1e-12
+
+
+def sign_flip_lower_bound(diffs: Sequence[float], confidence: float, *, tol: float = 1e-5) -> float:
+    """One-sided lower confidence bound (level ``confidence``) of the mean of ``diffs`` (each in
+    [-1, 1]) by inverting the sign-flip test: the smallest shift ``mu`` that the test of
+    ``mean <= mu`` on ``diffs - mu`` does not reject. The rejection set is ``mu < bound``
+    (the p-value is non-decreasing in ``mu``), so bisection finds it to within ``tol``.
+    Returns -1.0 (the trivial bound) when even ``mu = -1`` is not rejected; empty: -1.0."""
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+    alpha = 1.0 - confidence
+    if not diffs:
+        return -1.0
+
+    def rejects(mu: float) -> bool:
+        return sign_flip_rejects([d - mu for d in diffs], alpha)
+
+    lo, hi = -1.0, max(diffs)
+    if not rejects(lo):
+        return -1.0
+    while hi - lo > tol:
+        mid = (lo + hi) / 2.0
+        if rejects(mid):
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def sign_flip_interval(diffs: Sequence[float], confidence: float) -> tuple[float, float]:
+    """(lower, upper): each end a one-sided sign-flip bound at ``confidence`` (together a
+    two-sided interval at ``2 * confidence - 1``)."""
+    low = sign_flip_lower_bound(diffs, confidence)
+    high = -sign_flip_lower_bound([-d for d in diffs], confidence)
+    return low, high
+
+
+__all__ = [
+    "GATE_MC_SAMPLES",
+    "Interval",
+    "PairedTest",
+    "sign_flip_interval",
+    "sign_flip_lower_bound",
+    "sign_flip_p_greater",
+    "sign_flip_rejects",
+    "sign_flip_test",
+    "t_cdf",
+    "t_interval",
+    "t_quantile",
+]

@@ -204,6 +204,10 @@ class EditResult:
 
 @dataclass(frozen=True)
 class GateResult:
+    """The gate's decision on one candidate (``train/gate.py``). Scores are means over the items
+    both skills were scored on; the paired fields describe the per-item differences
+    (candidate minus incumbent) whatever the rule, so an acceptance within noise is visible."""
+
     accepted: bool
     incumbent_score: float
     candidate_score: float
@@ -211,6 +215,26 @@ class GateResult:
     total: int
     early_rejected: bool = False
     reason: str = ""
+    rule: str = "strict"
+    """``train.gate_rule`` in force: ``strict`` or ``paired``."""
+    confidence: float = 0.9
+    """``train.gate_confidence``: the level of each end of the interval below."""
+    paired_n: int = 0
+    """Items scored by both skills (the paired differences)."""
+    mean_diff: float | None = None
+    """Mean paired difference (candidate minus incumbent); None when no pair."""
+    diff_low: float | None = None
+    """One-sided sign-flip lower bound of the mean difference at ``confidence``."""
+    diff_high: float | None = None
+    """One-sided sign-flip upper bound of the mean difference at ``confidence``."""
+    p_value: float | None = None
+    """One-sided sign-flip p-value of ``mean difference <= gate_min_delta``."""
+    missing: int = 0
+    """Items left out for both skills: infrastructure failures (not scored as zero)."""
+    fixed: tuple[str, ...] = ()
+    """Items the candidate passes and the incumbent fails (fail->pass)."""
+    broken: tuple[str, ...] = ()
+    """Items the incumbent passes and the candidate fails (pass->fail)."""
 
 
 StepKind = Literal["step", "slow_update"]
@@ -328,6 +352,20 @@ class StepRecord:
     """Cost in USD of the run so far (all roles)."""
     timings: dict[str, float] = field(default_factory=dict)
     """Wall-clock seconds per stage (``rollout``, ``reflect``, ``gate``); never part of results."""
+    gate_rule: str = "strict"
+    """``train.gate_rule`` the gate decided under."""
+    mean_diff: float | None = None
+    """Mean paired difference candidate minus incumbent on the val items both were scored on."""
+    diff_low: float | None = None
+    """Lower end of the interval of ``mean_diff`` (one-sided sign-flip bound, gate confidence)."""
+    diff_high: float | None = None
+    """Upper end of the interval of ``mean_diff`` (one-sided sign-flip bound, gate confidence)."""
+    gate_missing: int = 0
+    """Val items left out for both skills because of infrastructure failures."""
+    fixed: tuple[str, ...] = ()
+    """Val items this step's candidate flipped fail->pass."""
+    broken: tuple[str, ...] = ()
+    """Val items this step's candidate flipped pass->fail."""
 
     @property
     def verdict(self) -> str:
@@ -364,8 +402,16 @@ class StepRecord:
                 if not isinstance(value, expected):
                     raise _field_error(what, f.name, expected.__name__, value)
                 kwargs[f.name] = value
-            elif f.name == "candidate_score" and value is None:
+            elif f.name in _OPTIONAL_FLOATS and value is None:
                 kwargs[f.name] = None
+            elif f.name in _ID_LISTS:
+                if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                    raise _field_error(what, f.name, "a list of item ids", value)
+                kwargs[f.name] = tuple(value)
+            elif f.name == "gate_rule":
+                if value not in ("strict", "paired"):
+                    raise _field_error(what, f.name, "'strict' or 'paired'", value)
+                kwargs[f.name] = value
             else:
                 kind = int if f.name in _INTS else float
                 kwargs[f.name] = _number(what, f.name, value, kind)
@@ -373,11 +419,13 @@ class StepRecord:
 
 
 _BOOLS = frozenset({"accepted", "early_rejected", "no_gate"})
+_OPTIONAL_FLOATS = frozenset({"candidate_score", "mean_diff", "diff_low", "diff_high"})
+_ID_LISTS = frozenset({"fixed", "broken"})
 _PER_ROLE: dict[str, type] = {"calls": int, "tokens": int, "cost": float, "timings": float}
 _INTS = frozenset(
     {"step", "epoch", "k", "n_failures", "n_reflections", "n_failed_reflections", "n_proposed",
      "n_merged", "n_conflicts", "n_selected", "n_applied", "gate_evaluated", "gate_total",
-     "skill_version", "skill_tokens", "candidate_tokens", "cum_calls"}
+     "skill_version", "skill_tokens", "candidate_tokens", "cum_calls", "gate_missing"}
 )  # fmt: skip
 
 

@@ -46,6 +46,7 @@ def build_summary(
     models: tuple[str, str] | None = None,
     deterministic: bool = True,
     by_stage: dict[str, dict[str, float]] | None = None,
+    power: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     history = list(state.history)
     counts = _edit_counts(history)
@@ -82,7 +83,43 @@ def build_summary(
         "warnings": warnings_for(cfg),
         "nondeterministic_scorers": not deterministic,
         **({"skill_files": files} if files else {}),
+        **gate_summary(cfg, history, power),
     }
+
+
+def gate_summary(
+    cfg: Config, history: Sequence[StepRecord], power: dict[str, Any] | None
+) -> dict[str, Any]:
+    """The gate's part of summary.json: rule, power check, missing items, accepted steps with
+    their paired difference, interval and attribution."""
+    t = cfg.train
+    return {
+        "gate_rule": t.gate_rule,
+        "gate_confidence": t.gate_confidence,
+        "samples_per_item": t.samples_per_item,
+        "power_check": power,
+        "gate_missing": sum(r.gate_missing for r in history),
+        "accepted_steps": [
+            {
+                "step": r.step,
+                "kind": r.kind,
+                "mean_diff": r.mean_diff,
+                "diff_low": r.diff_low,
+                "diff_high": r.diff_high,
+                "within_noise": within_noise(r),
+                "fixed": list(r.fixed),
+                "broken": list(r.broken),
+                "missing": r.gate_missing,
+            }
+            for r in history
+            if r.accepted
+        ],
+    }
+
+
+def within_noise(r: StepRecord) -> bool | None:
+    """Whether an accepted step's interval reaches 0 or below (None: no paired data)."""
+    return None if r.diff_low is None else r.diff_low <= 0.0
 
 
 def _package_files(initial: str, best: str) -> dict[str, list[int]] | None:
@@ -143,12 +180,65 @@ def render_report(summary: dict[str, Any], history: Sequence[StepRecord]) -> str
             f"| {r.step} | {r.epoch} | {r.kind} | {r.lr:.2f} | {r.k} | "
             f"{r.n_applied} | {r.verdict} | {r.val_score:.3f} | {r.skill_tokens} |"
         )
+    lines += gate_lines(s)
     lines += ["", "## Persistent failures", "", persistent_failures_text(s)]
     if s.get("nondeterministic_scorers"):
         lines += ["", "Note: a scorer of this task is an LLM judge (non-deterministic)."]
     if s["warnings"]:
         lines += ["", "## Warnings", "", *(f"- {w}" for w in s["warnings"])]
     return "\n".join(lines) + "\n"
+
+
+def _num(x: float | None, sign: bool = True) -> str:
+    return "n/a" if x is None else (f"{x:+.3f}" if sign else f"{x:.3f}")
+
+
+def gate_lines(s: dict[str, Any]) -> list[str]:
+    """The report's gate section: rule, power check, and every accepted step's paired
+    difference with its interval and the items it flipped (absent from older summaries)."""
+    if "gate_rule" not in s:
+        return []
+    lines = ["", "## Gate", "", f"- rule: `{s['gate_rule']}` (confidence {s['gate_confidence']})"]
+    if s.get("samples_per_item", 1) > 1:
+        lines.append(f"- samples per val item: {s['samples_per_item']}")
+    power = s.get("power_check")
+    if power:
+        gain = power.get("min_gain")
+        gain_text = (
+            "none can pass on this split"
+            if gain is None
+            else f"{gain:+.3f} ({power['min_items_flipped']} of {power['n_items']} items)"
+        )
+        needs = ", ".join(
+            f"{float(e):+.2f}: {'more than 2000' if n is None else n}"
+            for e, n in power.get("items_needed", {}).items()
+        )
+        lines += [
+            f"- power check: smallest detectable gain {gain_text}; val items needed per "
+            f"effect: {needs}"
+        ]
+    lines.append(f"- val items left out as missing (infrastructure failures): {s['gate_missing']}")
+    steps = s.get("accepted_steps") or []
+    if steps:
+        conf = float(s["gate_confidence"])
+        lines += [
+            "",
+            f"Accepted steps: mean paired difference (candidate - incumbent) with its interval "
+            f"(each end a one-sided {conf:.0%} sign-flip bound); *within noise* when the lower "
+            "end is at or below 0.",
+            "",
+            "| step | kind | difference | interval | verdict | fixed (fail->pass) | "
+            "broken (pass->fail) |",
+            "|---:|---|---:|---|---|---|---|",
+        ]
+        for a in steps:
+            verdict = {True: "within noise", False: "signal", None: "n/a"}[a["within_noise"]]
+            lines.append(
+                f"| {a['step']} | {a['kind']} | {_num(a['mean_diff'])} | "
+                f"[{_num(a['diff_low'])}, {_num(a['diff_high'])}] | {verdict} | "
+                f"{', '.join(a['fixed']) or '-'} | {', '.join(a['broken']) or '-'} |"
+            )
+    return lines
 
 
 def persistent_failures_text(summary: dict[str, Any]) -> str:
@@ -174,4 +264,11 @@ def persistent_failures_text(summary: dict[str, Any]) -> str:
     )
 
 
-__all__ = ["build_summary", "persistent_failures_text", "render_report"]
+__all__ = [
+    "build_summary",
+    "gate_lines",
+    "gate_summary",
+    "persistent_failures_text",
+    "render_report",
+    "within_noise",
+]

@@ -104,8 +104,17 @@ async def complete_item(backend: ModelBackend, request: ChatRequest) -> Completi
 
 
 def failed_trajectory(
-    item: Item, skill: str, messages: tuple[Message, ...], error: str, output: str = ""
+    item: Item,
+    skill: str,
+    messages: tuple[Message, ...],
+    error: str,
+    output: str = "",
+    *,
+    infra: bool = False,
 ) -> Trajectory:
+    """A scored-0 trajectory for one item's failure. ``infra=True``: the failure is not the
+    model's answer (the call outlived its retries, the sandbox could not start): it also goes
+    to ``infra_error``, so the gate treats the item as missing data, not as a zero."""
     return Trajectory(
         item_id=item.id,
         skill_hash=skill_hash(skill),
@@ -115,6 +124,7 @@ def failed_trajectory(
         reference=item.reference,
         error=error,
         usage=Usage(),
+        infra_error=error if infra else None,
     )
 
 

@@ -46,7 +46,7 @@ class ChatTask:
         request = ChatRequest(messages, temperature=self.temperature, max_tokens=self.max_tokens)
         completion = await complete_item(backend, request)
         if isinstance(completion, str):
-            return failed_trajectory(item, skill, messages, completion)
+            return failed_trajectory(item, skill, messages, completion, infra=True)
         output = completion.text
         try:
             score = await self.ascore(output, item)

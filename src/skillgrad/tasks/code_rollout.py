@@ -111,7 +111,7 @@ class CodeTask:
         request = ChatRequest(messages, temperature=self.temperature, max_tokens=self.max_tokens)
         completion = await complete_item(backend, request)
         if isinstance(completion, str):
-            return failed_trajectory(item, skill, messages, completion)
+            return failed_trajectory(item, skill, messages, completion, infra=True)
         output = completion.text
         all_messages = (*messages, Message("assistant", output))
         steps: list[dict[str, Any]] = [{"type": "model", "text": output}]
@@ -124,7 +124,9 @@ class CodeTask:
             try:
                 result = await asyncio.to_thread(self.run, code, item)
             except OSError as exc:  # the sandbox itself could not start: this item's failure
-                return failed_trajectory(item, skill, all_messages, f"sandbox failed: {exc}")
+                return failed_trajectory(
+                    item, skill, all_messages, f"sandbox failed: {exc}", infra=True
+                )
             steps.append(sandbox_step(result))
             score = self.score_result(result, code, item)
         return Trajectory(

@@ -13,7 +13,7 @@ from skillgrad.train.context import RunContext
 from skillgrad.train.rollout import mean_score
 from skillgrad.train.slow import GUIDANCE_BLOCK, meta_skill_memo, slow_update_guidance
 from skillgrad.train.state import StepOutcome, TrainState
-from skillgrad.train.step import commit, evaluate_candidate, gate_json
+from skillgrad.train.step import attribution_json, commit, evaluate_candidate, gate_json
 from skillgrad.types import Edit, EditResult, GateResult
 
 
@@ -52,7 +52,7 @@ async def slow_update(ctx: RunContext, state: TrainState) -> TrainState:
         applied = (EditResult(edit, "applied", "protected block written"),)
     outcome, gate_result = None, None
     if applied and ctx.cfg.train.slow_update_gate:
-        outcome = await evaluate_candidate(ctx, step, candidate, state.current_score, "slow_update")
+        outcome = await evaluate_candidate(ctx, step, candidate, state.skill, "slow_update")
         gate_result = outcome.result
     elif applied:  # slow_update_gate: false — written without a gate, recorded as such
         gate_result = GateResult(
@@ -81,6 +81,7 @@ async def slow_update(ctx: RunContext, state: TrainState) -> TrainState:
             "guidance.json": reply.to_json(),
             "candidate.md": candidate,
             "gate.json": gate_json(outcome) if outcome else {"result": gate_result},
+            **({"attribution.json": attribution_json(outcome)} if outcome else {}),
         },
     )
     accepted = bool(gate_result and gate_result.accepted)

@@ -76,6 +76,7 @@ class RunContext:
             store=self.store,
             progress=self.progress,
             stage=stage,
+            seed=self.cfg.train.seed,
         )
 
     def emit(self, name: str, **fields: Any) -> None:

@@ -1,97 +1,297 @@
-"""Gate (validation): accept a candidate skill only on strict improvement on the selection split
-(by more than ``train.gate_min_delta``, default 0: any improvement).
+"""Gate (validation): accept a candidate skill only if it beats the incumbent on the selection
+split, compared item by item, under ``train.gate_rule``:
 
-Items are evaluated in a fixed order, in chunks of ``chunk`` items. After each chunk the gate
-stops as soon as the candidate can no longer beat the incumbent even if every remaining item
-scored 1.0 — lossless: the decision is the one a full evaluation would reach.
+- ``strict`` (default, the seed's rule): the mean paired difference (candidate minus incumbent,
+  per item) exceeds ``train.gate_min_delta`` — i.e. the candidate's mean is strictly higher.
+- ``paired``: the one-sided lower confidence bound (level ``train.gate_confidence``) of the mean
+  paired difference exceeds ``gate_min_delta``: the exact one-sided sign-flip test of
+  ``mean <= gate_min_delta`` rejects at ``1 - gate_confidence`` (``skillgrad.stats``; why this
+  method: ``docs/gate.md``).
+
+Items with an infrastructure failure (``infra_error`` after a rollout-level retry, for every
+sample) are missing data: left out for both skills and counted (``GateResult.missing``).
+
+Lossless early rejection (both rules): the candidate's evaluation stops as soon as it could no
+longer be accepted even if every sample not yet scored came back 1.0 (the maximum score). Both
+rules are monotone — raising one item's difference never turns an acceptance into a rejection,
+and a missing item is the same as a difference of exactly ``gate_min_delta`` — so "not even the
+best completion is accepted" implies the full evaluation rejects too. Units are (item, sample)
+pairs evaluated ``workers`` at a time in a fixed order: sample 0 of every item before sample 1,
+and within a sample the items the incumbent scored lowest first. Each scored unit lowers the
+candidate's best case by its shortfall from 1.0, which is largest where the incumbent failed
+(a candidate close to the incumbent fails there too): that order reveals a losing candidate
+soonest. The check runs after every finished unit; units already in flight are finished (and
+cached), none is started after the decision.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import asyncio
+import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from skillgrad.models.base import ModelBackend
 from skillgrad.runs.cache import CallCache
+from skillgrad.stats import sign_flip_interval, sign_flip_p_greater, sign_flip_rejects
 from skillgrad.tasks.base import Task
 from skillgrad.train.progress import NullProgress, Progress
-from skillgrad.train.rollout import rollout
+from skillgrad.train.rollout import ItemScore, check_systemic, mean_item_score, rollout_item
 from skillgrad.types import GateResult, Item, Trajectory
 
 EPS = 1e-9
+MAX_SCORE = 1.0  # scores are in [0, 1]: the best an unscored sample can come back
+GateRuleName = Literal["strict", "paired"]
 
 
-def can_still_win(scored_sum: float, remaining: int, incumbent_sum: float) -> bool:
-    """True while the best possible final sum still strictly beats the incumbent's."""
-    return scored_sum + remaining > incumbent_sum + EPS
+@dataclass(frozen=True)
+class GateRule:
+    """The decision on the paired differences (candidate minus incumbent) of the items both
+    skills were scored on. ``accepts`` is monotone in every difference (see the module doc)."""
 
+    rule: GateRuleName = "strict"
+    confidence: float = 0.9
+    min_delta: float = 0.0
 
-def decide(candidate_sum: float, incumbent_sum: float) -> bool:
-    return candidate_sum > incumbent_sum + EPS
+    @property
+    def alpha(self) -> float:
+        return 1.0 - self.confidence
+
+    def accepts(self, diffs: Sequence[float]) -> bool:
+        shifted = [d - self.min_delta for d in diffs]
+        if self.rule == "strict":
+            return math.fsum(shifted) > EPS
+        return sign_flip_rejects(shifted, self.alpha)
+
+    def best_case(self, incumbent: float, seen: Sequence[float], unseen: int) -> float:
+        """The largest difference an item can still end with: its unscored samples at
+        ``MAX_SCORE``, or (when they all go missing) left out, which counts as ``min_delta``."""
+        if unseen == 0:
+            return math.fsum(seen) / len(seen) - incumbent if seen else self.min_delta
+        best = (math.fsum(seen) + unseen * MAX_SCORE) / (len(seen) + unseen) - incumbent
+        return max(best, self.min_delta)
+
+    def describe(self) -> str:
+        if self.rule == "strict":
+            return f"strict (mean difference > {self.min_delta:g})"
+        return (
+            f"paired ({self.confidence:.0%} lower bound of the mean difference "
+            f"> {self.min_delta:g}, exact sign-flip)"
+        )
 
 
 @dataclass(frozen=True)
 class GateOutcome:
+    """The decision, every candidate trajectory scored, and both skills' per-item scores (the
+    candidate's only for the items it was evaluated on)."""
+
     result: GateResult
     trajectories: tuple[Trajectory, ...]
+    candidate: Mapping[str, ItemScore]
+    incumbent: Mapping[str, ItemScore]
+
+
+def evaluation_order(
+    items: Sequence[Item], incumbent: Mapping[str, ItemScore], samples: int
+) -> list[tuple[Item, int]]:
+    """(item, sample) units: sample by sample; within one, the incumbent's lowest scores first
+    (ties in split order). Items missing for the incumbent are not evaluated at all."""
+    present = [i for i in items if incumbent[i.id].value is not None]
+    ranked = sorted(present, key=lambda i: incumbent[i.id].value or 0.0)
+    return [(item, k) for k in range(samples) for item in ranked]
 
 
 async def gate(
     task: Task,
     items: Sequence[Item],
     candidate: str,
-    incumbent_score: float,
+    incumbent: Mapping[str, ItemScore],
     backend: ModelBackend,
     *,
-    chunk: int,
+    rule: GateRule,
+    workers: int,
+    samples: int = 1,
+    seed: int = 0,
+    temperature: float | None = None,
     store: CallCache | None = None,
     progress: Progress | None = None,
     early_stop: bool = True,
     require_improvement: bool = True,
-    min_delta: float = 0.0,
+    stage: str = "gate",
 ) -> GateOutcome:
-    """Accept iff the candidate's mean score exceeds ``incumbent_score + min_delta`` (strictly);
-    stop early, losslessly, once that is out of reach."""
+    """Evaluate ``candidate`` against the incumbent's per-item scores (``incumbent[item.id]``
+    for every item) and decide under ``rule``; see the module docstring for the contract."""
     progress = progress or NullProgress()
-    total = len(items)
-    incumbent_sum = (incumbent_score + min_delta) * total  # the bar to clear
-    scored: list[Trajectory] = []
-    progress.start("gate", total)
+    units = evaluation_order(items, incumbent, samples)
+    seen: dict[str, list[Trajectory]] = {i.id: [] for i in items}
+    todo = {i.id: 0 for i in items}
+    for item, _ in units:
+        todo[item.id] += 1
+    queue = list(reversed(units))
+    running: set[asyncio.Task[tuple[str, Trajectory]]] = set()
+    early = False
+
+    async def one(item: Item, k: int) -> tuple[str, Trajectory]:
+        traj = await rollout_item(
+            task,
+            item,
+            candidate,
+            backend,
+            store=store,
+            sample=k,
+            seed=seed,
+            temperature=temperature,
+        )
+        return item.id, traj
+
+    progress.start(stage, len(units))
     try:
-        for start in range(0, total, chunk):
-            part = items[start : start + chunk]
-            scored += await rollout(
-                task, part, candidate, backend, workers=chunk, store=store, stage="gate"
-            )
-            progress.advance("gate", len(part))
-            cand_sum = sum(t.score.value for t in scored)
-            remaining = total - len(scored)
-            if early_stop and remaining and not can_still_win(cand_sum, remaining, incumbent_sum):
-                return _outcome(scored, total, incumbent_score, early=True)
+        while running or (queue and not early):
+            while queue and len(running) < workers and not early:
+                item, k = queue.pop()
+                running.add(asyncio.ensure_future(one(item, k)))
+            done, running = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+            for fut in done:
+                item_id, traj = fut.result()
+                seen[item_id].append(traj)
+                todo[item_id] -= 1
+                progress.advance(stage, info=f"{traj.score.value:.2f}")
+            if early_stop and not early and queue:
+                early = not _can_still_accept(rule, seen, todo, incumbent)
     finally:
-        progress.finish("gate")
-    cand_sum = sum(t.score.value for t in scored)
-    accepted = decide(cand_sum, incumbent_sum) if require_improvement else True
-    return _outcome(scored, total, incumbent_score, early=False, accepted=accepted)
+        for fut in running:
+            fut.cancel()
+        progress.finish(stage)
+    scored = [t for ts in seen.values() for t in ts]
+    if not early:  # a partial evaluation proves nothing systemic (and stays lossless)
+        check_systemic(scored, stage)
+    cand = {i: ItemScore(i, tuple(ts)) for i, ts in seen.items() if ts}
+    return _outcome(rule, items, cand, incumbent, scored, early, require_improvement)
+
+
+def _can_still_accept(
+    rule: GateRule,
+    seen: Mapping[str, list[Trajectory]],
+    todo: Mapping[str, int],
+    incumbent: Mapping[str, ItemScore],
+) -> bool:
+    """Whether the best completion of the evaluation (every unscored sample at ``MAX_SCORE``)
+    would be accepted."""
+    best: list[float] = []
+    for item_id, trajs in seen.items():
+        inc = incumbent[item_id].value
+        if inc is None:
+            continue
+        present = [t.score.value for t in trajs if t.infra_error is None]
+        best.append(rule.best_case(inc, present, todo[item_id]))
+    return rule.accepts(best)
+
+
+def paired_diffs(
+    candidate: Mapping[str, ItemScore], incumbent: Mapping[str, ItemScore]
+) -> tuple[dict[str, float], int]:
+    """Per item scored by both: candidate minus incumbent; and how many items were missing for
+    either skill (evaluated but left out)."""
+    diffs: dict[str, float] = {}
+    missing = 0
+    for item_id, c in candidate.items():
+        cv, iv = c.value, incumbent[item_id].value
+        if cv is None or iv is None:
+            missing += 1
+            continue
+        diffs[item_id] = cv - iv
+    return diffs, missing
+
+
+@dataclass(frozen=True)
+class Attribution:
+    """Items an evaluated candidate flipped relative to the incumbent."""
+
+    fixed: tuple[str, ...]
+    broken: tuple[str, ...]
+
+
+def attribution(
+    candidate: Mapping[str, ItemScore], incumbent: Mapping[str, ItemScore]
+) -> Attribution:
+    """fail->pass (``fixed``) and pass->fail (``broken``) items, in item-id order."""
+    fixed, broken = [], []
+    for item_id in sorted(candidate):
+        c, i = candidate[item_id].passed, incumbent[item_id].passed
+        if c is None or i is None:
+            continue
+        if c and not i:
+            fixed.append(item_id)
+        elif i and not c:
+            broken.append(item_id)
+    return Attribution(tuple(fixed), tuple(broken))
 
 
 def _outcome(
+    rule: GateRule,
+    items: Sequence[Item],
+    cand: dict[str, ItemScore],
+    incumbent: Mapping[str, ItemScore],
     scored: list[Trajectory],
-    total: int,
-    incumbent: float,
-    *,
     early: bool,
-    accepted: bool = False,
+    require_improvement: bool,
 ) -> GateOutcome:
-    mean = sum(t.score.value for t in scored) / max(1, len(scored))
+    diffs, missing_evaluated = paired_diffs(cand, incumbent)
+    missing_incumbent = sum(1 for i in items if incumbent[i.id].value is None)
+    values = list(diffs.values())
+    inc_mean = mean_item_score([incumbent[i] for i in diffs]) if diffs else 0.0
+    cand_mean = mean_item_score(list(cand.values()))
     if early:
-        reason = f"early rejection after {len(scored)}/{total}: cannot beat {incumbent:.4f}"
-    elif accepted:
-        reason = f"improved {incumbent:.4f} -> {mean:.4f}"
+        accepted = False
+        reason = f"early rejection after {len(cand)}/{len(items)} items: cannot pass {rule.rule}"
     else:
-        reason = f"no strict improvement ({mean:.4f} <= {incumbent:.4f})"
-    result = GateResult(accepted, incumbent, mean, len(scored), total, early, reason)
-    return GateOutcome(result, tuple(scored))
+        accepted = rule.accepts(values) if require_improvement else True
+        verb = "accepted" if accepted else "rejected"
+        reason = f"{verb} by {rule.describe()}: mean difference {_fmt(values)}"
+        if not require_improvement:
+            reason = "gate disabled (--no-gate): accepted without a decision"
+    low, high = sign_flip_interval(values, rule.confidence) if values else (None, None)
+    shifted = [d - rule.min_delta for d in values]
+    p_value = sign_flip_p_greater(shifted)[0] if values else None
+    fix = attribution(cand, incumbent)
+    result = GateResult(
+        accepted=accepted,
+        incumbent_score=inc_mean,
+        candidate_score=cand_mean,
+        evaluated=len(cand),
+        total=len(items),
+        early_rejected=early,
+        reason=reason,
+        rule=rule.rule,
+        confidence=rule.confidence,
+        paired_n=len(values),
+        mean_diff=math.fsum(values) / len(values) if values else None,
+        diff_low=low,
+        diff_high=high,
+        p_value=p_value,
+        missing=missing_evaluated + missing_incumbent,
+        fixed=fix.fixed,
+        broken=fix.broken,
+    )
+    return GateOutcome(result, tuple(scored), cand, incumbent)
 
 
-__all__ = ["GateOutcome", "can_still_win", "decide", "gate"]
+def _fmt(values: Sequence[float]) -> str:
+    if not values:
+        return "n/a (no item scored by both skills)"
+    return f"{math.fsum(values) / len(values):+.4f} over {len(values)} items"
+
+
+__all__ = [
+    "EPS",
+    "MAX_SCORE",
+    "Attribution",
+    "GateOutcome",
+    "GateRule",
+    "GateRuleName",
+    "attribution",
+    "evaluation_order",
+    "gate",
+    "paired_diffs",
+]

@@ -22,10 +22,11 @@ from skillgrad.report.summary import build_summary, render_report, warnings_for
 from skillgrad.skill import Skill
 from skillgrad.train.boundary import epoch_boundary
 from skillgrad.train.context import RunContext
+from skillgrad.train.power import PowerCheck, power_check
 from skillgrad.train.preflight import estimate
-from skillgrad.train.rollout import mean_score
+from skillgrad.train.rollout import cached_item_scores, mean_item_score, mean_score
 from skillgrad.train.state import TrainState
-from skillgrad.train.step import training_step
+from skillgrad.train.step import gate_rule, training_step, val_scores
 
 
 async def train(ctx: RunContext, initial_skill: str) -> dict[str, Any]:
@@ -52,6 +53,7 @@ async def train(ctx: RunContext, initial_skill: str) -> dict[str, Any]:
             step_in_epoch=0,
             epoch_start_skill=state.skill,
         )
+    ctx.emit("power_check", **run_power_check(ctx, state.initial_skill).to_json())
     while state.status == "running":
         if ctx.control.stop_requested:
             state = replace(state, status="stopped", stop_reason=ctx.control.stop_reason)
@@ -67,8 +69,8 @@ async def baseline(ctx: RunContext, skill: str) -> TrainState:
     """Score the initial skill on the whole selection split: the incumbent to beat."""
     ctx.run.write_initial(skill, {s: [i.id for i in items] for s, items in ctx.items.items()})
     with call_context("baseline", 0):
-        trajs = await ctx.rollout(ctx.items["val"], skill, "baseline")
-    score = mean_score(trajs)
+        scores = await val_scores(ctx, skill, "baseline")
+    score = mean_item_score(scores)
     state = TrainState(
         initial_skill=skill,
         skill=skill,
@@ -77,11 +79,20 @@ async def baseline(ctx: RunContext, skill: str) -> TrainState:
         best_score=score,
         best_skill=skill,
         epoch_start_skill=skill,
-        val_ever_passed={t.item_id: t.score.passed for t in trajs},
+        val_ever_passed={s.item_id: bool(s.passed) for s in scores},
     )
     ctx.run.checkpoint(state)
     ctx.emit("baseline", val_score=score, skill_tokens=ctx.count_tokens(skill))
     return state
+
+
+def run_power_check(ctx: RunContext, initial_skill: str) -> PowerCheck:
+    """The power check (``train/power.py``) from the initial skill's per-item val scores, read
+    from the result cache (written by the baseline; no model call)."""
+    t = ctx.cfg.train
+    scores = cached_item_scores(ctx.store, ctx.items["val"], initial_skill, t.samples_per_item)
+    values = [s.value for s in scores if s.value is not None]
+    return power_check(values, gate_rule(ctx))
 
 
 async def finish(ctx: RunContext, state: TrainState) -> dict[str, Any]:
@@ -118,6 +129,7 @@ def write_summary(
         models=ctx.model_names,
         deterministic=ctx.deterministic,
         by_stage=ctx.store.by_stage(),
+        power=run_power_check(ctx, state.initial_skill).to_json(),
     )
     ctx.run.write_summary(summary, render_report(summary, list(state.history)))
     return summary

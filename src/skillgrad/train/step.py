@@ -16,10 +16,10 @@ from skillgrad.models.context import call_context
 from skillgrad.skill import Skill
 from skillgrad.train.aggregate import Aggregated, aggregate
 from skillgrad.train.context import RunContext
-from skillgrad.train.gate import GateOutcome, gate
+from skillgrad.train.gate import GateOutcome, GateRule, gate
 from skillgrad.train.merge import semantic_merge
 from skillgrad.train.reflect import ReflectConfig, ReflectResult, reflect
-from skillgrad.train.rollout import mean_score
+from skillgrad.train.rollout import ItemScore, mean_score, score_items
 from skillgrad.train.select import Selection, edits_allowed, effective_lr, select
 from skillgrad.train.state import StepOutcome, TrainState, advance
 from skillgrad.types import EditResult, Item, Trajectory, to_json
@@ -49,24 +49,61 @@ def reflect_config(ctx: RunContext) -> ReflectConfig:
     )
 
 
+def gate_rule(ctx: RunContext) -> GateRule:
+    """The run's gate rule (``train.gate_rule``, ``gate_confidence``, ``gate_min_delta``)."""
+    t = ctx.cfg.train
+    return GateRule(t.gate_rule, t.gate_confidence, t.gate_min_delta)
+
+
+def sample_temperature(ctx: RunContext) -> float | None:
+    """Temperature of repeated val samples (``samples_per_item > 1``): the target's."""
+    return ctx.cfg.models.target.temperature if ctx.cfg.train.samples_per_item > 1 else None
+
+
+async def val_scores(ctx: RunContext, skill: str, stage: str) -> list[ItemScore]:
+    """``skill`` on every val item, ``train.samples_per_item`` samples each (cached)."""
+    t = ctx.cfg.train
+    return await score_items(
+        ctx.task,
+        ctx.items["val"],
+        skill,
+        ctx.target,
+        samples=t.samples_per_item,
+        workers=ctx.cfg.hardware.rollout_workers,
+        store=ctx.store,
+        progress=ctx.progress,
+        stage=stage,
+        seed=t.seed,
+        temperature=sample_temperature(ctx),
+    )
+
+
 async def evaluate_candidate(
-    ctx: RunContext, step: int, candidate: str, incumbent: float, stage: str = "gate"
+    ctx: RunContext, step: int, candidate: str, incumbent: str, stage: str = "gate"
 ) -> GateOutcome:
-    """Gate a candidate on the selection split (full evaluation, no decision, under --no-gate)."""
-    use_gate = ctx.cfg.train.gate
+    """Gate a candidate against the incumbent skill on the selection split, item by item (full
+    evaluation, no decision, under --no-gate). The incumbent's per-item scores come from the
+    result cache (it was scored in full when it became the incumbent)."""
+    t = ctx.cfg.train
+    use_gate = t.gate
     with call_context(stage, step):
+        inc = await val_scores(ctx, incumbent, f"{stage} (incumbent)")
         return await gate(
             ctx.task,
             ctx.items["val"],
             candidate,
-            incumbent,
+            {s.item_id: s for s in inc},
             ctx.target,
-            chunk=ctx.cfg.hardware.rollout_workers,
+            rule=gate_rule(ctx),
+            workers=ctx.cfg.hardware.rollout_workers,
+            samples=t.samples_per_item,
+            seed=t.seed,
+            temperature=sample_temperature(ctx),
             store=ctx.store,
             progress=ctx.progress,
             early_stop=use_gate,
             require_improvement=use_gate,
-            min_delta=ctx.cfg.train.gate_min_delta,
+            stage=stage,
         )
 
 
@@ -91,7 +128,7 @@ async def training_step(ctx: RunContext, state: TrainState) -> TrainState:
     candidate, report = Skill(state.skill).apply(proposal.selection.selected)  # update
     outcome = None
     if any(r.status == "applied" for r in report):
-        outcome = await evaluate_candidate(ctx, step, candidate.text, state.current_score)
+        outcome = await evaluate_candidate(ctx, step, candidate.text, state.skill)
     clock.lap("gate")
     write_step(ctx, step, lr, k, proposal, candidate.text, report, outcome)
     p, refl = proposal, proposal.reflection
@@ -191,6 +228,8 @@ def write_step(
         "apply_report.json": report,
         "gate.json": gate_json(outcome),
     }
+    if outcome is not None:
+        files["attribution.json"] = attribution_json(outcome)
     ctx.run.write_artifacts(ctx.run.paths.step_dir(step), files)
 
 
@@ -208,10 +247,44 @@ class Stopwatch:
 
 
 def gate_json(outcome: GateOutcome | None) -> dict[str, Any]:
+    """``gate.json`` of a step: the decision, the candidate's per-item scores (``items``, as
+    before), the incumbent's, the items left out as missing, and the attribution."""
     if outcome is None:
         return {"result": None, "reason": "no edit applied: gate not run"}
-    items = {t.item_id: t.score.value for t in outcome.trajectories}
-    return {"result": outcome.result, "items": items}
+    return {
+        "result": outcome.result,
+        "items": {i: s.value for i, s in outcome.candidate.items()},
+        "incumbent_items": {i: s.value for i, s in outcome.incumbent.items()},
+        "missing_items": sorted(i for i, s in outcome.candidate.items() if s.value is None)
+        + sorted(i for i, s in outcome.incumbent.items() if s.value is None),
+        "attribution": attribution_json(outcome),
+    }
+
+
+def attribution_json(outcome: GateOutcome) -> dict[str, Any]:
+    """``attribution.json`` of a step: the val items the candidate flipped, with both scores."""
+    r = outcome.result
+
+    def scores(ids: tuple[str, ...]) -> list[dict[str, Any]]:
+        return [
+            {
+                "item_id": i,
+                "incumbent": outcome.incumbent[i].value,
+                "candidate": outcome.candidate[i].value,
+            }
+            for i in ids
+        ]
+
+    return {
+        "accepted": r.accepted,
+        "evaluated": r.evaluated,
+        "complete": not r.early_rejected,
+        "fixed": scores(r.fixed),
+        "broken": scores(r.broken),
+        "mean_diff": r.mean_diff,
+        "interval": [r.diff_low, r.diff_high],
+        "confidence": r.confidence,
+    }
 
 
 def commit(ctx: RunContext, state: TrainState, out: StepOutcome) -> TrainState:
@@ -246,4 +319,13 @@ def _patch_rows(state: TrainState, out: StepOutcome, step: int) -> list[dict[str
     ]
 
 
-__all__ = ["commit", "evaluate_candidate", "gate_json", "sample_batch", "training_step"]
+__all__ = [
+    "attribution_json",
+    "commit",
+    "evaluate_candidate",
+    "gate_json",
+    "gate_rule",
+    "sample_batch",
+    "training_step",
+    "val_scores",
+]
