@@ -5,11 +5,18 @@ from __future__ import annotations
 
 import json
 import socket
+import subprocess
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import pytest
+from agent_script import follow_skill
+from test_harness_real_cli import bundle, write_splits
+from tests.servers.agent_llm import serve_agent
+
+from skillgrad.harnesses.claude_code import claude_code
 from skillgrad.harnesses.proxy import ConnectProxy
 from skillgrad.skill_package import SkillPackage
 from skillgrad.tasks.harness_rollout import HarnessTask
@@ -94,3 +101,41 @@ async def test_boxed_agent_reaches_an_https_endpoint_only_through_the_proxy(
         traj = await task.rollout(item, skill.bundle(), FunctionBackend(str))
     assert traj.output == "echo:ping | HTTP/1.1 403 Forbidden", traj.steps
     assert traj.score.passed
+
+
+def self_signed(folder: Path) -> tuple[str, str]:
+    """A certificate for 127.0.0.1 (openssl CLI), as (cert file, key file)."""
+    cert, key = folder / "cert.pem", folder / "key.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key),
+         "-out", str(cert), "-days", "1", "-subj", "/CN=127.0.0.1",
+         "-addext", "subjectAltName=IP:127.0.0.1"],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    return str(cert), str(key)
+
+
+async def test_claude_code_in_the_box_reaches_an_https_endpoint_end_to_end(
+    tmp_path: Path, claude_bin: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """TLS from the agent itself, through the relay and the CONNECT proxy: the server sees the
+    endpoint's own Host header, and the agent trusts the endpoint's certificate."""
+    monkeypatch.setenv("AGENT_TEST_KEY", "sk-test")
+    cert, key = self_signed(tmp_path)
+    data = tmp_path / "data"
+    data.mkdir()
+    write_splits(data)
+    harness = claude_code(str(claude_bin)).model_dump()
+    harness["name"] = "claude-code-private-ca"
+    harness["config_files"] = {"{home}/ca.pem": Path(cert).read_text()}
+    harness["env"]["NODE_EXTRA_CA_CERTS"] = "{home}/ca.pem"
+    with serve_agent(follow_skill("answer-word"), tls=(cert, key)) as server:
+        endpoint = {"base_url": server.url, "model": "m", "api_key_env": "AGENT_TEST_KEY"}
+        task = HarnessTask(harness=harness, endpoint=endpoint, split_dir=str(data), timeout_s=60)
+        traj = await task.rollout(task.load_split("val")[0], bundle(), FunctionBackend(str))
+    assert server.url.startswith("https://")
+    host = server.url.removeprefix("https://")
+    assert server.requests and all(r.headers["host"] == host for r in server.requests)
+    assert traj.score.passed, (traj.error, traj.score.feedback)
+    exit_step = next(s for s in traj.steps if s["type"] == "agent_exit")
+    assert exit_step["isolation"].startswith("bubblewrap+net-endpoint-only")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import ssl
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -255,12 +256,19 @@ def _handler(server: AgentServer) -> type[BaseHTTPRequestHandler]:
 
 
 @contextmanager
-def serve_agent(policy: Policy) -> Iterator[AgentServer]:
-    """Start a scripted server on 127.0.0.1 (a free port); ``server.url`` is its base URL."""
+def serve_agent(policy: Policy, tls: tuple[str, str] | None = None) -> Iterator[AgentServer]:
+    """Start a scripted server on 127.0.0.1 (a free port); ``server.url`` is its base URL.
+    ``tls=(cert_file, key_file)`` serves HTTPS instead."""
     state = AgentServer(policy)
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(state))
     httpd.daemon_threads = True
-    state.url = f"http://127.0.0.1:{httpd.server_address[1]}"
+    scheme = "http"
+    if tls is not None:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(*tls)
+        httpd.socket = context.wrap_socket(httpd.socket, server_side=True)
+        scheme = "https"
+    state.url = f"{scheme}://127.0.0.1:{httpd.server_address[1]}"
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
     try:
