@@ -149,7 +149,11 @@ def dashboard_cmd(
     ),
     port: Annotated[int, typer.Option(help="TCP port.")] = 8765,
     allow_remote: Annotated[
-        bool, typer.Option("--allow-remote", help="Allow binding to a non-loopback address.")
+        bool,
+        typer.Option(
+            "--allow-remote",
+            help="Allow a non-loopback bind address and any Host header (no DNS-rebinding check).",
+        ),
     ] = False,
 ) -> None:
     """Serve a live dashboard of the runs under RUNS_ROOT (reads the run directories only)."""
