@@ -8,7 +8,8 @@ not import each other in a cycle either.
 
 The layers, lowest first, and why each sits where it does:
 
-- foundations: ``errors``, ``types``, ``importing``, ``stats`` — plain data and helpers;
+- foundations: ``errors``, ``types``, ``importing``, ``stats``, ``redact`` — plain data and
+  helpers;
 - ``prompts`` (the .md templates and their renderer), ``skill_match``;
 - ``skill_package``, then ``skill`` (the skill document; ``skill_hash`` lives here), then
   ``transcript`` (renders skills and steps);
@@ -41,7 +42,7 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 
 # Lowest first; units in one inner tuple share a layer.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("errors", "types", "importing", "stats"),
+    ("errors", "types", "importing", "stats", "redact"),
     ("prompts", "skill_match"),
     ("skill_package",),
     ("skill",),

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from skillgrad.errors import ConfigError
 from skillgrad.models.spec import ModelSpec
+from skillgrad.redact import redact_json
 
 
 class _Section(BaseModel):
@@ -238,25 +239,10 @@ def _type_name(ann: Any) -> str:
     return text.replace("typing.", "").replace("|", "or")
 
 
-_SECRET_WORDS = ("api_key", "apikey", "secret", "token", "password", "authorization")
-
-
-def redact(value: Any, key: str = "") -> Any:
-    """Replace secret-looking values (by key name or by shape) with '***'. Env var *names* stay."""
-    if isinstance(value, dict):
-        return {k: redact(v, k) for k, v in value.items()}
-    if isinstance(value, list):
-        return [redact(v, key) for v in value]
-    lowered = key.lower()
-    is_name = lowered.endswith("_env") or lowered.endswith("_tokens") or lowered.startswith("max_")
-    secret = any(w in lowered for w in _SECRET_WORDS)
-    if isinstance(value, str) and value and not is_name and (secret or _looks_like_key(value)):
-        return "***"
-    return value
-
-
-def _looks_like_key(text: str) -> bool:
-    return text.startswith(("sk-", "sk_", "Bearer ")) and len(text) > 12
+def redact(value: Any) -> Any:
+    """A copy of a config's JSON with secrets replaced by ``***`` (``redact.redact_json``: by
+    option name, key shape, URL password and known key values). Env var *names* stay."""
+    return redact_json(value)
 
 
 def _deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:

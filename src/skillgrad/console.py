@@ -20,12 +20,13 @@ from rich.progress import (
 from rich.text import Text
 
 from skillgrad.errors import SkillgradError
+from skillgrad.redact import redact_message
 
 
 def print_error(exc: BaseException) -> None:
     """One error line on stderr: not re-wrapped (greppable), brackets in ids kept literally."""
     Console(stderr=True, soft_wrap=True, emoji=False).print(
-        f"[bold red]error:[/] {escape(str(exc))}"
+        f"[bold red]error:[/] {escape(redact_message(str(exc)))}"
     )
 
 
@@ -107,7 +108,7 @@ class ConsoleLogHandler(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
-            text = self.format(record)
+            text = redact_message(self.format(record))
             if record.levelno >= logging.WARNING:
                 text = f"{record.levelname.lower()}: {text}"
             style = LEVEL_STYLE.get(record.levelno if record.levelno < 40 else logging.ERROR, "")

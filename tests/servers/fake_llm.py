@@ -38,6 +38,9 @@ class Fault:
     sleep: float = 0.0
     truncate: bool = False
     invalid_json: bool = False
+    echo_headers: bool = False
+    """Append the request's headers (Authorization included) to the error message, as some
+    misconfigured proxies do."""
 
 
 @dataclass
@@ -191,7 +194,7 @@ class _Handler(BaseHTTPRequestHandler):
         if fake.latency:
             time.sleep(fake.latency)
         fault = fake._next_fault()
-        if fault is not None and self._apply_fault(fault):
+        if fault is not None and self._apply_fault(fault, headers):
             return None
         if url.path == "/v1/chat/completions":
             return self._openai(body, headers, azure=False)
@@ -202,7 +205,7 @@ class _Handler(BaseHTTPRequestHandler):
             return self._anthropic(body, headers)
         return self._error(404, f"no route {url.path}")
 
-    def _apply_fault(self, fault: Fault) -> bool:
+    def _apply_fault(self, fault: Fault, headers: dict[str, str]) -> bool:
         if fault.sleep:
             self.fake._stopping.wait(fault.sleep)
         if fault.truncate:
@@ -219,7 +222,8 @@ class _Handler(BaseHTTPRequestHandler):
             return True
         if fault.status is not None:
             extra = {"Retry-After": f"{fault.retry_after:g}"} if fault.retry_after else {}
-            self._error(fault.status, fault.message, extra)
+            echoed = f" (request headers: {json.dumps(headers)})" if fault.echo_headers else ""
+            self._error(fault.status, fault.message + echoed, extra)
             return True
         return False
 

@@ -27,6 +27,7 @@ from skillgrad.harnesses.process import (
     program_roots,
     run_boxed,
 )
+from skillgrad.redact import remember_secret
 
 OutputFormat = Literal["claude_stream_json", "codex_jsonl", "text"]
 _FIELDS = {"prompt", "workdir", "home", "skills_dir", "skill_name", "model", "base_url", "api_key"}
@@ -52,6 +53,7 @@ class Endpoint(BaseModel):
                 f"the agent endpoint's key variable {self.api_key_env} is not set: "
                 f"export {self.api_key_env}=... before running"
             )
+        remember_secret(value)  # never written anywhere (redact.py)
         return value
 
 

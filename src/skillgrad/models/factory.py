@@ -18,12 +18,19 @@ from skillgrad.models.provider import Provider, get_provider
 from skillgrad.models.ratelimit import LimitedBackend, LimiterRegistry
 from skillgrad.models.retry import RetryBackend
 from skillgrad.models.spec import ModelSpec
+from skillgrad.redact import redact_json, remember_env, remember_known_envs, remember_url_password
 
 log = logging.getLogger(__name__)
 
 
 def build_raw_backend(spec: ModelSpec, provider: Provider | None = None) -> ModelBackend:
-    """The provider's own backend, without retry or rate limiting."""
+    """The provider's own backend, without retry or rate limiting. First remembers the secrets
+    the spec names (its ``api_key_env`` value, the conventional key variables, header and
+    option values under secret names) so no message or file will carry them."""
+    remember_known_envs()
+    remember_env(spec.api_key_env)
+    remember_url_password(spec.base_url)
+    redact_json(spec.options)  # remembers values under secret names (api-key headers...)
     return (provider or get_provider(spec.provider)).build(spec)
 
 

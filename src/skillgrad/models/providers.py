@@ -16,6 +16,7 @@ from typing import Any
 
 from skillgrad.errors import ModelError, PermanentModelError, TransientModelError
 from skillgrad.models.spec import ModelSpec
+from skillgrad.redact import remember_secret
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_AZURE_API_VERSION = "2024-10-21"
@@ -54,6 +55,7 @@ def require_env(env: str, provider: str, model: str) -> str:
             f"Run `export {env}=...`, or set models.<role>.api_key_env to the variable that "
             "holds your key."
         )
+    remember_secret(value)  # redacted from every message and file from now on
     return value
 
 
@@ -196,6 +198,7 @@ def azure_client(spec: ModelSpec) -> tuple[Any, Endpoint]:
         )
     env = spec.api_key_env or "AZURE_OPENAI_API_KEY"
     key = os.environ.get(env, "").strip()
+    remember_secret(key)
     auth: dict[str, Any] = {"api_key": key} if key else {}
     if not key:
         auth["azure_ad_token_provider"] = _entra_token_provider(spec, env)

@@ -1,7 +1,8 @@
 """Atomic file writes (temp file, fsync, rename) and JSON / JSONL helpers.
 
 Everything under a run directory is written through these functions, so a kill at any instant
-leaves either the old or the new version of a file, never half of one.
+leaves either the old or the new version of a file, never half of one. Every write passes through
+``redact.redact_text``: a remembered API key never reaches disk, whatever carried it.
 """
 
 from __future__ import annotations
@@ -14,10 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from skillgrad.errors import RunDirError
+from skillgrad.redact import redact_text
 from skillgrad.types import to_json
 
 
 def atomic_write_text(path: Path, text: str) -> None:
+    text = redact_text(text)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
@@ -56,7 +59,7 @@ def append_jsonl(path: Path, row: Any) -> None:
     """Append one line and fsync. Readers skip a torn last line (see ``read_jsonl``)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("a", encoding="utf-8") as fh:
-        fh.write(json.dumps(to_json(row), ensure_ascii=False) + "\n")
+        fh.write(redact_text(json.dumps(to_json(row), ensure_ascii=False)) + "\n")
         fh.flush()
         os.fsync(fh.fileno())
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from skillgrad.errors import RunDirError
+from skillgrad.redact import redact_json
 from skillgrad.runs import integrity
 from skillgrad.runs.io import (
     append_jsonl,
@@ -228,7 +229,7 @@ class RunDir:
 
     def event(self, name: str, **fields: Any) -> dict[str, Any]:
         self._require_writer()
-        record = {"t": _now(), "event": name, **fields}
+        record = redact_json({"t": _now(), "event": name, **fields})  # secrets by name too
         append_jsonl(self.paths.events, record)
         return record
 

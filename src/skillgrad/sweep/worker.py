@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from skillgrad.errors import BudgetExceeded, SkillgradError
+from skillgrad.redact import redact_message
 from skillgrad.runs.io import read_json
 from skillgrad.sweep.plan import RunJob
 
@@ -73,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     outcome = execute(RunJob.from_json(json.loads(args[0])))
     if outcome.error:
-        print(f"error: {outcome.error}", file=sys.stderr)
+        print(f"error: {redact_message(str(outcome.error))}", file=sys.stderr)
     return {FINISHED: 0, "skipped": 0, "budget_exhausted": 3}.get(outcome.status, 2)
 
 
