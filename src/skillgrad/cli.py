@@ -146,7 +146,10 @@ def train(
 @app.command("eval")
 def eval_(
     config: Annotated[Path, typer.Argument(help="YAML config file (task, target model).")],
-    skill: Annotated[Path, typer.Option(help="Skill file to evaluate (e.g. best_skill.md).")],
+    skill: Annotated[
+        Path,
+        typer.Option(help="Skill file or package folder (e.g. <run>/best_skill: recorded there)."),
+    ],
     split: Annotated[str, typer.Option(help="val or test")] = "test",
     set_: SetOpt = None,
     target_model: TgtModel = None,
@@ -226,13 +229,14 @@ def report(
         return
     from skillgrad.report.load import load_history
     from skillgrad.report.summary import render_report
-    from skillgrad.runs.io import read_json
+    from skillgrad.runs.io import read_json, read_jsonl
 
     summary = read_json(run_dir / "summary.json")
     history = load_history(run_dir / "history.json")
     if summary is None:
         raise _fail(SkillgradError(f"{run_dir} has no summary.json (not a finished run?)"), 2)
-    _print_markdown(render_report(summary, history))
+    transfer = read_jsonl(run_dir / "transfer.jsonl")  # skillgrad eval of this run's skills
+    _print_markdown(render_report(summary, history, transfer))
     if html:
         try:
             from skillgrad.report.html import write_html_report

@@ -12,6 +12,8 @@ from typing import Any
 
 from skillgrad.config import Config
 from skillgrad.runs.cache import CallCache
+from skillgrad.runs.io import append_jsonl
+from skillgrad.runs.layout import RunPaths
 from skillgrad.session import open_session
 from skillgrad.skill import Skill
 from skillgrad.train.rollout import mean_score, rollout
@@ -49,7 +51,7 @@ async def evaluate_skill(cfg: Config, skill_path: Path, split: str) -> dict[str,
             await session.aclose()
     finally:
         store.close()
-    return {
+    result = {
         "skill": str(skill_path),
         "split": split,
         "n": len(trajs),
@@ -57,6 +59,30 @@ async def evaluate_skill(cfg: Config, skill_path: Path, split: str) -> dict[str,
         "pass_rate": sum(t.score.passed for t in trajs) / len(trajs),
         "items": {t.item_id: {"score": t.score.value, "feedback": t.score.feedback} for t in trajs},
     }
+    record_transfer(cfg, Path(skill_path), result)
+    return result
+
+
+def setup_label(cfg: Config) -> str:
+    """Where a skill was evaluated: the harness and its model, or the target model."""
+    options = cfg.env.options
+    harness = options.get("harness")
+    if harness is None:
+        return f"{cfg.env.task} / {cfg.models.target.name}"
+    name = harness if isinstance(harness, str) else harness.get("preset") or harness.get("name")
+    model = (options.get("endpoint") or {}).get("model") or "default model"
+    return f"{cfg.env.task} / {name} / {model}"
+
+
+def record_transfer(cfg: Config, skill_path: Path, result: dict[str, Any]) -> None:
+    """When the evaluated skill belongs to a run (``<run>/best_skill``, ``<run>/skills/...``),
+    append the result to that run's ``transfer.jsonl``: the run's report lists it."""
+    for folder in list(skill_path.resolve().parents)[:2]:
+        paths = RunPaths(folder)
+        if paths.config.exists() and paths.history.exists():
+            row = {k: result[k] for k in ("skill", "split", "n", "mean_score", "pass_rate")}
+            append_jsonl(paths.transfer, {**row, "setup": setup_label(cfg)})
+            return
 
 
 __all__ = ["eval_cache_path", "evaluate_skill"]

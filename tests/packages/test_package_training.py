@@ -177,3 +177,31 @@ def test_init_skill_folder_is_validated(tmp_path: Path) -> None:
     else:
         raise AssertionError("an invalid package must not train")
     assert json.loads(json.dumps(Skill.load(make_package(tmp_path / "ok")).text))
+
+
+def test_eval_of_a_runs_package_is_listed_in_its_report(tmp_path: Path) -> None:
+    """Transfer: one ``skillgrad eval`` of <run>/best_skill with another target is recorded in
+    the run and shown by ``skillgrad report``."""
+    from typer.testing import CliRunner
+
+    from skillgrad.cli import app
+
+    optimizer = FunctionBackend(package_optimizer, "function:fake-optimizer")
+    run = run_training(config(tmp_path, "t"), optimizer=optimizer, target=seen_target([])).run_dir
+    fakes = Path(__file__).parents[1] / "fakes_e2e.py"
+    other = tmp_path / "other.yaml"
+    other.write_text(
+        f"env: {{task: toy, output_root: '{tmp_path / 'evals'}'}}\n"
+        f"models: {{target: {{provider: function, model: '{fakes}:FakeTarget'}}}}\n"
+    )
+    runner = CliRunner()
+    result = runner.invoke(app, ["eval", str(other), "--skill", str(run / "best_skill")])
+    assert result.exit_code == 0, result.output
+    assert "test: mean score 1.0000" in result.output
+    report = runner.invoke(app, ["report", str(run)])
+    assert report.exit_code == 0, report.output
+    assert "Transfer evaluations" in report.output
+    rows = read_jsonl(run / "transfer.jsonl")
+    assert [(r["setup"], r["split"], r["mean_score"]) for r in rows] == [
+        (f"toy / function:{fakes}:FakeTarget", "test", 1.0)
+    ]

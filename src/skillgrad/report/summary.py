@@ -7,6 +7,7 @@ edit acceptance rate, steps, calls / tokens / cost per role, persistent failures
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from skillgrad.config import Config
@@ -135,7 +136,13 @@ def _fmt(x: float | None) -> str:
     return "n/a" if x is None else f"{x:.3f}"
 
 
-def render_report(summary: dict[str, Any], history: Sequence[StepRecord]) -> str:
+def render_report(
+    summary: dict[str, Any],
+    history: Sequence[StepRecord],
+    transfer: Sequence[dict[str, Any]] = (),
+) -> str:
+    """The run's Markdown report; ``transfer`` rows (``<run>/transfer.jsonl``) add a section
+    with the run's skills evaluated zero-shot in other harnesses or with other models."""
     s = summary
     lines = [
         f"# skillgrad report: {s['run_name']}",
@@ -186,6 +193,15 @@ def render_report(summary: dict[str, Any], history: Sequence[StepRecord]) -> str
         lines += ["", "Note: a scorer of this task is an LLM judge (non-deterministic)."]
     if s["warnings"]:
         lines += ["", "## Warnings", "", *(f"- {w}" for w in s["warnings"])]
+    if transfer:
+        lines += ["", "## Transfer evaluations (zero-shot, other setups)", ""]
+        lines += ["| skill | setup | split | items | mean score | pass rate |"]
+        lines += ["|---|---|---|---:|---:|---:|"]
+        lines += [
+            f"| {Path(str(t['skill'])).name} | {t['setup']} | {t['split']} | {t['n']} | "
+            f"{t['mean_score']:.3f} | {t['pass_rate']:.3f} |"
+            for t in transfer
+        ]
     return "\n".join(lines) + "\n"
 
 

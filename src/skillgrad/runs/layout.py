@@ -66,6 +66,11 @@ class RunPaths:
         return self.root / "summary.json"
 
     @property
+    def transfer(self) -> Path:
+        """``skillgrad eval`` results of this run's skills in other setups (one JSON per line)."""
+        return self.root / "transfer.jsonl"
+
+    @property
     def report(self) -> Path:
         return self.root / "report.md"
 
