@@ -20,8 +20,8 @@ from typing import Any
 from skillgrad.runs.cache import CallCache
 from skillgrad.runs.io import atomic_write_json, read_json
 from skillgrad.skill import skill_hash
-from skillgrad.sweep.plan import SUMMARY_FILE, load_plan_record
 from skillgrad.stats import sign_flip_test, t_interval
+from skillgrad.sweep.plan import SUMMARY_FILE, load_plan_record
 from skillgrad.sweep.worker import FINISHED
 
 METRICS = (
