@@ -163,6 +163,7 @@ class Dashboard:
             steps=self._steps(run),
             step_edits=data.step_edits(run),
             accepted=data.accepted_edits(run),
+            gate_steps=data.gate_steps(run),
         )
 
     async def diff_page(self, request: Request) -> HTMLResponse:

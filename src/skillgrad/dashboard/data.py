@@ -99,6 +99,23 @@ def step_edits(run: RunData) -> list[dict[str, Any]]:
     return out
 
 
+def gate_steps(run: RunData) -> list[dict[str, Any]]:
+    """Every accepted step's paired difference (candidate - incumbent on the val items both
+    were scored on) with its interval, whether that is within noise (the lower end at or below
+    0), and the items it flipped; records from before the paired fields show n/a."""
+    out = []
+    for r in live_history(run):
+        if not r.accepted:
+            continue
+        out.append({
+            "step": r.step, "kind": r.kind, "rule": r.gate_rule, "mean_diff": r.mean_diff,
+            "diff_low": r.diff_low, "diff_high": r.diff_high,
+            "within_noise": None if r.diff_low is None else r.diff_low <= 0.0,
+            "fixed": list(r.fixed), "broken": list(r.broken), "missing": r.gate_missing,
+        })  # fmt: skip
+    return out
+
+
 def accepted_edits(run: RunData) -> list[dict[str, Any]]:
     """patch_log.jsonl flattened for display, newest first."""
     rows = []
@@ -189,6 +206,7 @@ def sweep_overviews(root: Path) -> list[dict[str, Any]]:
 __all__ = [
     "RunCache",
     "accepted_edits",
+    "gate_steps",
     "live_history",
     "load",
     "point",

@@ -1,8 +1,11 @@
 """The preflight estimate printed before training: an upper bound on calls, tokens and cost.
 
-Counts assume the worst case (every gate evaluates the whole selection split, every reflection is
-re-asked once); the run's cache makes the real numbers lower. Tokens are rough: skill + prompt
-lengths from the target's tokenizer, completions at their ``max_tokens``.
+Counts assume the worst case (every gate evaluates the whole selection split, each item
+``samples_per_item`` times, every reflection is re-asked once); the run's cache and the gate's
+early rejection make the real numbers lower. The power check (what gain the gate can detect)
+is printed next to it once the baseline's per-item scores exist (``train/power.py``, event
+``power_check``). Tokens are rough: skill + prompt lengths from the target's tokenizer,
+completions at their ``max_tokens``.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ def estimate(ctx: RunContext, skill: str, prices: PriceTable) -> dict[str, Any]:
     t, items = ctx.cfg.train, ctx.items
     steps = t.num_epochs * ctx.steps_per_epoch
     n_val, n_test, batch = len(items["val"]), len(items["test"]), t.batch_size
+    n_val *= t.samples_per_item  # every val item is sampled samples_per_item times
     slow_epochs = max(0, t.num_epochs - 1) if t.use_slow_update else 0
     target_calls = (
         n_val  # baseline
