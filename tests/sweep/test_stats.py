@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from skillgrad.sweep.stats import sign_flip_test, t_cdf, t_interval, t_quantile
+from skillgrad.stats import sign_flip_test, t_cdf, t_interval, t_quantile
 
 
 @pytest.mark.parametrize(
