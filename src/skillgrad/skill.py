@@ -24,7 +24,9 @@ from skillgrad.skill_match import (
     Section,
     find_anchor,
     format_section_path,
+    make_safe,
     normalise,
+    open_at_end,
     parse_section_path,
     resolve_path,
     scan,
@@ -165,26 +167,47 @@ class Skill:
     ) -> Skill:
         """Create or replace protected block ``name`` (replaced in place, markers and all). A new
         block goes at the end of ``section``'s own text; a missing section is created at the end
-        of the document. Marker-like lines in ``content`` are dropped: no stray marker survives."""
+        of the document. ``content`` is made safe first (``write_protected_block``)."""
+        return self.write_protected_block(name, content, section)[0]
+
+    def write_protected_block(
+        self, name: str, content: str, section: str = "Longitudinal guidance"
+    ) -> tuple[Skill, tuple[str, ...]]:
+        """``with_protected_block`` and what was changed to make ``content`` safe: marker-like
+        lines dropped, a code fence or HTML block it leaves open closed (``make_safe``), and a
+        fence the document itself leaves open at its end closed before a block placed there.
+        Model text (the slow update's guidance) enters the skill through here."""
         if not re.fullmatch(r"[A-Za-z0-9_.-]+", name):
             raise SkillError(f"bad protected block name {name!r}: use letters, digits and . _ -")
         if is_package_text(self.text):  # a package keeps its blocks in SKILL.md
             pkg = SkillPackage.from_bundle(self.text)
             head, body = pkg.editable(SKILL_FILE) or ("", "")
-            body = Skill(body).with_protected_block(name, content, section).text
-            return Skill(pkg.with_file(SKILL_FILE, head + body).bundle())
-        inner = [ln.rstrip() for ln in content.strip("\n").split("\n") if not _MARKERISH.search(ln)]
-        block = [f"<!-- skillgrad:protected {name} -->", *[ln for ln in inner if ln or inner]]
+            doc, changes = Skill(body).write_protected_block(name, content, section)
+            return Skill(pkg.with_file(SKILL_FILE, head + doc.text).bundle()), changes
+        lines = content.strip("\n").split("\n")
+        kept = [ln.rstrip() for ln in lines if not _MARKERISH.search(ln)]
+        changes = [f"dropped {len(lines) - len(kept)} protected-block marker line(s)"] * (
+            len(kept) < len(lines)
+        )
+        safe, fixes = make_safe("\n".join(kept))
+        inner = safe.split("\n") if safe.strip() else []
+        block = [f"<!-- skillgrad:protected {name} -->", *inner]
         block.append(f"<!-- /skillgrad:protected {name} -->")
         old = next((b for b in self._parsed[1] if b.name == name), None)
         if old is not None:
-            return Skill("\n".join(self._lines[: old.open] + block + self._lines[old.close + 1 :]))
+            text = "\n".join(self._lines[: old.open] + block + self._lines[old.close + 1 :])
+            return Skill(text), (*changes, *fixes)
+        base = self
+        left = open_at_end(self.text)
+        if left is not None:  # the document's own open fence would swallow a block at its end
+            base = Skill(self.text.rstrip("\n") + "\n" + left.closer + "\n")
+            changes.append(f"closed the document's {left.describe()} before the block")
         query = parse_section_path(section)
-        found = self._resolve(query)
-        text, reason = _place(self, found[0] if found else None, query, block, allowed=True)
+        found = base._resolve(query)
+        text, reason = _place(base, found[0] if found else None, query, block, allowed=True)
         if text is None:
             raise SkillError(f"cannot place protected block {name!r}: {reason}")
-        return Skill(text)
+        return Skill(text), (*changes, *fixes)
 
     def deployable_text(self) -> str:
         """The text to deploy: exactly ``text``, protected-block markers included.
@@ -211,6 +234,11 @@ class Skill:
         The section ``""`` is the whole document. Protected blocks only change for edits whose
         ``source`` is ``"slow_update"``, or when ``allow_protected`` is set.
 
+        Model text enters the skill here: ``content`` is made safe first (``make_safe``: a code
+        fence or HTML comment it leaves open is closed; the reason says so, and the result
+        carries the edit as applied), and an edit whose result would leave a fence or HTML block
+        open to the end of the document (one that was closed before) is skipped.
+
         A package bundle (``skill_package``) routes each edit to its ``file`` instead.
         """
         if is_package_text(self.text):
@@ -219,10 +247,13 @@ class Skill:
         results: list[EditResult] = []
         for edit in edits:
             allowed = allow_protected or getattr(edit, "source", "") == SLOW_UPDATE_SOURCE
+            edit, fixes = _made_safe(edit)
             text, reason = _apply_one(current, edit, allowed)
             after = None
             if text is not None:
                 after, reason = _checked(current, text, reason, allowed)
+            if fixes:
+                reason += "; made safe: " + "; ".join(fixes)
             results.append(EditResult(edit, "skipped" if after is None else "applied", reason))
             current = after or current
         return current, results
@@ -282,13 +313,26 @@ def _package_edit(pkg: SkillPackage, edit: Edit, allowed: bool) -> tuple[SkillPa
         return None, f"would make the package invalid: {exc}"
 
 
+def _made_safe(edit: Edit) -> tuple[Edit, tuple[str, ...]]:
+    """``edit`` with its content made safe (``make_safe``), and what that changed."""
+    content = getattr(edit, "content", None)
+    if not isinstance(content, str) or not content:
+        return edit, ()
+    safe, fixes = make_safe(content)
+    return (replace(edit, content=safe) if fixes else edit), fixes
+
+
 def _checked(before: Skill, text: str, reason: str, allowed: bool) -> tuple[Skill | None, str]:
-    """Accept an edit's result only if its markers are still well formed and, for a normal edit,
+    """Accept an edit's result only if its markers are still well formed, it leaves no fence or
+    HTML block open to the end of the document that was closed before, and, for a normal edit,
     every protected block is unchanged: a guarantee that does not rely on the matcher."""
     try:
         after = Skill(text)
     except SkillError as e:
         return None, f"would break protected-block markers ({e})"
+    left = open_at_end(text)
+    if left is not None and open_at_end(before.text) is None:
+        return None, f"would leave the {left.describe()} open to the end of the document"
     if not allowed:
         old, new = before.protected_blocks(), after.protected_blocks()
         changed = sorted(n for n in old.keys() | new.keys() if old.get(n) != new.get(n))

@@ -11,7 +11,10 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from difflib import SequenceMatcher
+from functools import lru_cache
 from typing import Literal
+
+from markdown_it import MarkdownIt
 
 from skillgrad.errors import SkillError
 
@@ -215,17 +218,31 @@ def resolve_path(
 
 
 # ---- document structure -------------------------------------------------------------------
+#
+# Block structure comes from markdown-it-py's CommonMark parser (block rules only), so what is a
+# heading agrees with every CommonMark renderer: ATX and setext headings count; lines inside
+# fenced or indented code, HTML blocks (a multi-line comment), block quotes and list items are
+# not sections. Only top-level headings are sections. Protected-block markers are whole lines
+# outside code.
 
-_HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(\S.*?)(?:[ \t]+#+)?[ \t]*$")
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 MARKER = re.compile(r"^\s*<!--\s*(/?)skillgrad:protected\s+([A-Za-z0-9_.-]+)\s*-->\s*$")
+_MD = MarkdownIt("commonmark").disable(["inline", "text_join"], ignoreInvalid=True)
+# HTML block starts that only a closing sequence ends (CommonMark types 1-5), and that closer.
+_HTML_CLOSERS: tuple[tuple[re.Pattern[str], str, str], ...] = (
+    (re.compile(r"^ {0,3}<!--"), "-->", "HTML comment"),
+    (re.compile(r"^ {0,3}<(script|pre|style|textarea)(?:\s|>|$)", re.I), "</{0}>", "<{0}> block"),
+    (re.compile(r"^ {0,3}<\?"), "?>", "<? block"),
+    (re.compile(r"^ {0,3}<!\[CDATA\["), "]]>", "CDATA block"),
+    (re.compile(r"^ {0,3}<![A-Za-z]"), ">", "<! declaration"),
+)
 
 
 @dataclass(frozen=True)
 class Section:
-    """A heading and what it governs. ``start`` is the heading's line index (0 for the root);
-    ``end`` is exclusive and covers the subsections; ``body`` is the section's own text (no
-    heading, stopping at ``body_end``: the first child heading)."""
+    """A heading and what it governs. ``start`` is the heading's first line index (0 for the
+    root); ``end`` is exclusive and covers the subsections; ``body`` is the section's own text
+    (no heading, stopping at ``body_end``: the first child heading). A setext heading spans
+    ``heading_lines`` lines (its text and the ``===`` / ``---`` underline)."""
 
     path: tuple[str, ...]
     level: int
@@ -234,6 +251,7 @@ class Section:
     end: int
     body: str
     body_end: int
+    heading_lines: int = 1
 
     @property
     def name(self) -> str:
@@ -242,7 +260,7 @@ class Section:
     @property
     def content_start(self) -> int:
         """First line after the heading (0 for the root, which has none)."""
-        return self.start + 1 if self.path else 0
+        return self.start + self.heading_lines if self.path else 0
 
 
 @dataclass(frozen=True)
@@ -252,6 +270,26 @@ class Block:
     name: str
     open: int
     close: int
+
+
+@dataclass(frozen=True)
+class Unclosed:
+    """A fence or HTML block that runs to the end of the text: it would swallow whatever is
+    appended after it. ``closer`` is the line that closes it."""
+
+    what: str
+    line: int
+    closer: str
+
+    def describe(self) -> str:
+        return f"{self.what} opened at line {self.line + 1}"
+
+
+@dataclass(frozen=True)
+class _Structure:
+    headings: tuple[tuple[int, int, str, int], ...]  # (line, level, title, lines it spans)
+    opaque: frozenset[int]  # lines inside code: never markers
+    unclosed: Unclosed | None
 
 
 def parse_section_path(section: str) -> tuple[str, ...]:
@@ -265,34 +303,94 @@ def format_section_path(path: tuple[str, ...]) -> str:
     return " > ".join(path)
 
 
+@lru_cache(maxsize=128)
+def _structure(text: str) -> _Structure:
+    """Top-level headings, code lines and a construct left open at the end, of ``text``."""
+    lines = text.split("\n")
+    tokens = _MD.parse(text)
+    headings: list[tuple[int, int, str, int]] = []
+    opaque: set[int] = set()
+    unclosed: Unclosed | None = None
+    last = len(lines)  # a block ending here runs to the end (trailing blank lines aside)
+    while last > 0 and not lines[last - 1].strip():
+        last -= 1
+    for k, tok in enumerate(tokens):
+        if tok.map is None:
+            continue
+        first, stop = tok.map
+        if tok.type == "heading_open" and tok.level == 0:
+            title = " ".join(tokens[k + 1].content.split())
+            if title:
+                headings.append((first, int(tok.tag[1]), title, stop - first))
+        elif tok.type in ("fence", "code_block"):
+            opaque.update(range(first, stop))
+        if tok.level == 0 and stop >= last and tok.type in ("fence", "html_block"):
+            unclosed = _left_open(tok.type, lines, first, stop, tok.markup)
+    return _Structure(tuple(headings), frozenset(opaque), unclosed)
+
+
+def _left_open(kind: str, lines: list[str], first: int, stop: int, markup: str) -> Unclosed | None:
+    """The fence / HTML block at lines ``first..stop`` (ending the text) if nothing closed it."""
+    body = lines[first:stop]
+    if kind == "fence":
+        indent = len(lines[first]) - len(lines[first].lstrip(" "))
+        last = body[-1].strip() if len(body) > 1 else ""
+        closed = len(last) >= len(markup) and set(last) == {markup[0]}
+        fence = markup[0] * len(markup)
+        return None if closed else Unclosed(f"code fence {fence}", first, " " * indent + fence)
+    for start, closer, what in _HTML_CLOSERS:
+        m = start.match(lines[first])
+        if m:
+            end = closer.format(m.group(1).lower()) if m.groups() else closer
+            text = "\n".join(body)[m.end() :]
+            return (
+                None
+                if end in (text.lower() if m.groups() else text)
+                else Unclosed(what.format(*(g.lower() for g in m.groups())), first, end)
+            )
+    return None
+
+
+def open_at_end(text: str) -> Unclosed | None:
+    """The code fence or HTML block (comment, ``<pre>``...) that ``text`` leaves open, if any."""
+    return _structure(text).unclosed
+
+
+def make_safe(text: str) -> tuple[str, tuple[str, ...]]:
+    """Model text made safe to put into a skill, and what was changed (empty: nothing).
+
+    A fence or HTML block the text opens and never closes would swallow everything after it
+    in the document (sections, protected-block markers), so a closing line is appended. Text
+    that needs nothing comes back unchanged.
+    """
+    changes: list[str] = []
+    for _ in range(8):  # a closer can reveal another open construct (a fence in a comment)
+        left = open_at_end(text)
+        if left is None:
+            break
+        text = text.rstrip("\n") + "\n" + left.closer
+        changes.append(f"closed the {left.describe()} with {left.closer.strip()!r}")
+    return text, tuple(changes)
+
+
 def scan(lines: list[str]) -> tuple[list[Section], list[Block]]:
-    """Sections and protected blocks of a document split on ``\\n``; fenced code is opaque.
+    """Sections and protected blocks of a document split on ``\\n``; code is opaque.
 
     Raises ``SkillError`` (with the line number and the fix) for unclosed, nested, duplicate
     or unmatched protected-block markers.
     """
-    headings: list[tuple[int, int, str]] = []
+    structure = _structure("\n".join(ln.replace("\r", " ") for ln in lines))
     blocks: list[Block] = []
-    fence = ""
     opened: tuple[str, int] | None = None
-    for i, raw in enumerate(lines):
-        line = raw.rstrip("\r")
-        if fence:
-            if re.match(rf"^ {{0,3}}{re.escape(fence)}+[ \t]*$", line):
-                fence = ""
-            continue
-        if m := _FENCE.match(line):
-            fence = m.group(1)
-        elif m := _HEADING.match(line):
-            headings.append((i, len(m.group(1)), m.group(2).strip()))
-        elif m := MARKER.match(line):
+    for i, line in enumerate(lines):
+        if i not in structure.opaque and (m := MARKER.match(line.rstrip("\r"))):
             opened = _marker(m.group(1) == "/", m.group(2), i, opened, blocks)
     if opened is not None:
         raise SkillError(
             f"protected block {opened[0]!r} opened at line {opened[1] + 1} is never closed; "
             f"add '<!-- /skillgrad:protected {opened[0]} -->' after its content"
         )
-    return _sections(lines, headings), blocks
+    return _sections(lines, list(structure.headings)), blocks
 
 
 def _marker(
@@ -317,18 +415,19 @@ def _marker(
     return None
 
 
-def _sections(lines: list[str], headings: list[tuple[int, int, str]]) -> list[Section]:
+def _sections(lines: list[str], headings: list[tuple[int, int, str, int]]) -> list[Section]:
     n = len(lines)
     first = headings[0][0] if headings else n
     out = [Section((), 0, "", 0, n, "\n".join(lines[:first]), first)]
     stack: list[tuple[int, str]] = []  # (level, title) of the enclosing headings
-    for k, (i, level, title) in enumerate(headings):
+    for k, (i, level, title, span) in enumerate(headings):
         while stack and stack[-1][0] >= level:
             stack.pop()
         stack.append((level, title))
         later = headings[k + 1 :]
-        end = next((j for j, lv, _ in later if lv <= level), n)
+        end = next((h[0] for h in later if h[1] <= level), n)
         body_end = later[0][0] if later else n
-        body = "\n".join(lines[i + 1 : body_end])
-        out.append(Section(tuple(t for _, t in stack), level, title, i, end, body, body_end))
+        body = "\n".join(lines[i + span : body_end])
+        path = tuple(t for _, t in stack)
+        out.append(Section(path, level, title, i, end, body, body_end, span))
     return out

@@ -39,7 +39,8 @@ async def slow_update(ctx: RunContext, state: TrainState) -> TrainState:
     applied: tuple[EditResult, ...] = ()
     if reply.parsed is not None:
         guidance = reply.parsed.guidance.strip()
-        candidate = Skill(state.skill).with_protected_block(GUIDANCE_BLOCK, guidance).text
+        written, fixes = Skill(state.skill).write_protected_block(GUIDANCE_BLOCK, guidance)
+        candidate, guidance = written.text, written.protected_blocks()[GUIDANCE_BLOCK]
         ids = tuple(f"slow_update/epoch_{epoch:02d}/{i}" for i in items)
         edit = Edit(
             "add",
@@ -49,7 +50,8 @@ async def slow_update(ctx: RunContext, state: TrainState) -> TrainState:
             trajectory_ids=ids,
             source="slow_update",
         )
-        applied = (EditResult(edit, "applied", "protected block written"),)
+        note = "; made safe: " + "; ".join(fixes) if fixes else ""
+        applied = (EditResult(edit, "applied", "protected block written" + note),)
     outcome, gate_result = None, None
     if applied and ctx.cfg.train.slow_update_gate:
         outcome = await evaluate_candidate(ctx, step, candidate, state.skill, "slow_update")

@@ -1,0 +1,33 @@
+"""Fake optimizer whose replies leave code fences open (issue 11 §4), importable by file path.
+
+The shipped e2e optimizer (``fakes_e2e``), except that every proposed edit and the slow update's
+guidance end inside an unclosed ``` fence, as a model cut off mid-example would write them.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from fakes_e2e import optimizer_reply
+from skillgrad.testing import FunctionBackend
+from skillgrad.types import ChatRequest
+
+OPEN_FENCE = "\n```text\nEXAMPLE OUTPUT"
+
+
+def fenced_reply(request: ChatRequest) -> dict[str, Any] | str:
+    reply = optimizer_reply(request)
+    if isinstance(reply, dict) and "guidance" in reply:
+        return {"guidance": reply["guidance"] + OPEN_FENCE}
+    if isinstance(reply, dict) and "edits" in reply:
+        edits = [{**e, "content": e["content"] + OPEN_FENCE} for e in reply["edits"]]
+        return {**reply, "edits": edits}
+    return reply
+
+
+class FencedOptimizer(FunctionBackend):
+    def __init__(self) -> None:
+        super().__init__(fenced_reply, "function:fenced-optimizer")
