@@ -154,7 +154,9 @@ def openai_client(spec: ModelSpec) -> tuple[Any, Endpoint]:
     if spec.provider == "openai":
         env = spec.api_key_env or "OPENAI_API_KEY"
         key = require_env(env, spec.provider, spec.model)
-        base_url = spec.base_url or OPENAI_BASE_URL
+        # as the official SDK: $OPENAI_BASE_URL when the config names no base_url (the SDK
+        # itself reads $OPENAI_ORG_ID and $OPENAI_PROJECT_ID)
+        base_url = spec.base_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_BASE_URL
     else:
         if not spec.base_url:
             raise PermanentModelError(
