@@ -77,3 +77,25 @@ def test_dashboard_shows_each_accepted_steps_difference_and_attribution(tmp_path
     accepted = [r for r in fixed if r["accepted"]]
     assert accepted and all(i in html for i in accepted[0]["fixed"])
     assert "signal" in html
+
+
+def test_sweep_summary_lists_edits_accepted_in_several_seeds(tmp_path: Path) -> None:
+    from skillgrad.sweep.attribution import repeated_edits
+
+    runs = []
+    for seed in (0, 1):
+        cfg = load_config(
+            data={
+                "env": {"task": "toy", "output_root": str(tmp_path), "run_name": f"s{seed}"},
+                "train": {"num_epochs": 1, "batch_size": 4, "seed": seed},
+            }
+        )
+        runs.append((seed, run_training(cfg, optimizer=make_optimizer(), target=make_target())))
+    repeated = repeated_edits([(seed, r.run_dir) for seed, r in runs])
+    assert len(repeated) == 1
+    edit = repeated[0]
+    assert edit["seeds"] == [0, 1] and edit["accepted_in"] == 2
+    history = read_json(runs[1][1].run_dir / "history.json")
+    step = edit["per_seed"]["1"]["step"]
+    assert edit["per_seed"]["1"]["fixed"] == next(r["fixed"] for r in history if r["step"] == step)
+    assert repeated_edits([(0, runs[0][1].run_dir)]) == []  # one seed is not a repetition

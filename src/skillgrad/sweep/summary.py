@@ -21,6 +21,7 @@ from skillgrad.runs.cache import CallCache
 from skillgrad.runs.io import atomic_write_json, read_json
 from skillgrad.skill import skill_hash
 from skillgrad.stats import sign_flip_test, t_interval
+from skillgrad.sweep.attribution import repeated_edits
 from skillgrad.sweep.plan import SUMMARY_FILE, load_plan_record
 from skillgrad.sweep.worker import FINISHED
 
@@ -121,6 +122,7 @@ def _unique_params(jobs: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def _config_summary(sweep_dir: Path, params: dict[str, Any], runs: list[dict[str, Any]]) -> dict:
     values: dict[str, list[float]] = {m: [] for m in METRICS}
     seeds, statuses, diffs, missing = [], {}, [], 0
+    finished_runs: list[tuple[int, Path]] = []  # for the edits accepted in several seeds
     for job in runs:
         run_dir = sweep_dir / job["name"]
         summary = read_json(run_dir / "summary.json")
@@ -131,6 +133,7 @@ def _config_summary(sweep_dir: Path, params: dict[str, Any], runs: list[dict[str
         if status != FINISHED:
             continue
         seeds.append(job["seed"])
+        finished_runs.append((job["seed"], run_dir))
         for key, value in run_metrics(summary).items():
             if value is not None and math.isfinite(float(value)):
                 values[key].append(float(value))
@@ -156,6 +159,7 @@ def _config_summary(sweep_dir: Path, params: dict[str, Any], runs: list[dict[str
             "method": test.method,
             "missing_pairs": missing,
         },
+        "repeated_edits": repeated_edits(finished_runs),
     }
 
 
