@@ -27,10 +27,14 @@ def did_you_mean(name: str, known: list[str]) -> str:
 
 def import_file(path: Path, spec: str) -> Any:
     """Import one Python file as a module; one module per file, so loading a file twice yields
-    the same classes."""
+    the same classes. The file's folder goes first on ``sys.path`` (as ``python file.py`` puts
+    it), so the file can import the modules next to it, at import time or later."""
     mod_id = f"skillgrad_user_{abs(hash(str(path.resolve())))}"
     if mod_id in sys.modules:
         return sys.modules[mod_id]
+    folder = str(path.resolve().parent)
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
     loaded = importlib.util.spec_from_file_location(mod_id, path)
     if loaded is None or loaded.loader is None:
         raise ConfigError(f"cannot import {path} (from {spec!r}): is it a Python file?")
