@@ -6,7 +6,8 @@ Only finished runs count; ``runs_finished`` / ``runs_total`` say how many that i
 test scores of the initial and the best skill come from each run's result cache (calls.sqlite,
 ``results``: one scored trajectory per skill and item), the same rows the run's test scores were
 averaged from; an item scored for only one of the two skills (an errored rollout) is left out
-of the pairs and counted in ``missing_pairs``.
+of the pairs and counted in ``missing_pairs``. The two skills' texts are the run's committed
+state (``runtime_state.json``), so skill packages count with their whole bundle.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from skillgrad.errors import RunDirError
 from skillgrad.runs.cache import CallCache
 from skillgrad.runs.io import atomic_write_json, read_json
 from skillgrad.skill import skill_hash
@@ -51,8 +53,13 @@ def run_metrics(summary: dict[str, Any]) -> dict[str, float | None]:
 def test_pairs(run_dir: Path) -> tuple[list[float], int]:
     """Per test item: best-skill score minus initial-skill score; and the items missing one."""
     splits = read_json(run_dir / "splits.json") or {}
-    initial = (run_dir / "skills" / "skill_v0000.md").read_text(encoding="utf-8")
-    best = (run_dir / "best_skill.md").read_text(encoding="utf-8")
+    state = read_json(run_dir / "runtime_state.json")  # the full texts (a package: its bundle)
+    if not isinstance(state, dict) or not {"initial_skill", "best_skill"} <= set(state):
+        raise RunDirError(
+            f"{run_dir / 'runtime_state.json'}: missing or damaged in a finished run; "
+            "restore it or remove the run directory and re-run the sweep"
+        )
+    initial, best = str(state["initial_skill"]), str(state["best_skill"])
     store = CallCache(run_dir / "calls.sqlite")
     try:
         diffs, missing = [], 0
@@ -86,8 +93,6 @@ def build_sweep_summary(sweep_dir: Path) -> dict[str, Any]:
     """Read every run of the sweep and compute the summary (does not write it)."""
     record = load_plan_record(sweep_dir)
     if record is None:
-        from skillgrad.errors import RunDirError
-
         raise RunDirError(f"{sweep_dir} is not a sweep directory (no sweep.json)")
     jobs = record["jobs"]
     configs: list[dict[str, Any]] = []
