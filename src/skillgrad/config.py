@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from skillgrad.errors import ConfigError
 from skillgrad.models.spec import ModelSpec
@@ -117,6 +117,16 @@ class TrainConfig(_Section):
         "repeats at models.target.temperature), averaged per item",
     )
     optimizer_max_tokens: int = Field(600, ge=16, description="completion limit of optimizer calls")
+
+    @model_validator(mode="after")
+    def _schedule_falls(self) -> TrainConfig:
+        if self.learning_rate < self.min_learning_rate:
+            raise ValueError(
+                f"learning_rate ({self.learning_rate:g}) is below min_learning_rate "
+                f"({self.min_learning_rate:g}); the schedule falls from learning_rate to "
+                "min_learning_rate: raise learning_rate or lower min_learning_rate"
+            )
+        return self
 
 
 class ModelsConfig(_Section):
@@ -255,16 +265,48 @@ def _deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+class _DuplicateKey(ConfigError):
+    pass
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """A SafeLoader that refuses a mapping with the same key twice (PyYAML keeps the last one
+    silently: a second ``budget:`` replaced the first)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: dict[Any, yaml.Node] = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            if isinstance(key, list | dict):
+                continue  # unhashable: the base class reports it
+            if key in seen:
+                first = seen[key].start_mark.line + 1
+                raise _DuplicateKey(
+                    f"key {key!r} appears twice (line {first} and line "
+                    f"{key_node.start_mark.line + 1}); keep one of them"
+                )
+            seen[key] = key_node
+        return super().construct_mapping(node, deep=deep)
+
+
+def load_yaml(text: str, source: str) -> Any:
+    """Parse YAML text with ``_UniqueKeyLoader``; bad YAML is a ConfigError naming ``source``."""
+    try:
+        return yaml.load(text, Loader=_UniqueKeyLoader)  # a SafeLoader subclass: safe
+    except _DuplicateKey as exc:
+        raise ConfigError(f"{source}: {exc}") from None
+    except yaml.YAMLError as exc:
+        where = str(exc).replace('"<unicode string>"', source)
+        raise ConfigError(f"{source}: invalid YAML: {where}") from None
+
+
 def _read_yaml(path: Path, seen: tuple[Path, ...] = ()) -> dict[str, Any]:
     path = path.resolve()
     if path in seen:
         raise ConfigError(f"_base_ cycle: {' -> '.join(str(p) for p in (*seen, path))}")
     if not path.exists():
         raise ConfigError(f"config file {path} does not exist")
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: invalid YAML: {exc}") from exc
+    data = load_yaml(path.read_text(encoding="utf-8"), str(path)) or {}
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: top level must be a mapping of sections")
     bases = data.pop("_base_", [])
@@ -279,7 +321,15 @@ def parse_override(text: str) -> tuple[list[str], Any]:
     key, sep, raw = text.partition("=")
     if not sep or not key.strip():
         raise ConfigError(f"--set {text!r}: expected section.key=value, e.g. train.batch_size=4")
-    return key.strip().split("."), yaml.safe_load(raw) if raw.strip() else ""
+    if not raw.strip():
+        return key.strip().split("."), ""
+    try:
+        return key.strip().split("."), load_yaml(raw, f"--set {text!r}")
+    except ConfigError as exc:
+        raise ConfigError(
+            f"{exc}\nThe value after '=' is YAML: quote it to pass text, e.g. "
+            f"--set '{key.strip()}=\"...\"'"
+        ) from None
 
 
 def apply_override(data: dict[str, Any], path: list[str], value: Any) -> None:
@@ -353,6 +403,7 @@ __all__ = [
     "config_markdown",
     "config_schema",
     "load_config",
+    "load_yaml",
     "redact",
     "validate_config",
 ]

@@ -182,13 +182,13 @@ class Skill:
         if is_package_text(self.text):  # a package keeps its blocks in SKILL.md
             pkg = SkillPackage.from_bundle(self.text)
             head, body = pkg.editable(SKILL_FILE) or ("", "")
-            doc, changes = Skill(body).write_protected_block(name, content, section)
-            return Skill(pkg.with_file(SKILL_FILE, head + doc.text).bundle()), changes
+            doc, done = Skill(body).write_protected_block(name, content, section)
+            return Skill(pkg.with_file(SKILL_FILE, head + doc.text).bundle()), done
         lines = content.strip("\n").split("\n")
         kept = [ln.rstrip() for ln in lines if not _MARKERISH.search(ln)]
-        changes = [f"dropped {len(lines) - len(kept)} protected-block marker line(s)"] * (
-            len(kept) < len(lines)
-        )
+        changes: list[str] = []
+        if len(kept) < len(lines):
+            changes.append(f"dropped {len(lines) - len(kept)} protected-block marker line(s)")
         safe, fixes = make_safe("\n".join(kept))
         inner = safe.split("\n") if safe.strip() else []
         block = [f"<!-- skillgrad:protected {name} -->", *inner]
@@ -204,10 +204,10 @@ class Skill:
             changes.append(f"closed the document's {left.describe()} before the block")
         query = parse_section_path(section)
         found = base._resolve(query)
-        text, reason = _place(base, found[0] if found else None, query, block, allowed=True)
-        if text is None:
+        placed, reason = _place(base, found[0] if found else None, query, block, allowed=True)
+        if placed is None:
             raise SkillError(f"cannot place protected block {name!r}: {reason}")
-        return Skill(text), (*changes, *fixes)
+        return Skill(placed), (*changes, *fixes)
 
     def deployable_text(self) -> str:
         """The text to deploy: exactly ``text``, protected-block markers included.

@@ -17,9 +17,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from skillgrad.config import Config, load_config
+from skillgrad.config import Config, load_config, load_yaml
 from skillgrad.errors import ConfigError, RunDirError
 from skillgrad.runs.io import atomic_write_json, read_json
 from skillgrad.runs.rundir import _comparable, _flat_diff
@@ -104,7 +102,7 @@ def parse_grid(specs: Sequence[str]) -> tuple[GridAxis, ...]:
             )
         if any(a.key == key for a in axes):
             raise ConfigError(f"{where}: {key} appears in two --grid options; give it once")
-        values = tuple(yaml.safe_load(v) if v.strip() else "" for v in raw.split(","))
+        values = tuple(load_yaml(v, where) if v.strip() else "" for v in raw.split(","))
         if len({json.dumps(v, sort_keys=True) for v in values}) != len(values):
             raise ConfigError(f"{where}: a value is listed twice")
         axes.append(GridAxis(key, values))
