@@ -19,6 +19,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from skillgrad.redact import redact_message
 from skillgrad.sweep.executors import OnDone
 from skillgrad.sweep.plan import RunJob
 from skillgrad.sweep.worker import FINISHED, RunOutcome
@@ -101,7 +102,7 @@ def serve_one() -> int:
     os.dup2(fd, 2)
     outcome = execute(job)
     if outcome.error:
-        print(f"error: {outcome.error}", file=sys.stderr)
+        print(f"error: {redact_message(str(outcome.error))}", file=sys.stderr)
     return _CODES_BY_STATUS.get(outcome.status, 2)
 
 
