@@ -2,22 +2,18 @@
 
 ``execute(job)`` trains (or resumes) the run in ``job.run_dir`` with ``load_config`` +
 ``run_training`` and returns a ``RunOutcome``; a run that already finished is not touched.
-``python -m skillgrad.sweep.worker JOB_JSON`` does the same in a fresh process (the local pool):
-exit 0 finished, 3 budget exhausted, 2 a clear error (printed), 1 anything else.
+The local pool calls it in a fresh process per run (``sweep/local.py``), Ray in a Ray task.
 """
 
 from __future__ import annotations
 
-import json
 import socket
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from skillgrad.errors import BudgetExceeded, SkillgradError
-from skillgrad.redact import redact_message
 from skillgrad.runs.io import read_json
 from skillgrad.sweep.plan import RunJob
 
@@ -65,18 +61,3 @@ def execute(job: RunJob) -> RunOutcome:
         return RunOutcome(job.name, "failed", str(exc), time.monotonic() - start, host)
     status = str(result.summary.get("status", FINISHED))
     return RunOutcome(job.name, status, "", time.monotonic() - start, host)
-
-
-def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
-    if len(args) != 1:
-        print("usage: python -m skillgrad.sweep.worker JOB_JSON", file=sys.stderr)
-        return 2
-    outcome = execute(RunJob.from_json(json.loads(args[0])))
-    if outcome.error:
-        print(f"error: {redact_message(str(outcome.error))}", file=sys.stderr)
-    return {FINISHED: 0, "skipped": 0, "budget_exhausted": 3}.get(outcome.status, 2)
-
-
-if __name__ == "__main__":  # pragma: no cover - run as a subprocess by the local executor
-    sys.exit(main())
