@@ -31,3 +31,15 @@ def fenced_reply(request: ChatRequest) -> dict[str, Any] | str:
 class FencedOptimizer(FunctionBackend):
     def __init__(self) -> None:
         super().__init__(fenced_reply, "function:fenced-optimizer")
+
+
+class CharTokenTarget(FunctionBackend):
+    """The e2e fake target with a tokenizer of its own: one token per character."""
+
+    def __init__(self) -> None:
+        from fakes_e2e import target_reply
+
+        super().__init__(target_reply, "function:char-token-target")
+
+    def count_tokens(self, text: str) -> int:
+        return len(text)

@@ -46,7 +46,13 @@ _OPS = ("add", "replace", "delete", "insert_after")
 _MARKERISH = re.compile(r"<!--\s*/?\s*skillgrad:protected", re.IGNORECASE)
 _LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])(?:\s|$)")
 _BARE_MARKER = re.compile(r"\s*(?:[-*+]|\d+[.)])?\s*")  # what a deletion may leave of a line
-_TOKEN = re.compile(r"\w+|[^\w\s]")
+# One token per CJK / kana / hangul character, word, or punctuation mark.
+_TOKEN = re.compile(
+    r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f]"
+    r"|[^\W\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f]+"
+    r"|[^\w\s]"
+)
+CHARS_PER_TOKEN = 4
 
 
 def skill_hash(skill_text: str) -> str:
@@ -55,9 +61,12 @@ def skill_hash(skill_text: str) -> str:
 
 
 def approx_tokens(text: str) -> int:
-    """Tokenizer-free length: one token per word or punctuation mark (``\\w+|[^\\w\\s]``),
-    a close lower-bound proxy for BPE counts (BPE splits rare words further)."""
-    return len(_TOKEN.findall(text))
+    """Tokenizer-free length, for a target without a tokenizer of its own: the larger of one
+    token per word, punctuation mark or CJK character, and ``ceil(len(text) / 4)`` (BPE's usual
+    characters per token), so unspaced text, long identifiers and CJK are never counted as one
+    token. Never below characters / 4."""
+    pieces = len(_TOKEN.findall(text))
+    return max(pieces, -(-len(text) // CHARS_PER_TOKEN))
 
 
 def unified_diff(a: str, b: str, a_name: str = "a", b_name: str = "b") -> str:
@@ -260,7 +269,7 @@ class Skill:
 
     def token_length(self, counter: Callable[[str], int] | None = None) -> int:
         """Length in tokens: the target model's tokenizer ``counter`` when given, else
-        ``approx_tokens`` (one per word or punctuation mark; a close lower bound of BPE)."""
+        ``approx_tokens`` (never below characters / 4)."""
         return counter(self.text) if counter is not None else approx_tokens(self.text)
 
     def diff(self, other: Skill, a_name: str = "before", b_name: str = "after") -> str:
