@@ -17,6 +17,7 @@ The layers, lowest first, and why each sits where it does:
   model wrappers meter and cache into its store, so it sits below ``models``;
 - ``models`` — backends and wrappers (never the registry, tasks or the test fakes);
 - ``scorers`` — the loss functions and their lookup (the judge calls a model);
+- ``executors`` — where a rollout's heavy, model-free part runs (a thread, or a Ray task);
 - ``sandbox``, then ``harnesses`` — running untrusted code and agent CLIs;
 - ``tasks`` — the Task protocol, rollout kinds (chat, tool, code, harness), data loading;
 - ``benchmarks`` — the built-in tasks on the generated-task base;
@@ -50,6 +51,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("runs",),
     ("models",),
     ("scorers",),
+    ("executors",),
     ("sandbox",),
     ("harnesses",),
     ("tasks",),

@@ -163,7 +163,17 @@ class EnvConfig(_Section):
 class HardwareConfig(_Section):
     rollout_workers: int = Field(4, ge=1, description="target calls in flight at once")
     analyst_workers: int = Field(2, ge=1, description="optimizer calls in flight at once")
-    executor: Literal["local"] = Field("local", description="where rollouts run (local only)")
+    executor: Literal["local", "ray"] = Field(
+        "local",
+        description="where the heavy part of code and agent rollouts runs: local (threads "
+        "here) or ray (Ray tasks; model calls, cache and budget stay here)",
+    )
+    ray_address: str | None = Field(
+        None, description="Ray cluster to attach to (executor: ray); unset: a local cluster"
+    )
+    ray_num_cpus_per_rollout: float = Field(
+        1.0, gt=0, description="CPUs one rollout's Ray task declares (executor: ray)"
+    )
 
 
 class BudgetConfig(_Section):

@@ -4,7 +4,9 @@
 before any model call), the two roles' backends (each provider's declared ability decides the
 wrappers: remote -> ``retry(limit(raw))`` with one limiter registry per run shared by both
 roles, in-process -> called directly), metering into the call store (prices and budget), the
-judge binding (an LLM-judge scorer uses the optimizer, metered as such) and the token counter.
+judge binding (an LLM-judge scorer uses the optimizer, metered as such), the token counter and,
+for a task with heavy rollouts (code, agents), the ``hardware.executor`` that runs their heavy
+part (``skillgrad.executors``; closed by ``Session.aclose``). Other tasks ignore the executor.
 
 ``run_training`` trains (or resumes) one run on top of it: re-running on an existing run
 directory resumes; ``fresh=True`` starts over in a new directory. Budget, endpoint and systemic
@@ -18,13 +20,14 @@ import logging
 import math
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from skillgrad.callbacks import Callback
 from skillgrad.config import Config
 from skillgrad.errors import BudgetExceeded, ConfigError, ModelError, SystemicFailure
+from skillgrad.executors import LOCAL, RolloutExecutor, open_executor
 from skillgrad.models.base import ModelBackend, token_counter
 from skillgrad.models.factory import aclose_backend, build_backend
 from skillgrad.models.metering import Budget, MeteredBackend, PriceTable
@@ -62,6 +65,7 @@ class Session:
     optimizer: MeteredBackend
     target: MeteredBackend
     prices: PriceTable
+    executor: RolloutExecutor = field(default=LOCAL)
 
     @property
     def count_tokens(self) -> Callable[[str], int]:
@@ -69,9 +73,13 @@ class Session:
         return token_counter(self.target) or approx_tokens
 
     async def aclose(self) -> None:
-        """Close SDK connection pools while the event loop that used them is still alive."""
-        for backend in {id(b): b for b in (self.optimizer, self.target)}.values():
-            await aclose_backend(backend)
+        """Close SDK connection pools while the event loop that used them is still alive, and
+        the executor (a Ray cluster it started)."""
+        try:
+            for backend in {id(b): b for b in (self.optimizer, self.target)}.values():
+                await aclose_backend(backend)
+        finally:
+            self.executor.close()
 
 
 def safe_name(name: str) -> str:
@@ -164,8 +172,17 @@ def open_session(
         target=MeteredBackend(raw_tgt, store, "target", prices, budget),
         prices=prices,
     )
+    abilities = task_abilities(task)
     # an LLM-judge scorer uses the optimizer model, metered (and budgeted) as the optimizer
-    task_abilities(task).bind_judge(session.optimizer)
+    abilities.bind_judge(session.optimizer)
+    hw = cfg.hardware
+    if abilities.heavy:  # last: a Ray cluster started here is closed by session.aclose
+        session.executor = open_executor(hw.executor, hw.ray_address, hw.ray_num_cpus_per_rollout)
+        abilities.bind_executor(session.executor)
+    elif hw.executor != "local":
+        log.info(
+            "hardware.executor %s: task %s has no heavy rollouts; run here", hw.executor, task.name
+        )
     log.debug("session: task %s, models %s / %s", task.name, raw_opt, raw_tgt)
     return session
 

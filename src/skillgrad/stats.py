@@ -238,7 +238,7 @@ def sign_flip_rejects(values: Sequence[float], alpha: float) -> bool:
     return sign_flip_p_greater(values)[0] <= alpha + 1e-12
 
 
-def sign_flip_lower_bound(diffs: Sequence[float], confidence: float, *, tol: float = 1e-5) -> float:
+def sign_flip_lower_bound(diffs: Sequence[float], confidence: float, *, tol: float = 1e-4) -> float:
     """One-sided lower confidence bound (level ``confidence``) of the mean of ``diffs`` (each in
     [-1, 1]) by inverting the sign-flip test: the smallest shift ``mu`` that the test of
     ``mean <= mu`` on ``diffs - mu`` does not reject. The rejection set is ``mu < bound``

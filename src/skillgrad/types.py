@@ -224,7 +224,8 @@ class GateResult:
     mean_diff: float | None = None
     """Mean paired difference (candidate minus incumbent); None when no pair."""
     diff_low: float | None = None
-    """One-sided sign-flip lower bound of the mean difference at ``confidence``."""
+    """One-sided sign-flip lower bound of the mean difference at ``confidence`` (None after an
+    early rejection: only part of the items was scored)."""
     diff_high: float | None = None
     """One-sided sign-flip upper bound of the mean difference at ``confidence``."""
     p_value: float | None = None

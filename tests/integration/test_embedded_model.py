@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from skillgrad.config import load_config
+from skillgrad.models.structured import ask_structured
 from skillgrad.runs.io import read_json
 from skillgrad.session import run_training
-from skillgrad.models.structured import ask_structured
 from skillgrad.train.schemas import MetaSkillOutput
 from skillgrad.types import ChatRequest, Message
 

@@ -104,7 +104,6 @@ async def run_gate(
 RULES = [
     STRICT,
     GateRule("strict", min_delta=0.2),
-    PAIRED,
     GateRule("paired", 0.8),
     GateRule("paired", 0.8, min_delta=0.1),
 ]

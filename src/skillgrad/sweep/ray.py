@@ -10,30 +10,15 @@ A task whose worker dies is reported failed; re-running the sweep resumes the ru
 
 from __future__ import annotations
 
-import os
 import socket
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from skillgrad.errors import ConfigError, SkillgradError
+from skillgrad.executors import INSTALL, connect, import_ray
 from skillgrad.sweep.executors import OnDone
 from skillgrad.sweep.plan import PLAN_FILE, RunJob
 from skillgrad.sweep.worker import RunOutcome, execute
-
-INSTALL = "pip install 'skillgrad[ray]'"
-# Read by Ray at import time: loopback node address for a local cluster, no usage reporting.
-_LOCAL_ENV = {"RAY_USAGE_STATS_ENABLED": "0", "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
-
-
-def import_ray() -> Any:
-    for key, value in _LOCAL_ENV.items():
-        os.environ.setdefault(key, value)
-    try:
-        import ray
-    except ImportError:
-        raise ConfigError(f"--executor ray needs Ray: {INSTALL}") from None
-    return ray
 
 
 def run_job(job_data: dict[str, Any]) -> dict[str, Any]:
@@ -109,32 +94,6 @@ def _result(ray: Any, ref: Any, job: RunJob) -> RunOutcome:
     except ray.exceptions.RayError as exc:  # the worker died, or the task raised
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
         return RunOutcome(job.name, "failed", f"ray task failed ({type(exc).__name__}): {first}")
-
-
-def connect(ray: Any, address: str | None, workers: int) -> None:
-    """Attach to ``address``, or start a local cluster on 127.0.0.1 with ``workers`` CPUs."""
-    try:
-        if address:
-            ray.init(address=address, log_to_driver=False, configure_logging=False)
-            return
-        ray.init(
-            address="local",
-            num_cpus=workers,
-            include_dashboard=False,
-            _node_ip_address="127.0.0.1",
-            log_to_driver=False,
-            configure_logging=False,
-        )
-    except (ConnectionError, RuntimeError, ValueError) as exc:
-        where = address or "a local cluster"
-        raise SkillgradError(f"could not start or reach Ray ({where}): {exc}") from None
-    gcs = str(ray.get_runtime_context().gcs_address)
-    if not address and not gcs.startswith("127.0.0.1:"):
-        ray.shutdown()
-        raise SkillgradError(
-            f"the local Ray cluster bound {gcs}, not loopback: Ray was imported before skillgrad "
-            "could set RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0; set it in the environment and re-run"
-        )
 
 
 __all__ = ["INSTALL", "RayExecutor", "connect", "import_ray", "run_job"]

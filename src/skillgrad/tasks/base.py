@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Literal, Protocol, runtime_checkable
 
 from skillgrad.errors import BudgetExceeded, PermanentModelError, SkillgradError
+from skillgrad.executors import RolloutExecutor
 from skillgrad.models.base import ModelBackend
 from skillgrad.skill import skill_hash
 from skillgrad.skill_package import prompt_text
@@ -44,6 +45,10 @@ class Task(Protocol):
       call, used by the cost preflight.
     - ``bind_judge(backend)`` (default: no-op): receive the model that grades outputs (the
       run binds its optimizer, so judge calls are cached, metered and budgeted).
+    - ``bind_executor(executor)`` (default: none; the task is not heavy): receive the
+      ``skillgrad.executors`` executor of ``hardware.executor`` that runs the heavy, model-free
+      part of each rollout (sandbox judging, a whole agent run) as a picklable job. Model
+      calls never go into a job: they stay on the driver with the cache, budget and limits.
     """
 
     name: str
@@ -63,11 +68,22 @@ class TaskAbilities:
     deterministic: bool = True
     max_tokens: int = DEFAULT_MAX_TOKENS
     judge_binder: Callable[[ModelBackend], None] | None = None
+    executor_binder: Callable[[RolloutExecutor], None] | None = None
 
     def bind_judge(self, backend: ModelBackend) -> None:
         """Hand ``backend`` to the task's judge; a no-op when it has none."""
         if self.judge_binder is not None:
             self.judge_binder(backend)
+
+    @property
+    def heavy(self) -> bool:
+        """The task's rollouts have a heavy part that ``hardware.executor`` may place."""
+        return self.executor_binder is not None
+
+    def bind_executor(self, executor: RolloutExecutor) -> None:
+        """Hand ``executor`` to a heavy task; a no-op for the others (they ignore it)."""
+        if self.executor_binder is not None:
+            self.executor_binder(executor)
 
 
 def task_abilities(task: Task) -> TaskAbilities:
@@ -78,10 +94,12 @@ def task_abilities(task: Task) -> TaskAbilities:
         getattr(scorer, "deterministic", True)
     )
     binder = getattr(task, "bind_judge", None)
+    executor_binder = getattr(task, "bind_executor", None)
     return TaskAbilities(
         deterministic=deterministic,
         max_tokens=int(getattr(task, "max_tokens", DEFAULT_MAX_TOKENS)),
         judge_binder=binder if callable(binder) else None,
+        executor_binder=executor_binder if callable(executor_binder) else None,
     )
 
 

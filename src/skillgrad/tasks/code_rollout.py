@@ -4,16 +4,19 @@ The code is pulled tolerantly from the reply (fenced blocks, an unclosed fence, 
 run against hidden tests in the sandbox, and scored by the fraction of tests passed. Why it
 failed (timeout, memory, blocked network or file access, exception and traceback tail) goes into
 the trajectory's steps and the score's feedback, where the optimizer reads it.
+
+The model call runs here, on the driver; the sandbox run is a picklable ``SandboxJob`` handed
+to the bound executor (``hardware.executor``: a thread here, or a Ray task on a cluster).
 """
 
 from __future__ import annotations
 
-import asyncio
 import re
 import threading
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from typing import Any
 
+from skillgrad.executors import LOCAL, JobLost, RolloutExecutor
 from skillgrad.models.base import ModelBackend
 from skillgrad.sandbox import SandboxResult, run_tests
 from skillgrad.skill import skill_hash
@@ -22,8 +25,32 @@ from skillgrad.types import ChatRequest, Item, Message, Score, Trajectory
 
 _FENCE = re.compile(r"```[ \t]*([\w+-]*)[^\n]*\n(.*?)(?:```|\Z)", re.DOTALL)
 _CODE_START = re.compile(r"^(def |async def |class |import |from |@)", re.MULTILINE)
-# Rollouts run concurrently; each sandbox is a process, so cap them at the machine's cores.
+# Rollouts run concurrently; each sandbox is a process, so cap them at the machine's cores
+# (per process: on a Ray worker, the cluster's CPU accounting is the cap).
 _SANDBOX_SLOTS = threading.BoundedSemaphore(2)
+
+
+@dataclass(frozen=True)
+class SandboxJob:
+    """Judging ``code`` against ``tests`` in the sandbox: plain data, picklable, no model."""
+
+    code: str
+    tests: str
+    timeout_s: float
+    memory_mb: int
+    entry_point: str | None
+    mode: str
+
+    def __call__(self) -> SandboxResult:
+        with _SANDBOX_SLOTS:
+            return run_tests(
+                self.code,
+                self.tests,
+                self.timeout_s,
+                self.memory_mb,
+                entry_point=self.entry_point,
+                mode=self.mode,
+            )
 
 
 def extract_code(text: str, entry_point: str = "") -> str:
@@ -60,6 +87,7 @@ class CodeTask:
     timeout_s = 10.0
     memory_mb = 256
     sandbox = "bubblewrap"  # or "unsandboxed", only by name (skillgrad.sandbox.MODES)
+    executor: RolloutExecutor = LOCAL  # where sandbox runs go (bind_executor)
 
     def load_split(self, split: Split) -> list[Item]:
         raise NotImplementedError
@@ -77,17 +105,24 @@ class CodeTask:
         """Hook: adjust extracted code before it runs (e.g. prepend a given header)."""
         return code
 
+    def bind_executor(self, executor: RolloutExecutor) -> None:
+        """Run the sandbox part of each rollout on ``executor`` (``hardware.executor``)."""
+        self.executor = executor
+
+    def judge_job(self, code: str, item: Item) -> SandboxJob:
+        """The sandbox run of ``code`` against the item's tests, as a picklable job."""
+        return SandboxJob(
+            code,
+            self.tests(item),
+            self.timeout_s,
+            self.memory_mb,
+            self.entry_point(item) or None,
+            self.sandbox,
+        )
+
     def run(self, code: str, item: Item) -> SandboxResult:
-        """Run ``code`` against the item's tests in the sandbox (blocking)."""
-        with _SANDBOX_SLOTS:
-            return run_tests(
-                code,
-                self.tests(item),
-                self.timeout_s,
-                self.memory_mb,
-                entry_point=self.entry_point(item) or None,
-                mode=self.sandbox,
-            )
+        """Run ``code`` against the item's tests in the sandbox, here (blocking)."""
+        return self.judge_job(code, item)()
 
     def score_result(self, result: SandboxResult, code: str, item: Item) -> Score:
         if result.tests_total == 0:
@@ -122,8 +157,8 @@ class CodeTask:
             score = Score(0.0, False, "the reply contains no code")
         else:
             try:
-                result = await asyncio.to_thread(self.run, code, item)
-            except OSError as exc:  # the sandbox itself could not start: this item's failure
+                result = await self.executor.run(self.judge_job(code, item))
+            except (OSError, JobLost) as exc:  # the sandbox could not start / its worker died
                 return failed_trajectory(
                     item, skill, all_messages, f"sandbox failed: {exc}", infra=True
                 )
@@ -141,4 +176,4 @@ class CodeTask:
         )
 
 
-__all__ = ["CodeTask", "extract_code", "sandbox_step"]
+__all__ = ["CodeTask", "SandboxJob", "extract_code", "sandbox_step"]

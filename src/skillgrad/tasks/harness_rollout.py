@@ -7,6 +7,13 @@ changed; the item scored by its checks. The agent reaches its own model (``endpo
 ``models.target`` is not called. An agent that crashed, timed out or could not reach its endpoint
 is an infrastructure failure (``infra_error``): missing data, not a zero for the skill.
 
+The whole agent run (work directory, box, endpoint relay, checks) is one picklable ``AgentJob``
+run by the bound executor (``hardware.executor``): a thread here, or a Ray task on a cluster
+node, which then needs the agent CLI installed at the same path, the endpoint reachable and the
+key variable set. At most ``max_parallel`` agents run at once, wherever they run. The agent's
+model calls go from the agent to its endpoint: they are never in the run's call cache, ledger or
+budget, whichever executor runs it.
+
 Items come from ``split_dir/{train,val,test}.jsonl``, one object per line::
 
     {"id": "sum-1", "prompt": "Total the amounts in data.csv into total.txt",
@@ -16,18 +23,18 @@ Items come from ``split_dir/{train,val,test}.jsonl``, one object per line::
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
 import tempfile
-import threading
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from skillgrad.errors import ConfigError, DataError, SkillError
-from skillgrad.harnesses.base import Endpoint
+from skillgrad.executors import LOCAL, JobLost, LoopSlots, RolloutExecutor
+from skillgrad.harnesses.base import AgentHarness, Endpoint
 from skillgrad.harnesses.checks import Check, score_checks
 from skillgrad.harnesses.command import load_harness
 from skillgrad.harnesses.events import Transcript
@@ -36,7 +43,7 @@ from skillgrad.models.base import ModelBackend
 from skillgrad.sandbox import check_mode, require_bubblewrap
 from skillgrad.skill import skill_hash
 from skillgrad.skill_package import SkillPackage, is_package_text
-from skillgrad.tasks.base import SPLITS, Split
+from skillgrad.tasks.base import SPLITS, Split, failed_trajectory
 from skillgrad.types import Item, Message, Score, Trajectory
 
 INFRA_PREFIX = "infrastructure: "
@@ -80,7 +87,8 @@ class HarnessTask:
         self.mode = check_mode(self.options.sandbox)
         if self.mode == "bubblewrap":
             require_bubblewrap()
-        self._slots = threading.BoundedSemaphore(self.options.max_parallel)
+        self._slots = LoopSlots(self.options.max_parallel)
+        self.executor: RolloutExecutor = LOCAL
         self._items = self._load()
 
     def _load(self) -> dict[str, list[Item]]:
@@ -118,14 +126,46 @@ class HarnessTask:
     def load_split(self, split: Split) -> list[Item]:
         return list(self._items[split])
 
+    def bind_executor(self, executor: RolloutExecutor) -> None:
+        """Run each agent on ``executor`` (``hardware.executor``)."""
+        self.executor = executor
+
+    def agent_job(self, item: Item, skill: str) -> AgentJob:
+        """One agent run of ``item`` with ``skill`` installed, as a picklable job (the key is
+        read where the job runs, from ``endpoint.api_key_env``: it is never shipped)."""
+        return AgentJob(self.harness, self.endpoint, self.mode, self.options.timeout_s, item, skill)
+
     async def rollout(self, item: Item, skill: str, backend: ModelBackend) -> Trajectory:
         """Run the agent on ``item`` with ``skill`` installed; ``backend`` is not called."""
-        package = package_of(skill)
-        return await asyncio.to_thread(self._run_blocking, item, skill, package)
+        package_of(skill)  # a skill that is no package fails here, on the driver
+        self.endpoint.api_key()  # set here too: remembered for redaction on the driver
+        job = self.agent_job(item, skill)
+        async with self._slots():
+            try:
+                return await self.executor.run(job)
+            except JobLost as exc:  # its Ray worker or node died: missing data, not a zero
+                reason = str(exc)
+                lost = failed_trajectory(
+                    item, skill, (Message("user", str(item.input)),), f"{INFRA_PREFIX}{reason}"
+                )
+                return replace(lost, infra_error=reason)
 
-    def _run_blocking(self, item: Item, skill: str, package: SkillPackage | None) -> Trajectory:
+
+@dataclass(frozen=True)
+class AgentJob:
+    """One agent run, start to score: plain data (harness, endpoint, item, skill), picklable."""
+
+    harness: AgentHarness
+    endpoint: Endpoint
+    mode: str
+    timeout_s: float
+    item: Item
+    skill: str
+
+    def __call__(self) -> Trajectory:
+        item, skill = self.item, self.skill
+        package = package_of(skill)
         with (
-            self._slots,
             tempfile.TemporaryDirectory(prefix="skillgrad-agent-") as tmp,
             endpoint_access(self.endpoint.base_url, self.mode) as access,
         ):
@@ -144,23 +184,24 @@ class HarnessTask:
                 "skill_name": package.name if package else "",
             }
             outcome, transcript = self.harness.run(
-                str(item.input), layout, values, self.options.timeout_s, access
+                str(item.input), layout, values, self.timeout_s, access
             )
             files = _changes(work, before, skills)
-            infra = infra_reason(outcome, transcript, self.options.timeout_s)
+            infra = infra_reason(outcome, transcript, self.timeout_s)
             score = (
                 Score(0.0, False, f"error: {INFRA_PREFIX}{infra}")
                 if infra
-                else self._score(item, layout, transcript)
+                else _score(item, layout, transcript)
             )
         return _trajectory(item, skill, transcript, outcome, files, score, infra)
 
-    def _score(self, item: Item, layout: Layout, transcript: Transcript) -> Score:
-        checks = [Check.model_validate(c) for c in item.meta["check"]]
-        score = score_checks(checks, layout, transcript.final, item.reference)
-        if transcript.error:  # the agent gave up (e.g. turn limit): the model's failure
-            return Score(score.value, False, f"agent error: {transcript.error}\n{score.feedback}")
-        return score
+
+def _score(item: Item, layout: Layout, transcript: Transcript) -> Score:
+    checks = [Check.model_validate(c) for c in item.meta["check"]]
+    score = score_checks(checks, layout, transcript.final, item.reference)
+    if transcript.error:  # the agent gave up (e.g. turn limit): the model's failure
+        return Score(score.value, False, f"agent error: {transcript.error}\n{score.feedback}")
+    return score
 
 
 def package_of(skill: str) -> SkillPackage | None:
@@ -289,4 +330,11 @@ def _trajectory(
     )
 
 
-__all__ = ["INFRA_PREFIX", "HarnessOptions", "HarnessTask", "infra_reason", "package_of"]
+__all__ = [
+    "INFRA_PREFIX",
+    "AgentJob",
+    "HarnessOptions",
+    "HarnessTask",
+    "infra_reason",
+    "package_of",
+]

@@ -38,9 +38,10 @@ from skillgrad.stats import sign_flip_interval, sign_flip_p_greater, sign_flip_r
 from skillgrad.tasks.base import Task
 from skillgrad.train.progress import NullProgress, Progress
 from skillgrad.train.rollout import ItemScore, check_systemic, mean_item_score, rollout_item
-from skillgrad.types import GateResult, Item, Trajectory
+from skillgrad.types import GateResult, Item, Score, Trajectory
 
 EPS = 1e-9
+_ZERO = Trajectory("", "", (), "", Score(0.0, False))  # a unit scored 0 (what-if only)
 MAX_SCORE = 1.0  # scores are in [0, 1]: the best an unscored sample can come back
 GateRuleName = Literal["strict", "paired"]
 
@@ -129,8 +130,8 @@ async def gate(
     for item, _ in units:
         todo[item.id] += 1
     queue = list(reversed(units))
-    running: set[asyncio.Task[tuple[str, Trajectory]]] = set()
-    early = False
+    running: set[asyncio.Future[tuple[str, Trajectory]]] = set()
+    inflight: dict[asyncio.Future[tuple[str, Trajectory]], tuple[Item, int]] = {}
 
     async def one(item: Item, k: int) -> tuple[str, Trajectory]:
         traj = await rollout_item(
@@ -146,13 +147,26 @@ async def gate(
         return item.id, traj
 
     progress.start(stage, len(units))
+    # nothing scored yet: a split on which not even a perfect candidate passes is decided now
+    early = early_stop and bool(queue) and not _can_still_accept(rule, seen, todo, incumbent)
     try:
         while running or (queue and not early):
-            while queue and len(running) < workers and not early:
+            while queue and not early:
+                ahead = [*inflight.values(), *reversed(queue[-workers:])]
+                limit = (
+                    _launch_limit(rule, seen, todo, incumbent, ahead, workers)
+                    if early_stop
+                    else workers
+                )
+                if len(running) >= limit:
+                    break
                 item, k = queue.pop()
-                running.add(asyncio.ensure_future(one(item, k)))
+                launched = asyncio.ensure_future(one(item, k))
+                running.add(launched)
+                inflight[launched] = (item, k)
             done, running = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
             for fut in done:
+                del inflight[fut]
                 item_id, traj = fut.result()
                 seen[item_id].append(traj)
                 todo[item_id] -= 1
@@ -186,6 +200,27 @@ def _can_still_accept(
         present = [t.score.value for t in trajs if t.infra_error is None]
         best.append(rule.best_case(inc, present, todo[item_id]))
     return rule.accepts(best)
+
+
+def _launch_limit(
+    rule: GateRule,
+    seen: Mapping[str, list[Trajectory]],
+    todo: Mapping[str, int],
+    incumbent: Mapping[str, ItemScore],
+    ahead: Sequence[tuple[Item, int]],
+    workers: int,
+) -> int:
+    """Units to have in flight: ``workers``, or ``j`` when the ``j`` units ahead (those in
+    flight, then the next in order) all scoring 0 would already settle a rejection — a unit
+    launched beyond them could only be a wasted call if they do."""
+    trial = {k: list(v) for k, v in seen.items()}
+    left = dict(todo)
+    for j, (item, _) in enumerate(ahead[: workers - 1]):
+        trial[item.id].append(_ZERO)
+        left[item.id] -= 1
+        if not _can_still_accept(rule, trial, left, incumbent):
+            return j + 1
+    return workers
 
 
 def paired_diffs(
@@ -251,7 +286,10 @@ def _outcome(
         reason = f"{verb} by {rule.describe()}: mean difference {_fmt(values)}"
         if not require_improvement:
             reason = "gate disabled (--no-gate): accepted without a decision"
-    low, high = sign_flip_interval(values, rule.confidence) if values else (None, None)
+    # the interval of a complete evaluation (an early rejection saw only part of the items)
+    low, high = (
+        sign_flip_interval(values, rule.confidence) if values and not early else (None, None)
+    )
     shifted = [d - rule.min_delta for d in values]
     p_value = sign_flip_p_greater(shifted)[0] if values else None
     fix = attribution(cand, incumbent)

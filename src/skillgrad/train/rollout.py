@@ -26,6 +26,7 @@ import hashlib
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from functools import cached_property
 
 from skillgrad.errors import SystemicFailure
 from skillgrad.models.base import ModelBackend
@@ -169,7 +170,7 @@ class ItemScore:
     item_id: str
     samples: tuple[Trajectory, ...]
 
-    @property
+    @cached_property
     def present(self) -> tuple[Trajectory, ...]:
         return tuple(t for t in self.samples if t.infra_error is None)
 
