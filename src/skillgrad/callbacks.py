@@ -21,6 +21,8 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from skillgrad.types import PowerCheck
+
 
 @dataclass
 class Control:
@@ -55,8 +57,6 @@ def describe_event(event: dict[str, Any]) -> tuple[int, str] | None:
     if name == "preflight":
         return logging.INFO, _preflight_line(event)
     if name == "power_check":
-        from skillgrad.train.power import PowerCheck  # the loop's module; loaded by then
-
         return logging.INFO, PowerCheck.from_json(event).line()
     if name == "baseline":
         return logging.INFO, f"baseline val score {event['val_score']:.3f}"

@@ -22,10 +22,10 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from skillgrad.cli_sweep import sweep_command
 from skillgrad.config import Config, load_config
 from skillgrad.console import missing_extra, print_error, setup_logging
 from skillgrad.errors import BudgetExceeded, SkillgradError
-from skillgrad.sweep.cli import sweep_command
 
 app = typer.Typer(
     help="Train agent skill documents the way deep-learning frameworks train weights.",
@@ -228,8 +228,8 @@ def report(
         _sweep_report(run_dir, html)
         return
     from skillgrad.report.load import load_history
-    from skillgrad.report.summary import render_report
     from skillgrad.runs.io import read_json, read_jsonl
+    from skillgrad.train.summary import render_report
 
     summary = read_json(run_dir / "summary.json")
     history = load_history(run_dir / "history.json")
@@ -246,12 +246,14 @@ def report(
 
 
 def _sweep_report(sweep_dir: Path, html: bool) -> None:
-    from skillgrad.report.sweep import load_summary_or_fail, render_sweep_text, write_sweep_html
+    from skillgrad.report.sweep import load_summary_or_fail, render_sweep_text
 
     try:
         out.print(render_sweep_text(load_summary_or_fail(sweep_dir)), markup=False)
         if html:
             try:
+                from skillgrad.report.sweep_html import write_sweep_html
+
                 page = write_sweep_html(sweep_dir)
             except ImportError as exc:
                 raise _fail(missing_extra(exc, "report"), 2) from None

@@ -17,7 +17,7 @@ from typing import Any
 
 from skillgrad.callbacks import Callback, Control
 from skillgrad.errors import ConfigError
-from skillgrad.report.load import flatten
+from skillgrad.runs.io import flatten
 from skillgrad.types import StepRecord
 
 EXTRAS = {"tensorboard": "tensorboard", "mlflow": "mlflow", "wandb": "wandb"}

@@ -175,18 +175,6 @@ def step_details(run_dir: Path, step: int) -> dict[str, Any]:
     }
 
 
-def flatten(value: Any, prefix: str = "") -> dict[str, Any]:
-    """Flatten nested dicts to dotted keys (lists are kept as JSON text)."""
-    if isinstance(value, dict):
-        out: dict[str, Any] = {}
-        for k, v in value.items():
-            out.update(flatten(v, f"{prefix}.{k}" if prefix else str(k)))
-        return out
-    if isinstance(value, list):
-        return {prefix: json.dumps(value, sort_keys=True)}
-    return {prefix: value}
-
-
 def list_runs(root: Path) -> list[Path]:
     """Run directories directly under ``root`` (or ``root`` itself if it is a run)."""
     root = Path(root)
@@ -199,7 +187,6 @@ def list_runs(root: Path) -> list[Path]:
 
 __all__ = [
     "RunData",
-    "flatten",
     "is_run_dir",
     "list_runs",
     "load_history",

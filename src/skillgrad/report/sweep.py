@@ -1,6 +1,5 @@
 """The report of a sweep: ``sweep_summary.json`` as text for the terminal (no plotting imports)
-and, with the ``report`` extra, as a self-contained HTML page with figures
-(``write_sweep_html``: ``SWEEP_DIR/sweep_report.html`` and ``SWEEP_DIR/figures/*.png``).
+(the HTML page with figures, the ``report`` extra, is ``report/sweep_html.py``).
 """
 
 from __future__ import annotations
@@ -75,26 +74,10 @@ def load_summary_or_fail(sweep_dir: Path) -> dict[str, Any]:
     return summary
 
 
-def write_sweep_html(sweep_dir: Path, out: Path | None = None) -> Path:
-    """Write ``sweep_report.html`` (figures inline) and ``figures/*.png`` (the report extra)."""
-    from skillgrad.report.sweep_html import render_sweep_html, sweep_figures
-
-    summary = load_summary_or_fail(Path(sweep_dir))
-    figures = sweep_figures(summary)
-    fig_dir = Path(sweep_dir) / "figures"
-    fig_dir.mkdir(parents=True, exist_ok=True)
-    for name, png in figures.items():
-        (fig_dir / f"{name}.png").write_bytes(png)
-    target = Path(out) if out is not None else Path(sweep_dir) / "sweep_report.html"
-    target.write_text(render_sweep_html(summary, figures), encoding="utf-8")
-    return target
-
-
 __all__ = [
     "interval_text",
     "load_summary_or_fail",
     "paired_text",
     "params_label",
     "render_sweep_text",
-    "write_sweep_html",
 ]

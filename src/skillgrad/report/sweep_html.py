@@ -7,13 +7,20 @@ interval, every seed as a dot), and the test gain per configuration with its int
 from __future__ import annotations
 
 import base64
+from pathlib import Path
 from typing import Any
 
 from matplotlib.figure import Figure
 
 from skillgrad.report.html import environment
 from skillgrad.report.plots import _png
-from skillgrad.report.sweep import SHOWN, interval_text, paired_text, params_label
+from skillgrad.report.sweep import (
+    SHOWN,
+    interval_text,
+    load_summary_or_fail,
+    paired_text,
+    params_label,
+)
 
 
 def _errorbar(ax: Any, x: float, stat: dict[str, Any], color: str, label: str | None) -> None:
@@ -77,4 +84,17 @@ def render_sweep_html(summary: dict[str, Any], figures: dict[str, bytes]) -> str
     )
 
 
-__all__ = ["render_sweep_html", "sweep_figures"]
+def write_sweep_html(sweep_dir: Path, out: Path | None = None) -> Path:
+    """Write ``sweep_report.html`` (figures inline) and ``figures/*.png`` (the report extra)."""
+    summary = load_summary_or_fail(Path(sweep_dir))
+    figures = sweep_figures(summary)
+    fig_dir = Path(sweep_dir) / "figures"
+    fig_dir.mkdir(parents=True, exist_ok=True)
+    for name, png in figures.items():
+        (fig_dir / f"{name}.png").write_bytes(png)
+    target = Path(out) if out is not None else Path(sweep_dir) / "sweep_report.html"
+    target.write_text(render_sweep_html(summary, figures), encoding="utf-8")
+    return target
+
+
+__all__ = ["render_sweep_html", "sweep_figures", "write_sweep_html"]

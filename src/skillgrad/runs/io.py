@@ -102,10 +102,23 @@ def read_jsonl(path: Path) -> list[Any]:
     return rows
 
 
+def flatten(value: Any, prefix: str = "") -> dict[str, Any]:
+    """Flatten nested dicts to dotted keys (lists are kept as JSON text)."""
+    if isinstance(value, dict):
+        out: dict[str, Any] = {}
+        for k, v in value.items():
+            out.update(flatten(v, f"{prefix}.{k}" if prefix else str(k)))
+        return out
+    if isinstance(value, list):
+        return {prefix: json.dumps(value, sort_keys=True)}
+    return {prefix: value}
+
+
 __all__ = [
     "append_jsonl",
     "atomic_write_json",
     "atomic_write_text",
+    "flatten",
     "read_json",
     "read_jsonl",
     "write_jsonl",

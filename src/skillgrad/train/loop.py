@@ -18,7 +18,6 @@ from dataclasses import replace
 from typing import Any
 
 from skillgrad.models.context import call_context
-from skillgrad.report.summary import build_summary, render_report, warnings_for
 from skillgrad.skill import Skill
 from skillgrad.train.boundary import epoch_boundary
 from skillgrad.train.context import RunContext
@@ -27,6 +26,7 @@ from skillgrad.train.preflight import estimate
 from skillgrad.train.rollout import cached_item_scores, mean_item_score, mean_score
 from skillgrad.train.state import TrainState
 from skillgrad.train.step import gate_rule, training_step, val_scores
+from skillgrad.train.summary import build_summary, render_report, warnings_for
 
 
 async def train(ctx: RunContext, initial_skill: str) -> dict[str, Any]:

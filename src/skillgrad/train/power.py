@@ -21,66 +21,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Any
 
 from skillgrad.train.gate import EPS, MAX_SCORE, GateRule
+from skillgrad.types import POWER_MAX_ITEMS as MAX_ITEMS
+from skillgrad.types import PowerCheck
 
 EFFECTS = (0.05, 0.1, 0.2)
-MAX_ITEMS = 2000
-
-
-@dataclass(frozen=True)
-class PowerCheck:
-    rule: str
-    confidence: float
-    min_delta: float
-    n_items: int
-    baseline: float
-    min_gain: float | None
-    min_items_flipped: int | None
-    items_needed: dict[str, int | None] = field(default_factory=dict)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "rule": self.rule,
-            "confidence": self.confidence,
-            "min_delta": self.min_delta,
-            "n_items": self.n_items,
-            "baseline": self.baseline,
-            "min_gain": self.min_gain,
-            "min_items_flipped": self.min_items_flipped,
-            "items_needed": dict(self.items_needed),
-        }
-
-    @classmethod
-    def from_json(cls, d: dict[str, Any]) -> PowerCheck:
-        """From ``to_json`` (or a ``power_check`` event, whose extra keys are ignored)."""
-        return cls(
-            rule=str(d["rule"]),
-            confidence=float(d["confidence"]),
-            min_delta=float(d["min_delta"]),
-            n_items=int(d["n_items"]),
-            baseline=float(d["baseline"]),
-            min_gain=d.get("min_gain"),
-            min_items_flipped=d.get("min_items_flipped"),
-            items_needed=dict(d.get("items_needed") or {}),
-        )
-
-    def line(self) -> str:
-        """One line for the console and the report."""
-        if self.min_gain is None:
-            smallest = "no improvement can pass the gate on this split"
-        else:
-            smallest = (
-                f"smallest detectable gain {self.min_gain:+.3f} "
-                f"({self.min_items_flipped} of {self.n_items} items fail->pass, none worse)"
-            )
-        needs = ", ".join(
-            f"{float(e):+.2f} needs {'>' + str(MAX_ITEMS) if n is None else n} items"
-            for e, n in self.items_needed.items()
-        )
-        return f"power check ({self.rule}, val {self.n_items} items): {smallest}; {needs}"
 
 
 def power_check(

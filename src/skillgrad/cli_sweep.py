@@ -26,27 +26,41 @@ out = Console(emoji=False, soft_wrap=True)
 
 def sweep_command(
     config: Annotated[Path, typer.Argument(help="YAML config file (the base of every run).")],
-    seeds: Annotated[int, typer.Option(help="Runs per configuration: train.seed, +1, ...")] = 1,
+    seeds: Annotated[
+        int, typer.Option(metavar="N", help="Runs per configuration: train.seed, +1, ...")
+    ] = 1,
     grid: Annotated[
         list[str] | None,
-        typer.Option("--grid", help="KEY=V1,V2,... (repeatable; the grid is their product)."),
+        typer.Option(
+            "--grid",
+            metavar="KEY=V1,V2,...",
+            help="KEY=V1,V2,... (repeatable; the grid is their product).",
+        ),
     ] = None,
     output: Annotated[
         Path | None,
-        typer.Option("--out", help="Sweep directory (default <output_root>/<config>-sweep)."),
+        typer.Option(
+            "--out", metavar="DIR", help="Sweep directory (default <output_root>/<config>-sweep)."
+        ),
     ] = None,
-    executor: Annotated[str, typer.Option(help="local (process pool) or ray.")] = "local",
+    executor: Annotated[
+        str, typer.Option(metavar="local|ray", help="local (process pool) or ray.")
+    ] = "local",
     workers: Annotated[
-        int | None, typer.Option(help="Runs at once (default: the number of CPUs).")
+        int | None, typer.Option(metavar="W", help="Runs at once (default: the number of CPUs).")
     ] = None,
     ray_address: Annotated[
-        str | None, typer.Option("--ray-address", help="Attach to this Ray cluster.")
+        str | None,
+        typer.Option("--ray-address", metavar="HOST:PORT", help="Attach to this Ray cluster."),
     ] = None,
     vary_split: Annotated[
         bool, typer.Option("--vary-split", help="Also vary the data split (env.options.seed).")
     ] = False,
     set_: Annotated[
-        list[str] | None, typer.Option("--set", help="Override for every run: section.key=value.")
+        list[str] | None,
+        typer.Option(
+            "--set", metavar="SECTION.KEY=VALUE", help="Override for every run: section.key=value."
+        ),
     ] = None,
 ) -> None:
     """Run a config over seeds and a grid; re-running the same command resumes the sweep."""
