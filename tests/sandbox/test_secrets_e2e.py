@@ -78,5 +78,7 @@ def test_without_bubblewrap_code_tasks_refuse_unless_unsandboxed_is_named(tmp_pa
     assert '"sandbox": "unsandboxed"' in (run / "config.json").read_text(encoding="utf-8")
     steps = (run / "steps" / "step_0001" / "trajectories.jsonl").read_text(encoding="utf-8")
     assert '"isolation": "unsandboxed+separate-judge"' in steps
-    # Why the box matters: outside it, the same hunt reads the key from its parent's environ.
-    assert canary in steps
+    # Why the box matters: outside it, the same hunt reads the key from its parent's environ
+    # (only the write-time redaction of known key values keeps it off the disk).
+    assert "OPENAI_API_KEY=***" in steps
+    assert canary not in steps
