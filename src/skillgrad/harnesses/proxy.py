@@ -15,6 +15,8 @@ import socket
 import threading
 from types import TracebackType
 
+from skillgrad.sandbox.inbox.relay import splice
+
 _MAX_HEAD = 16 * 1024
 
 
@@ -64,8 +66,7 @@ class ConnectProxy:
         rest = head.split(b"\r\n\r\n", 1)[1]
         if rest:
             upstream.sendall(rest)
-        threading.Thread(target=_pump, args=(client, upstream), daemon=True).start()
-        _pump(upstream, client)
+        splice(client, upstream)
 
     @staticmethod
     def _reply(client: socket.socket, status: bytes) -> None:
@@ -86,18 +87,6 @@ class ConnectProxy:
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.close()
-
-
-def _pump(source: socket.socket, sink: socket.socket) -> None:
-    try:
-        while data := source.recv(65536):
-            sink.sendall(data)
-    except OSError:
-        pass
-    finally:
-        for sock, how in ((sink, socket.SHUT_WR), (source, socket.SHUT_RD)):
-            with contextlib.suppress(OSError):
-                sock.shutdown(how)
 
 
 __all__ = ["ConnectProxy"]

@@ -25,6 +25,8 @@ import threading
 from pathlib import Path
 from types import TracebackType
 
+from skillgrad.sandbox.inbox.relay import splice
+
 
 class EndpointRelay:
     """Forward connections on a unix socket to one TCP endpoint (see the module docstring)."""
@@ -71,8 +73,7 @@ class EndpointRelay:
         except OSError:
             client.close()
             return
-        threading.Thread(target=_pump, args=(client, upstream), daemon=True).start()
-        _pump(upstream, client)
+        splice(client, upstream)
 
     def close(self) -> None:
         self._closed.set()
@@ -89,19 +90,6 @@ class EndpointRelay:
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.close()
-
-
-def _pump(source: socket.socket, sink: socket.socket) -> None:
-    try:
-        while data := source.recv(65536):
-            sink.sendall(data)
-    except OSError:
-        pass
-    finally:
-        with contextlib.suppress(OSError):
-            sink.shutdown(socket.SHUT_WR)
-        with contextlib.suppress(OSError):
-            source.shutdown(socket.SHUT_RD)
 
 
 __all__ = ["EndpointRelay"]

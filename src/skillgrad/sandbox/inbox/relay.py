@@ -5,6 +5,10 @@ empty namespace with loopback only); the single unix socket bound in at SOCKET l
 parent's forwarder, which connects only to the one configured endpoint. The command is started
 once the port listens; the relay exits with the command's status. The command may kill the relay
 or use the socket directly: either way it reaches the one endpoint, or nothing.
+
+``pump`` and ``splice`` are also the host's byte pumps (``skillgrad.sandbox.relay`` and
+``skillgrad.harnesses.proxy`` import them from here): one implementation, kept in this
+stdlib-only file because the box has no ``skillgrad`` to import.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import threading
 
 
 def pump(source: socket.socket, sink: socket.socket) -> None:
+    """Copy ``source`` to ``sink`` until ``source`` ends or fails, then half-close both."""
     try:
         while data := source.recv(65536):
             sink.sendall(data)
@@ -28,6 +33,12 @@ def pump(source: socket.socket, sink: socket.socket) -> None:
                 sock.shutdown(how)
 
 
+def splice(client: socket.socket, upstream: socket.socket) -> None:
+    """Pump both ways (client -> upstream on a daemon thread) until upstream's side ends."""
+    threading.Thread(target=pump, args=(client, upstream), daemon=True).start()
+    pump(upstream, client)
+
+
 def connect(client: socket.socket, path: str) -> None:
     upstream = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
@@ -36,8 +47,7 @@ def connect(client: socket.socket, path: str) -> None:
         client.close()
         upstream.close()
         return
-    threading.Thread(target=pump, args=(client, upstream), daemon=True).start()
-    pump(upstream, client)
+    splice(client, upstream)
 
 
 def serve(listener: socket.socket, path: str) -> None:
