@@ -13,10 +13,16 @@ from typing import Any
 
 from skillgrad.errors import PermanentModelError, TransientModelError
 from skillgrad.models import structured
-from skillgrad.models.provider import Provider
-from skillgrad.models.providers import Endpoint, extra_body, require_env, sdk_error
+from skillgrad.models.provider import REMOTE_OPTIONS, Provider
+from skillgrad.models.providers import (
+    Endpoint,
+    extra_body,
+    reported_usage,
+    require_env,
+    sdk_error,
+)
 from skillgrad.models.spec import ModelSpec
-from skillgrad.types import ChatRequest, Completion, Message, Usage
+from skillgrad.types import ChatRequest, Completion, Message
 
 ANTHROPIC_BASE_URL = "https://api.anthropic.com"
 _STOP_REASONS = {
@@ -183,16 +189,12 @@ class AnthropicBackend:
         text = "".join(texts)
         if wants_json:
             text = structured.normalise_json_text(text)
-        usage = getattr(response, "usage", None)
         reason = str(getattr(response, "stop_reason", None) or "end_turn")
         if tool_name is not None and reason == "tool_use":
             reason = "end_turn"  # the forced answer tool is the final answer, not a tool call
         return Completion(
             text=text,
-            usage=Usage(
-                int(getattr(usage, "input_tokens", 0) or 0),
-                int(getattr(usage, "output_tokens", 0) or 0),
-            ),
+            usage=reported_usage(response, "input_tokens", "output_tokens"),
             model=str(getattr(response, "model", "") or self.model),
             finish_reason=_STOP_REASONS.get(reason, reason),
             tool_calls=tuple(calls),
@@ -203,18 +205,7 @@ PROVIDER = Provider(
     name="anthropic",
     build=AnthropicBackend,
     remote=True,
-    options=(
-        "base_url",
-        "api_key_env",
-        "temperature",
-        "max_tokens",
-        "timeout_s",
-        "max_retries",
-        "max_concurrency",
-        "requests_per_minute",
-        "tokens_per_minute",
-        "options",
-    ),
+    options=("base_url", "api_key_env", *REMOTE_OPTIONS),
     extra="anthropic",
     summary="Anthropic's Messages API (key in $ANTHROPIC_API_KEY)",
 )

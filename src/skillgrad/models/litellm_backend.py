@@ -13,11 +13,11 @@ import os
 from typing import Any
 
 from skillgrad.errors import ModelError, TransientModelError
-from skillgrad.models.openai_wire import as_openai_tool
-from skillgrad.models.provider import Provider, missing_sdk
+from skillgrad.models.openai_wire import as_openai_tool, chat_completion
+from skillgrad.models.provider import REMOTE_OPTIONS, Provider, missing_sdk
 from skillgrad.models.providers import NO_KEY, Endpoint, extra_body, require_env, sdk_error
 from skillgrad.models.spec import ModelSpec
-from skillgrad.types import ChatRequest, Completion, Usage
+from skillgrad.types import ChatRequest, Completion
 
 
 class LiteLLMBackend:
@@ -71,7 +71,7 @@ class LiteLLMBackend:
             response = await self._acompletion(**kwargs)
         except Exception as exc:
             raise _mapped(exc, self.endpoint) from exc
-        return _completion(response, self.model, self.endpoint)
+        return chat_completion(response, self.endpoint)
 
 
 def _mapped(exc: Exception, ep: Endpoint) -> Exception:
@@ -84,45 +84,11 @@ def _mapped(exc: Exception, ep: Endpoint) -> Exception:
     return exc
 
 
-def _completion(response: Any, model: str, ep: Endpoint) -> Completion:
-    choices = getattr(response, "choices", None)
-    if not choices:
-        raise TransientModelError(f"{ep.name}: malformed response without choices")
-    choice = choices[0]
-    message = choice.message
-    calls = tuple(
-        tc.model_dump(exclude_none=True) if hasattr(tc, "model_dump") else dict(tc)
-        for tc in (getattr(message, "tool_calls", None) or ())
-    )
-    usage = getattr(response, "usage", None)
-    return Completion(
-        text=message.content or "",
-        usage=Usage(
-            int(getattr(usage, "prompt_tokens", 0) or 0),
-            int(getattr(usage, "completion_tokens", 0) or 0),
-        ),
-        model=str(getattr(response, "model", "") or model),
-        finish_reason=str(choice.finish_reason or "stop"),
-        tool_calls=calls,
-    )
-
-
 PROVIDER = Provider(
     name="litellm",
     build=LiteLLMBackend,
     remote=True,
-    options=(
-        "base_url",
-        "api_key_env",
-        "temperature",
-        "max_tokens",
-        "timeout_s",
-        "max_retries",
-        "max_concurrency",
-        "requests_per_minute",
-        "tokens_per_minute",
-        "options",
-    ),
+    options=("base_url", "api_key_env", *REMOTE_OPTIONS),
     extra="litellm",
     summary="LiteLLM's acompletion: Gemini, Bedrock, Vertex, Mistral and the rest",
 )

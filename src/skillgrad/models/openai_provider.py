@@ -6,16 +6,8 @@ One provider, one file: it declares its options and abilities; the wire is ``ope
 
 from __future__ import annotations
 
-from skillgrad.models.openai_wire import COMMON_OPTIONS, OpenAIChatBackend
-from skillgrad.models.provider import Provider
+from skillgrad.models.openai_wire import wire_provider
 
-PROVIDER = Provider(
-    name="openai",
-    build=OpenAIChatBackend.from_spec,
-    remote=True,
-    options=("base_url", "api_key_env", *COMMON_OPTIONS),
-    extra=None,
-    summary="OpenAI's API (key in $OPENAI_API_KEY)",
-)
+PROVIDER = wire_provider("openai", "OpenAI's API (key in $OPENAI_API_KEY)")
 
 __all__ = ["PROVIDER"]

@@ -16,10 +16,18 @@ from openai.types.chat import ChatCompletion
 
 from skillgrad.errors import PermanentModelError, TransientModelError
 from skillgrad.models import structured
-from skillgrad.models.providers import Endpoint, azure_client, extra_body, openai_client, sdk_error
+from skillgrad.models.provider import REMOTE_OPTIONS, Provider
+from skillgrad.models.providers import (
+    Endpoint,
+    azure_client,
+    extra_body,
+    openai_client,
+    reported_usage,
+    sdk_error,
+)
 from skillgrad.models.spec import ModelSpec
 from skillgrad.models.structured import StructuredMode
-from skillgrad.types import ChatRequest, Completion, Usage
+from skillgrad.types import ChatRequest, Completion
 
 _REASONING = re.compile(r"(^|/)(o1|o3|o4|gpt-5)")
 
@@ -181,7 +189,7 @@ class OpenAIChatBackend:
             if rf is not None and structured.is_mode_rejection(status, str(exc)):
                 raise _ModeRejected(str(exc)) from exc
             raise mapped from exc
-        completion = self._completion(response)
+        completion = chat_completion(response, self.endpoint)
         if request.stop and self.reasoning:
             completion = replace(completion, text=cut_at_stop(completion.text, request.stop))
         return completion
@@ -190,45 +198,58 @@ class OpenAIChatBackend:
         """Close the SDK's HTTP connection pool (call before the event loop ends)."""
         await self.client.close()
 
-    def _completion(self, response: Any) -> Completion:
-        choices = getattr(response, "choices", None)
-        if not choices:
-            raise TransientModelError(
-                f"{self.name} at {self.endpoint.base_url}: malformed response without choices"
-            )
-        choice = choices[0]
-        message = choice.message
-        tool_calls = tuple(tc.model_dump(exclude_none=True) for tc in message.tool_calls or ())
-        usage = getattr(response, "usage", None)
-        return Completion(
-            text=message.content or "",
-            usage=Usage(
-                int(getattr(usage, "prompt_tokens", 0) or 0),
-                int(getattr(usage, "completion_tokens", 0) or 0),
-            ),
-            model=str(getattr(response, "model", "") or self.model),
-            finish_reason=str(choice.finish_reason or "stop"),
-            tool_calls=tool_calls,
-        )
+
+def chat_completion(response: Any, ep: Endpoint) -> Completion:
+    """An OpenAI-chat-shaped response (the SDK's object, or LiteLLM's) as a Completion: the first
+    choice's text and tool calls, the reported usage; a TransientModelError when it has no
+    choices."""
+    choices = getattr(response, "choices", None)
+    if not choices:
+        raise TransientModelError(f"{ep.name} at {ep.base_url}: malformed response without choices")
+    choice = choices[0]
+    message = choice.message
+    calls = tuple(
+        tc.model_dump(exclude_none=True) if hasattr(tc, "model_dump") else dict(tc)
+        for tc in (getattr(message, "tool_calls", None) or ())
+    )
+    return Completion(
+        text=message.content or "",
+        usage=reported_usage(response),
+        model=str(getattr(response, "model", "") or ep.model),
+        finish_reason=str(choice.finish_reason or "stop"),
+        tool_calls=calls,
+    )
 
 
 # the ModelSpec fields every provider on this wire reads (each provider's file adds its own)
-COMMON_OPTIONS = (
-    "temperature",
-    "max_tokens",
-    "timeout_s",
-    "max_retries",
-    "max_concurrency",
-    "requests_per_minute",
-    "tokens_per_minute",
-    "reasoning_effort",
-    "options",
-)
+COMMON_OPTIONS = (*REMOTE_OPTIONS, "reasoning_effort")
+
+
+def wire_provider(
+    name: str,
+    summary: str,
+    *,
+    options: tuple[str, ...] = ("base_url", "api_key_env"),
+    extra: str | None = None,
+) -> Provider:
+    """The ``Provider`` of an endpoint kind on this wire: remote, built by
+    ``OpenAIChatBackend.from_spec``, reading its own ``options`` plus ``COMMON_OPTIONS``."""
+    return Provider(
+        name=name,
+        build=OpenAIChatBackend.from_spec,
+        remote=True,
+        options=(*options, *COMMON_OPTIONS),
+        extra=extra,
+        summary=summary,
+    )
+
 
 __all__ = [
     "COMMON_OPTIONS",
     "OpenAIChatBackend",
     "as_openai_tool",
+    "chat_completion",
     "cut_at_stop",
     "is_reasoning_model",
+    "wire_provider",
 ]

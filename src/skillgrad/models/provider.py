@@ -25,6 +25,20 @@ if TYPE_CHECKING:
     from skillgrad.models.base import ModelBackend
 
 
+# the ModelSpec fields every remote provider reads: sampling, the time limit, the retry and
+# rate-limit wrappers' settings, and the verbatim ``options`` (each provider adds its own)
+REMOTE_OPTIONS = (
+    "temperature",
+    "max_tokens",
+    "timeout_s",
+    "max_retries",
+    "max_concurrency",
+    "requests_per_minute",
+    "tokens_per_minute",
+    "options",
+)
+
+
 @dataclass(frozen=True)
 class Provider:
     """What a provider module declares (contract for ``build``: it returns the raw backend or
@@ -75,4 +89,11 @@ def missing_sdk(spec_name: str, extra: str, exc: ImportError) -> PermanentModelE
     )
 
 
-__all__ = ["PROVIDER_GROUP", "Provider", "get_provider", "missing_sdk", "provider_names"]
+__all__ = [
+    "PROVIDER_GROUP",
+    "REMOTE_OPTIONS",
+    "Provider",
+    "get_provider",
+    "missing_sdk",
+    "provider_names",
+]

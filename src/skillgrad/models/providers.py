@@ -1,8 +1,9 @@
 """How to reach each remote provider: API keys from the environment, SDK clients, error mapping.
 
 Builds the official SDK clients (with the SDK's own retries off: retry is ``RetryBackend``) for
-``openai``, ``azure`` and ``openai_compatible``, and turns SDK exceptions of either SDK into
-``TransientModelError`` / ``PermanentModelError`` with messages that say what to fix.
+``openai``, ``azure`` and ``openai_compatible``, turns SDK exceptions of either SDK into
+``TransientModelError`` / ``PermanentModelError`` with messages that say what to fix, and reads
+the token usage a response reports.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 from skillgrad.errors import ModelError, PermanentModelError, TransientModelError
 from skillgrad.models.spec import ModelSpec
 from skillgrad.redact import remember_secret
+from skillgrad.types import Usage
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_AZURE_API_VERSION = "2024-10-21"
@@ -136,6 +138,19 @@ def sdk_error(exc: BaseException, ep: Endpoint) -> ModelError | None:
     return None
 
 
+def reported_usage(
+    response: Any, prompt: str = "prompt_tokens", completion: str = "completion_tokens"
+) -> Usage:
+    """The token counts ``response.usage`` reports under the names ``prompt`` and ``completion``
+    (OpenAI's by default; Anthropic's are ``input_tokens`` / ``output_tokens``); 0 for a count
+    the response leaves out."""
+    usage = getattr(response, "usage", None)
+    return Usage(
+        int(getattr(usage, prompt, 0) or 0),
+        int(getattr(usage, completion, 0) or 0),
+    )
+
+
 def _headers(spec: ModelSpec) -> dict[str, str] | None:
     headers = spec.options.get("headers")
     return {str(k): str(v) for k, v in headers.items()} if isinstance(headers, dict) else None
@@ -223,6 +238,7 @@ __all__ = [
     "extra_body",
     "openai_client",
     "parse_retry_after",
+    "reported_usage",
     "require_env",
     "sdk_error",
     "status_error",
