@@ -10,6 +10,7 @@ directories are re-read only when their files change (``data.RunCache``).
 from __future__ import annotations
 
 import ipaddress
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -28,12 +29,14 @@ from skillgrad.report.load import RunData, list_runs
 from skillgrad.report.provenance import diff_html, skill_at
 from skillgrad.report.text import fmt
 
+log = logging.getLogger(__name__)
+
 HERE = Path(__file__).parent
 LOOPBACK_NAMES = ("localhost",)
 
 
 def check_host(host: str, allow_remote: bool) -> str | None:
-    """Refuse a non-loopback bind unless allowed; return a warning to print when allowed."""
+    """Refuse a non-loopback bind unless allowed; return the warning to log when allowed."""
     try:
         loopback = ipaddress.ip_address(host).is_loopback
     except ValueError:
@@ -47,7 +50,7 @@ def check_host(host: str, allow_remote: bool) -> str | None:
             "if you really want to expose it."
         )
     return (
-        f"WARNING: the dashboard is listening on {host}, reachable from the network without "
+        f"the dashboard is listening on {host}, reachable from the network without "
         "authentication; anyone who can connect can read your runs' skills and trajectories."
     )
 
@@ -214,7 +217,7 @@ def serve(root: Path, host: str = "127.0.0.1", port: int = 8765, allow_remote: b
 
     warning = check_host(host, allow_remote)
     if warning:
-        print(warning)
+        log.warning("%s", warning)
     if not Path(root).is_dir():
         raise ConfigError(f"dashboard: runs root {root} does not exist; pass a folder of runs.")
     app = create_app(Path(root), poll_ms, host=host, allow_remote=allow_remote)
