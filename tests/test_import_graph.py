@@ -34,6 +34,9 @@ The layers, lowest first, and why each sits where it does:
 from __future__ import annotations
 
 import ast
+import json
+import subprocess
+import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -178,7 +181,19 @@ def upward_edges(
 
 @pytest.fixture(scope="module")
 def graph() -> dict[str, set[str]]:
-    return build_graph(SRC)
+    """Built in a fresh interpreter: CPython 3.11's AST constructor keeps a recursion counter
+    that threads left running by earlier tests (servers, Ray, sqlite) can upset, which fails
+    ``ast.parse`` with "AST constructor recursion depth mismatch" inside a long test session."""
+    script = (
+        "import json, sys; sys.path.insert(0, sys.argv[1]); "
+        "from test_import_graph import SRC, build_graph; "
+        "print(json.dumps({k: sorted(v) for k, v in build_graph(SRC).items()}))"
+    )
+    here = Path(__file__).resolve().parent
+    out = subprocess.run(
+        [sys.executable, "-c", script, str(here)], capture_output=True, text=True, check=True
+    )
+    return {k: set(v) for k, v in json.loads(out.stdout).items()}
 
 
 def test_every_unit_has_a_layer(graph: dict[str, set[str]]) -> None:
