@@ -117,6 +117,19 @@ class TrainConfig(_Section):
         "repeats at models.target.temperature), averaged per item",
     )
     optimizer_max_tokens: int = Field(600, ge=16, description="completion limit of optimizer calls")
+    reject_leaks: bool = Field(
+        False,
+        description="refuse, before any target call, a candidate with new lines that copy "
+        "train/val inputs or references verbatim (such lines are flagged in the step record, "
+        "report and dashboard either way; see train/leaks.py)",
+    )
+    leak_ngram: int = Field(
+        8,
+        ge=4,
+        le=64,
+        description="words a skill line must share in a row with an item's input or reference "
+        "to count as a copy (shorter items: their whole input next to their whole reference)",
+    )
 
     @model_validator(mode="after")
     def _schedule_falls(self) -> TrainConfig:

@@ -367,12 +367,21 @@ class StepRecord:
     """Val items this step's candidate flipped fail->pass."""
     broken: tuple[str, ...] = ()
     """Val items this step's candidate flipped pass->fail."""
+    leaks: tuple[Leak, ...] = ()
+    """Lines of this step's candidate that copy train/val data verbatim and were not in the skill
+    in force before the step (``train/leaks.py``); flagged whether or not the step was refused."""
+    leak_refused: bool = False
+    """Whether the candidate was refused for those leaks before any target call
+    (``train.reject_leaks``)."""
 
     @property
     def verdict(self) -> str:
-        """How the step ended: accepted, (early-)rejected by the gate, or nothing to gate."""
+        """How the step ended: accepted, refused for copying data, (early-)rejected by the gate,
+        or nothing to gate."""
         if self.accepted:
             return "accepted"
+        if self.leak_refused:
+            return "refused (leak)"
         if self.early_rejected:
             return "early-rejected"
         return "rejected" if self.gate_evaluated else "no edit applied"
@@ -409,6 +418,10 @@ class StepRecord:
                 if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
                     raise _field_error(what, f.name, "a list of item ids", value)
                 kwargs[f.name] = tuple(value)
+            elif f.name == "leaks":
+                if not isinstance(value, list):
+                    raise _field_error(what, f.name, "a list of leak records", value)
+                kwargs[f.name] = tuple(Leak.from_json(v) for v in value)
             elif f.name == "gate_rule":
                 if value not in ("strict", "paired"):
                     raise _field_error(what, f.name, "'strict' or 'paired'", value)
@@ -419,7 +432,7 @@ class StepRecord:
         return cls(**kwargs)
 
 
-_BOOLS = frozenset({"accepted", "early_rejected", "no_gate"})
+_BOOLS = frozenset({"accepted", "early_rejected", "no_gate", "leak_refused"})
 _OPTIONAL_FLOATS = frozenset({"candidate_score", "mean_diff", "diff_low", "diff_high"})
 _ID_LISTS = frozenset({"fixed", "broken"})
 _PER_ROLE: dict[str, type] = {"calls": int, "tokens": int, "cost": float, "timings": float}
@@ -428,6 +441,58 @@ _INTS = frozenset(
      "n_merged", "n_conflicts", "n_selected", "n_applied", "gate_evaluated", "gate_total",
      "skill_version", "skill_tokens", "candidate_tokens", "cum_calls", "gate_missing"}
 )  # fmt: skip
+
+
+LeakSource = Literal["input", "reference", "input+reference"]
+
+
+@dataclass(frozen=True)
+class Leak:
+    """One skill line that copies train/val data verbatim (``train/leaks.py`` finds these).
+
+    ``source`` says what was copied: a span of an item's ``input``, of its ``reference`` (gold
+    answer), or — for items whose input and reference are both short — the whole input next to
+    the whole reference (a lookup-table entry).
+    """
+
+    file: str
+    """File of a skill package the line is in (``SKILL.md``, ``references/x.md``); ``""`` for a
+    single-file skill."""
+    line: int
+    """Line number (1-based) within that file."""
+    span: str
+    """The copied text as it appears in the skill line."""
+    item_id: str
+    """Item whose data the span copies (the first such item when several share it)."""
+    split: str
+    """Split of that item: ``train`` or ``val``."""
+    source: LeakSource
+    """``input``, ``reference`` or ``input+reference``."""
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = to_json(self)
+        return data
+
+    @classmethod
+    def from_json(cls, data: Any) -> Leak:
+        """Parse one leak record; raises ValueError naming the bad field."""
+        what = "leak record"
+        d = _object(what, data)
+        for name in ("file", "span", "item_id", "split"):
+            if not isinstance(d.get(name), str):
+                raise _field_error(what, name, "str", d.get(name))
+        if d.get("source") not in ("input", "reference", "input+reference"):
+            raise _field_error(
+                what, "source", "'input', 'reference' or 'input+reference'", d.get("source")
+            )
+        return cls(
+            file=d["file"],
+            line=_number(what, "line", d.get("line"), int),
+            span=d["span"],
+            item_id=d["item_id"],
+            split=d["split"],
+            source=d["source"],
+        )
 
 
 @dataclass(frozen=True)
@@ -446,6 +511,9 @@ class RejectedEdit:
     """Selection score of the skill in force (the bar the candidate had to clear)."""
     candidate: float
     """Selection score the candidate reached."""
+    refused: str = ""
+    """Why the candidate was refused without evaluation (``""``: the gate scored it); e.g. it
+    copied train/val data verbatim (``train.reject_leaks``)."""
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = to_json(self)
@@ -455,11 +523,15 @@ class RejectedEdit:
     def from_json(cls, data: Any) -> RejectedEdit:
         what = "rejected-edit entry"
         d = _object(what, data)
+        refused = d.get("refused", "")
+        if not isinstance(refused, str):
+            raise _field_error(what, "refused", "str", refused)
         return cls(
             step=_number(what, "step", d.get("step"), int),
             edits=_edits(what, d.get("edits")),
             incumbent=_number(what, "incumbent", d.get("incumbent"), float),
             candidate=_number(what, "candidate", d.get("candidate"), float),
+            refused=refused,
         )
 
 

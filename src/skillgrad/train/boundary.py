@@ -13,7 +13,15 @@ from skillgrad.train.context import RunContext
 from skillgrad.train.rollout import mean_score
 from skillgrad.train.slow import GUIDANCE_BLOCK, meta_skill_memo, slow_update_guidance
 from skillgrad.train.state import StepOutcome, TrainState
-from skillgrad.train.step import attribution_json, commit, evaluate_candidate, gate_json
+from skillgrad.train.step import (
+    LeakCheck,
+    attribution_json,
+    check_leaks,
+    commit,
+    evaluate_candidate,
+    gate_json,
+    leak_refusal,
+)
 from skillgrad.types import Edit, EditResult, GateResult
 
 
@@ -52,11 +60,16 @@ async def slow_update(ctx: RunContext, state: TrainState) -> TrainState:
         )
         note = "; made safe: " + "; ".join(fixes) if fixes else ""
         applied = (EditResult(edit, "applied", "protected block written" + note),)
-    outcome, gate_result = None, None
-    if applied and ctx.cfg.train.slow_update_gate:
+    outcome, gate_result, leaks, refused = None, None, LeakCheck(), ""
+    if applied:  # the answer-leak check, as for a step's candidate (train/leaks.py)
+        leaks = check_leaks(ctx, state, candidate)
+        refused = leak_refusal(ctx, step, leaks.new)
+    if applied and not refused and ctx.cfg.train.slow_update_gate:
         outcome = await evaluate_candidate(ctx, step, candidate, state.skill, "slow_update")
         gate_result = outcome.result
-    elif applied:  # slow_update_gate: false — written without a gate, recorded as such
+    elif (
+        applied and not refused
+    ):  # slow_update_gate: false — written without a gate, recorded as such
         gate_result = GateResult(
             True,
             state.current_score,
@@ -82,8 +95,11 @@ async def slow_update(ctx: RunContext, state: TrainState) -> TrainState:
             "categories.json": {"counts": counts, "items": items},
             "guidance.json": reply.to_json(),
             "candidate.md": candidate,
-            "gate.json": gate_json(outcome) if outcome else {"result": gate_result},
+            "gate.json": gate_json(outcome, refused)
+            if outcome or refused
+            else {"result": gate_result},
             **({"attribution.json": attribution_json(outcome)} if outcome else {}),
+            **({"leaks.json": leaks.to_json(refused)} if applied else {}),
         },
     )
     accepted = bool(gate_result and gate_result.accepted)
@@ -106,6 +122,8 @@ async def slow_update(ctx: RunContext, state: TrainState) -> TrainState:
         usage=ctx.usage(step),
         skill_tokens=ctx.count_tokens(state.skill),
         candidate_tokens=ctx.count_tokens(candidate),
+        leaks=leaks.new,
+        refused=refused,
     )
     return commit(ctx, state, out)
 

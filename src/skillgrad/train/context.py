@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from skillgrad.callbacks import Callback, Control, describe_event
@@ -19,6 +20,7 @@ from skillgrad.runs.cache import CallCache
 from skillgrad.runs.rundir import RunDir
 from skillgrad.skill import approx_tokens
 from skillgrad.tasks.base import Task, task_abilities
+from skillgrad.train.leaks import LeakIndex
 from skillgrad.train.progress import NullProgress, Progress
 from skillgrad.train.rollout import rollout
 from skillgrad.train.select import Schedule
@@ -54,6 +56,12 @@ class RunContext:
             total_steps=t.num_epochs * self.steps_per_epoch,
             warmup_steps=t.warmup_steps,
         )
+
+    @cached_property
+    def leak_index(self) -> LeakIndex:
+        """The train and val items indexed for the answer-leak check (built once per run)."""
+        splits = {s: self.items.get(s, []) for s in ("train", "val")}
+        return LeakIndex.build(splits, self.cfg.train.leak_ngram)
 
     @property
     def model_names(self) -> tuple[str, str]:

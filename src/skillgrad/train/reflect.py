@@ -87,6 +87,18 @@ def render_rejected(buffer: Sequence[RejectedEdit]) -> str:
         drop = entry.incumbent - entry.candidate
         for e in entry.edits:
             what = e.content or e.anchor or ""
+            if entry.refused:  # refused before the gate (e.g. it copied data): no scores
+                rows.append(
+                    render_prompt(
+                        "refused_edit_row",
+                        step=entry.step,
+                        op=e.op,
+                        section=e.section,
+                        what=repr(what[:160]),
+                        reason=entry.refused,
+                    )
+                )
+                continue
             row = render_prompt(
                 "rejected_edit_row",
                 step=entry.step,

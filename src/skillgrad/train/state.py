@@ -15,6 +15,7 @@ from skillgrad.types import (
     Conflict,
     EditResult,
     GateResult,
+    Leak,
     RejectedEdit,
     StepKind,
     StepRecord,
@@ -95,6 +96,10 @@ class StepOutcome:
     skill_tokens: int = 0
     candidate_tokens: int = 0
     no_gate: bool = False
+    leaks: tuple[Leak, ...] = ()
+    """Lines of the candidate copying train/val data that the skill in force did not have."""
+    refused: str = ""
+    """Why the candidate was refused before the gate ran (``""``: it was not)."""
 
 
 def advance(state: TrainState, out: StepOutcome, *, patience: int, buffer_size: int) -> TrainState:
@@ -106,10 +111,15 @@ def advance(state: TrainState, out: StepOutcome, *, patience: int, buffer_size: 
     improved = accepted and new_score > state.best_score
     applied_edits = [r.edit for r in out.applied if r.status == "applied"]
     buffer = state.rejected_buffer
+    entry = None
     if out.gate is not None and not accepted and applied_edits:
         entry = RejectedEdit(
             step, tuple(applied_edits), out.gate.incumbent_score, out.gate.candidate_score
         )
+    elif out.refused and applied_edits:
+        score = state.current_score
+        entry = RejectedEdit(step, tuple(applied_edits), score, score, refused=out.refused)
+    if entry is not None:
         buffer = (*buffer, entry)[-buffer_size:] if buffer_size else ()
     ever = dict(state.val_ever_passed)
     for t in out.gate_trajectories:
@@ -131,7 +141,7 @@ def advance(state: TrainState, out: StepOutcome, *, patience: int, buffer_size: 
         best_version=step if improved else state.best_version,
         best_skill=skill if improved else state.best_skill,
         rejections=state.rejections
-        + (out.gate is not None and not accepted and out.kind == "step"),
+        + ((out.gate is not None or bool(out.refused)) and not accepted and out.kind == "step"),
         since_improvement=since if out.kind == "step" else state.since_improvement,
         rejected_buffer=buffer,
         history=(*state.history, record),
@@ -168,7 +178,7 @@ def _record(
         n_selected=out.selected,
         n_applied=n_applied,
         accepted=accepted,
-        gate_reason=g.reason if g else "no edit applied: gate not run",
+        gate_reason=g.reason if g else (out.refused or "no edit applied: gate not run"),
         incumbent_score=g.incumbent_score if g else state.current_score,
         candidate_score=g.candidate_score if g else None,
         gate_evaluated=g.evaluated if g else 0,
@@ -193,6 +203,8 @@ def _record(
         gate_missing=g.missing if g else 0,
         fixed=g.fixed if g else (),
         broken=g.broken if g else (),
+        leaks=out.leaks,
+        leak_refused=bool(out.refused),
     )
 
 

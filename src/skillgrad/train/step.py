@@ -17,12 +17,13 @@ from skillgrad.skill import Skill
 from skillgrad.train.aggregate import Aggregated, aggregate
 from skillgrad.train.context import RunContext
 from skillgrad.train.gate import GateOutcome, GateRule, gate
+from skillgrad.train.leaks import describe, new_leaks
 from skillgrad.train.merge import semantic_merge
 from skillgrad.train.reflect import ReflectConfig, ReflectResult, reflect
 from skillgrad.train.rollout import ItemScore, mean_score, score_items
 from skillgrad.train.select import Selection, edits_allowed, effective_lr, select
 from skillgrad.train.state import StepOutcome, TrainState, advance
-from skillgrad.types import EditResult, Item, Trajectory, to_json
+from skillgrad.types import EditResult, Item, Leak, Trajectory, to_json
 
 
 def sample_batch(items: Sequence[Item], seed: int, epoch: int, index: int, size: int) -> list[Item]:
@@ -126,11 +127,14 @@ async def training_step(ctx: RunContext, state: TrainState) -> TrainState:
     clock = Stopwatch()
     proposal = await propose(ctx, state, step, k, clock)
     candidate, report = Skill(state.skill).apply(proposal.selection.selected)  # update
-    outcome = None
+    outcome, leaks, refused = None, LeakCheck(), ""
     if any(r.status == "applied" for r in report):
-        outcome = await evaluate_candidate(ctx, step, candidate.text, state.skill)
+        leaks = check_leaks(ctx, state, candidate.text)
+        refused = leak_refusal(ctx, step, leaks.new)
+        if not refused:
+            outcome = await evaluate_candidate(ctx, step, candidate.text, state.skill)
     clock.lap("gate")
-    write_step(ctx, step, lr, k, proposal, candidate.text, report, outcome)
+    write_step(ctx, step, lr, k, proposal, candidate.text, report, outcome, leaks, refused)
     p, refl = proposal, proposal.reflection
     result = StepOutcome(
         kind="step",
@@ -153,8 +157,51 @@ async def training_step(ctx: RunContext, state: TrainState) -> TrainState:
         skill_tokens=ctx.count_tokens(state.skill),
         candidate_tokens=ctx.count_tokens(candidate.text),
         no_gate=not t.gate,
+        leaks=leaks.new,
+        refused=refused,
     )
     return commit(ctx, state, result)
+
+
+@dataclass(frozen=True)
+class LeakCheck:
+    """The answer-leak check of one candidate: the lines copying train/val data that the skill
+    in force did not have (``new``) and those it already had (``inherited``)."""
+
+    new: tuple[Leak, ...] = ()
+    inherited: tuple[Leak, ...] = ()
+
+    def to_json(self, refused: str) -> dict[str, Any]:
+        """``leaks.json`` of a step (or slow update) whose candidate had an edit applied."""
+        return {
+            "refused": bool(refused),
+            "new": to_json(self.new),
+            "inherited": to_json(self.inherited),
+        }
+
+
+def check_leaks(ctx: RunContext, state: TrainState, candidate: str) -> LeakCheck:
+    """Leaks of ``candidate`` against the run's train and val items, the initial skill's own
+    text exempt (``train/leaks.py``). No model call: linear in the skill's length."""
+    index = ctx.leak_index
+    found = index.find(candidate, exempt=state.initial_skill)
+    new = new_leaks(found, index.find(state.skill, exempt=state.initial_skill))
+    return LeakCheck(new, tuple(x for x in found if x not in new))
+
+
+def leak_refusal(ctx: RunContext, step: int, leaks: tuple[Leak, ...]) -> str:
+    """Flag a candidate's new leaks (a warning event); under ``train.reject_leaks`` return the
+    reason it is refused before any target call, else ``""``."""
+    if not leaks:
+        return ""
+    reject = ctx.cfg.train.reject_leaks
+    n = len(leaks)
+    what = f"{n} line{'s' * (n != 1)} copy train/val data verbatim"
+    action = "refused (train.reject_leaks)" if reject else "flagged (train.reject_leaks is off)"
+    ctx.emit("warning", message=f"step {step}: candidate: {what}: {describe(leaks)}; {action}")
+    if not reject:
+        return ""
+    return f"refused before evaluation: {what} ({describe(leaks, limit=1)})"
 
 
 async def propose(
@@ -206,6 +253,8 @@ def write_step(
     candidate: str,
     report: list[EditResult],
     outcome: GateOutcome | None,
+    leaks: LeakCheck,
+    refused: str,
 ) -> None:
     sel, agg = p.selection, p.aggregated
     files: dict[str, Any] = {
@@ -226,7 +275,8 @@ def write_step(
         },
         "candidate.md": candidate,
         "apply_report.json": report,
-        "gate.json": gate_json(outcome),
+        "gate.json": gate_json(outcome, refused),
+        "leaks.json": leaks.to_json(refused),
     }
     if outcome is not None:
         files["attribution.json"] = attribution_json(outcome)
@@ -246,11 +296,12 @@ class Stopwatch:
         self._last = now
 
 
-def gate_json(outcome: GateOutcome | None) -> dict[str, Any]:
+def gate_json(outcome: GateOutcome | None, refused: str = "") -> dict[str, Any]:
     """``gate.json`` of a step: the decision, the candidate's per-item scores (``items``, as
-    before), the incumbent's, the items left out as missing, and the attribution."""
+    before), the incumbent's, the items left out as missing, and the attribution. A candidate
+    refused before the gate (``refused``) has no result, only the reason."""
     if outcome is None:
-        return {"result": None, "reason": "no edit applied: gate not run"}
+        return {"result": None, "reason": refused or "no edit applied: gate not run"}
     return {
         "result": outcome.result,
         "items": {i: s.value for i, s in outcome.candidate.items()},
@@ -320,11 +371,14 @@ def _patch_rows(state: TrainState, out: StepOutcome, step: int) -> list[dict[str
 
 
 __all__ = [
+    "LeakCheck",
     "attribution_json",
+    "check_leaks",
     "commit",
     "evaluate_candidate",
     "gate_json",
     "gate_rule",
+    "leak_refusal",
     "sample_batch",
     "training_step",
     "val_scores",
