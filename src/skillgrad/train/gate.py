@@ -165,6 +165,10 @@ async def gate(
                 running.add(launched)
                 inflight[launched] = (item, k)
             done, running = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+            # every failure retrieved (no "exception was never retrieved"); the first is raised
+            errors = [e for f in done if not f.cancelled() and (e := f.exception()) is not None]
+            if errors:
+                raise errors[0]
             for fut in done:
                 del inflight[fut]
                 item_id, traj = fut.result()
