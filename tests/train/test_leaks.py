@@ -37,7 +37,10 @@ def index() -> LeakIndex:
 
 
 def test_a_line_copying_eight_words_of_a_train_input_is_flagged(index: LeakIndex) -> None:
-    skill = "# Rules\nAnswer with one word.\nExample: the ending completely ruined it for me, what a waste\n"
+    skill = (
+        "# Rules\nAnswer with one word.\n"
+        "Example: the ending completely ruined it for me, what a waste\n"
+    )
     (leak,) = index.find(skill)
     assert leak == Leak(
         "", 3, "the ending completely ruined it for me, what a waste", "t1", "train", "input"
@@ -103,7 +106,9 @@ def test_package_files_are_checked_with_their_own_line_numbers(index: LeakIndex)
     pkg = SkillPackage.from_files(
         {
             "SKILL.md": "---\nname: demo\ndescription: Use when testing.\n---\nRules.\n",
-            "references/examples.md": "Examples\n\nthe ending completely ruined it for me, what a waste\n",
+            "references/examples.md": (
+                "Examples\n\nthe ending completely ruined it for me, what a waste\n"
+            ),
         }
     )
     (leak,) = index.find(pkg.bundle())

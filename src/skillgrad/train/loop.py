@@ -130,6 +130,7 @@ def write_summary(
         deterministic=ctx.deterministic,
         by_stage=ctx.store.by_stage(),
         power=run_power_check(ctx, state.initial_skill).to_json(),
+        leaks=ctx.leak_index.find(state.best_skill, exempt=state.initial_skill),
     )
     ctx.run.write_summary(summary, render_report(summary, list(state.history)))
     return summary

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from skillgrad.config import Config
 from skillgrad.skill_package import file_lengths
-from skillgrad.types import StepRecord
+from skillgrad.types import Leak, StepRecord
 
 if TYPE_CHECKING:  # the loop imports this module; avoid the cycle at run time
     from skillgrad.train.state import TrainState
@@ -48,7 +48,9 @@ def build_summary(
     deterministic: bool = True,
     by_stage: dict[str, dict[str, float]] | None = None,
     power: dict[str, Any] | None = None,
+    leaks: Sequence[Leak] = (),
 ) -> dict[str, Any]:
+    """``leaks``: lines of the best skill copying train/val data (``train/leaks.py``)."""
     history = list(state.history)
     counts = _edit_counts(history)
     steps = [r for r in history if r.kind == "step"]
@@ -85,6 +87,24 @@ def build_summary(
         "nondeterministic_scorers": not deterministic,
         **({"skill_files": files} if files else {}),
         **gate_summary(cfg, history, power),
+        "leaks": leak_summary(cfg, history, leaks),
+    }
+
+
+def leak_summary(
+    cfg: Config, history: Sequence[StepRecord], best: Sequence[Leak]
+) -> dict[str, Any]:
+    """The answer-leak check's part of summary.json: the best skill's lines copying train/val
+    data, and the steps whose candidate copied data (refused or only flagged)."""
+    return {
+        "reject_leaks": cfg.train.reject_leaks,
+        "ngram": cfg.train.leak_ngram,
+        "best_skill": [x.to_json() for x in best],
+        "steps": [
+            {"step": r.step, "kind": r.kind, "refused": r.leak_refused, "lines": len(r.leaks)}
+            for r in history
+            if r.leaks
+        ],
     }
 
 
@@ -188,6 +208,7 @@ def render_report(
             f"{r.n_applied} | {r.verdict} | {r.val_score:.3f} | {r.skill_tokens} |"
         )
     lines += gate_lines(s)
+    lines += leak_lines(s)
     lines += ["", "## Persistent failures", "", persistent_failures_text(s)]
     if s.get("nondeterministic_scorers"):
         lines += ["", "Note: a scorer of this task is an LLM judge (non-deterministic)."]
@@ -257,6 +278,49 @@ def gate_lines(s: dict[str, Any]) -> list[str]:
     return lines
 
 
+def leak_lines(s: dict[str, Any]) -> list[str]:
+    """The report's answer-leak section: the best skill's lines that copy train/val data
+    verbatim, and the steps whose candidates did (absent from older summaries)."""
+    leaks = s.get("leaks")
+    if not leaks:
+        return []
+    mode = (
+        "refused by the gate" if leaks["reject_leaks"] else "flagged only (train.reject_leaks off)"
+    )
+    best = leaks["best_skill"]
+    lines = [
+        "",
+        "## Answer-leak check",
+        "",
+        f"- skill lines sharing {leaks['ngram']}+ words in a row with a train/val input or "
+        f"reference (or a short item's input next to its answer): {mode}",
+    ]
+    steps = leaks["steps"]
+    if steps:
+        refused = [str(x["step"]) for x in steps if x["refused"]]
+        flagged = [str(x["step"]) for x in steps if not x["refused"]]
+        if refused:
+            lines.append(f"- candidates refused for copying data: steps {', '.join(refused)}")
+        if flagged:
+            lines.append(f"- candidates that copied data (flagged): steps {', '.join(flagged)}")
+    if not best:
+        lines.append("- the best skill copies no train/val data")
+        return lines
+    lines += [
+        f"- **the best skill copies train/val data on {len(best)} line(s)**:",
+        "",
+        "| file | line | copied text | item | split | copied |",
+        "|---|---:|---|---|---|---|",
+    ]
+    for x in best:
+        span = x["span"].replace("|", "\\|")
+        lines.append(
+            f"| {x['file'] or '-'} | {x['line']} | {span} | {x['item_id']} | {x['split']} | "
+            f"{x['source']} |"
+        )
+    return lines
+
+
 def persistent_failures_text(summary: dict[str, Any]) -> str:
     """What the run knows about validation items no skill version solved, and nothing more.
 
@@ -284,6 +348,8 @@ __all__ = [
     "build_summary",
     "gate_lines",
     "gate_summary",
+    "leak_lines",
+    "leak_summary",
     "persistent_failures_text",
     "render_report",
     "within_noise",

@@ -1,0 +1,185 @@
+"""The answer-leak check in whole runs with fakes whose optimizer pastes data into the skill.
+
+Task: echo a sentence of nine words reversed, in upper case (long inputs and long gold answers),
+and ``ToyTask`` (one word in, the word in upper case out: short items). The fake target follows
+the skill's rule "UPPERCASE". The fake optimizer's first edit states that rule *and* pastes a
+training item (its input, its gold answer, or both for short items); once that edit shows up in
+the rejected-edit buffer it proposes the rule alone.
+
+- ``train.reject_leaks: true``: the leaking candidate is refused before any target call, the
+  next reflection sees why, and the skill never contains the pasted data.
+- off: the leaking candidate is accepted (it helps), and the step record, ``leaks.json``, the
+  summary and the report flag the copied line.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+
+from skillgrad.config import load_config
+from skillgrad.runs.io import read_json
+from skillgrad.session import run_training
+from skillgrad.tasks.base import Split
+from skillgrad.testing import FunctionBackend, ToyTask, system_text, user_text
+from skillgrad.types import ChatRequest, Item, Score
+
+RULE = "Always answer in UPPERCASE."
+_VOCAB = (
+    "amber basil cedar delta ember fjord glade heron iris juniper kelp lotus "
+    "marble nectar onyx pearl quartz raven sage thistle umber violet willow yarrow"
+).split()
+
+
+@dataclass
+class ReverseTask(ToyTask):
+    """A nine-word sentence in, the sentence reversed in upper case out."""
+
+    name: str = "reverse"
+    family: ClassVar[str] = "reverse"
+    max_tokens: int = 64
+
+    def make_item(self, rng: random.Random, split: Split, index: int) -> Item:
+        words = rng.sample(_VOCAB, 9)
+        return Item(f"{split}-{index}", " ".join(words), " ".join(reversed(words)).upper())
+
+    def score(self, output: str, item: Item) -> Score:
+        ok = output.strip() == item.reference
+        return Score(float(ok), ok, "correct" if ok else f"expected {item.reference!r}")
+
+
+def _target(request: ChatRequest) -> str:
+    text = user_text(request).removeprefix("Word: ").strip()
+    if "UPPERCASE" not in system_text(request):
+        return text
+    return " ".join(reversed(text.split())).upper() if " " in text else text.upper()
+
+
+def _optimizer(paste: str) -> FunctionBackend:
+    def reply(request: ChatRequest) -> Any:
+        prompt = user_text(request)
+        if "Group the indices" in prompt:
+            return {"groups": [[i] for i in range(len(re.findall(r"^\[\d+\]", prompt, re.M)))]}
+        if "Rank the candidate edits" in prompt:
+            return {"order": [0, 1, 2, 3]}
+        if "Revise the memo" in prompt:
+            return {"memo": "Upper case helped."}
+        rejected = prompt.split("## Edits rejected earlier")[-1].split("## Scored")[0]
+        content = RULE if paste in rejected else f"{RULE} Example: {paste}"
+        return {
+            "failure_patterns": [{"pattern": "not upper case", "item_ids": []}],
+            "edits": [{"op": "add", "section": "Rules", "content": content, "rationale": "case"}],
+        }
+
+    return FunctionBackend(reply, "function:leaky-optimizer")
+
+
+def _run(tmp_path: Path, task: ToyTask, paste: str, reject: bool) -> tuple[Path, Any, Any]:
+    cfg = load_config(
+        data={
+            "env": {"task": "toy", "output_root": str(tmp_path), "run_name": "run"},
+            "train": {
+                "num_epochs": 1,
+                "batch_size": 4,
+                "steps_per_epoch": 2,
+                "reject_leaks": reject,
+                "use_slow_update": False,
+                "use_meta_skill": False,
+            },
+        }
+    )
+    optimizer = _optimizer(paste)
+    target = FunctionBackend(_target, "function:upper-target")
+    result = run_training(cfg, task=task, optimizer=optimizer, target=target)
+    return result.run_dir, result.summary, target
+
+
+def _pastes(task: ToyTask) -> dict[str, tuple[str, str]]:
+    """What each leak kind pastes, and the ``source`` the check must report."""
+    item = task.load_split("train")[0]
+    return {
+        "input": (item.input, "input"),
+        "reference": (item.reference, "reference"),
+        "pair": (f"{item.input} -> {item.reference}", "input+reference"),
+    }
+
+
+CASES = [("input", ReverseTask), ("reference", ReverseTask), ("pair", ToyTask)]
+
+
+@pytest.mark.parametrize(("kind", "task_cls"), CASES)
+def test_reject_leaks_refuses_the_leaking_edit_before_any_target_call(
+    tmp_path: Path, kind: str, task_cls: type[ToyTask]
+) -> None:
+    task = task_cls()
+    paste, source = _pastes(task)[kind]
+    run, summary, target = _run(tmp_path, task, paste, reject=True)
+    history = read_json(run / "history.json")
+    first = history[0]
+    assert first["leak_refused"] and not first["accepted"]
+    assert first["gate_evaluated"] == 0 and first["calls"]["target"] == 4  # the batch only
+    assert first["gate_reason"].startswith("refused before evaluation: 1 line copy")
+    assert [x["source"] for x in first["leaks"]] == [source]
+    assert first["leaks"][0]["item_id"] == "train-0"
+    leaks_json = read_json(run / "steps/step_0001/leaks.json")
+    assert leaks_json["refused"] and leaks_json["new"] == first["leaks"]
+    assert read_json(run / "steps/step_0001/gate.json")["result"] is None
+    # no target call ever saw the candidate that carries the pasted data
+    assert not any(paste in system_text(r) for r in target.calls)
+    # the next reflection was told why, and proposed the rule alone, which was accepted
+    assert history[1]["accepted"] and not history[1]["leaks"]
+    best = (run / "best_skill.md").read_text()
+    assert RULE in best and paste not in best
+    assert summary["val_best"] == 1.0
+    assert summary["leaks"]["best_skill"] == []
+    assert summary["leaks"]["steps"] == [{"step": 1, "kind": "step", "refused": True, "lines": 1}]
+    report = (run / "report.md").read_text()
+    assert "candidates refused for copying data: steps 1" in report
+    assert "| 1 | 1 | step |" in report and "refused (leak)" in report
+
+
+@pytest.mark.parametrize(("kind", "task_cls"), CASES)
+def test_without_reject_leaks_the_accepted_leak_is_flagged(
+    tmp_path: Path, kind: str, task_cls: type[ToyTask]
+) -> None:
+    task = task_cls()
+    paste, source = _pastes(task)[kind]
+    run, summary, _ = _run(tmp_path, task, paste, reject=False)
+    first = read_json(run / "history.json")[0]
+    assert first["accepted"] and not first["leak_refused"]
+    assert [x["source"] for x in first["leaks"]] == [source]
+    assert paste in (run / "best_skill.md").read_text()
+    (leak,) = summary["leaks"]["best_skill"]
+    assert (leak["item_id"], leak["split"], leak["source"]) == ("train-0", "train", source)
+    assert leak["span"].lower() in paste.lower() or paste.lower() in leak["span"].lower()
+    report = (run / "report.md").read_text()
+    assert "the best skill copies train/val data on 1 line(s)" in report
+    assert "flagged only (train.reject_leaks off)" in report
+
+
+def test_the_initial_skill_may_hold_examples_from_the_data(tmp_path: Path) -> None:
+    task = ReverseTask()
+    item = task.load_split("train")[0]
+    cfg = load_config(
+        data={
+            "env": {"task": "toy", "output_root": str(tmp_path), "run_name": "run"},
+            "train": {"num_epochs": 1, "batch_size": 4, "steps_per_epoch": 1, "reject_leaks": True},
+        }
+    )
+    seed = f"Example: {item.input} -> {item.reference}\n"
+    result = run_training(
+        cfg,
+        task=task,
+        skill=seed,
+        optimizer=_optimizer("(nothing pasted)"),
+        target=FunctionBackend(_target, "function:upper-target"),
+    )
+    first = read_json(result.run_dir / "history.json")[0]
+    assert first["accepted"] and first["leaks"] == []
+    assert result.summary["leaks"]["best_skill"] == []
+    assert seed.strip() in (result.run_dir / "best_skill.md").read_text()
