@@ -84,3 +84,28 @@ def test_unusable_output_root_is_a_clear_error_exit_2(tmp_path: Path) -> None:
     assert "Traceback" not in proc.stderr
     assert "cannot create or lock the run directory" in proc.stderr
     assert "env.output_root" in proc.stderr
+
+
+def test_a_huge_init_skill_warns_with_its_cost_and_a_normal_one_does_not(tmp_path: Path) -> None:
+    root = tmp_path / "runs"
+    huge = tmp_path / "huge.md"
+    # ~30,000 words (~2 tokens each by the fallback counter): far above LARGE_SKILL_TOKENS
+    huge.write_text("# Notes\n\n" + "Remember the customer order ledger entry. " * 5000)
+    cfg = _config(
+        tmp_path,
+        root,
+        f'budget: {{max_calls: 40}}\ntrain: {{num_epochs: 1, batch_size: 4, init_skill: "{huge}"}}',
+    )
+    cfg.write_text(cfg.read_text().replace("train: {num_epochs: 1, batch_size: 4}\n", "", 1))
+    proc = _cli("train", str(cfg))
+    message = " ".join(proc.stderr.split())
+    assert "the starting skill (train.init_skill) is" in message, proc.stderr[-3000:]
+    assert "MB" in message and "of the estimated" in message and "Check that init_skill" in message
+    events = (root / "toy" / "events.jsonl").read_text(encoding="utf-8")
+    assert '"event": "warning"' in events and "train.init_skill" in events
+
+    small = tmp_path / "small.md"
+    small.write_text("# Rules\n\nAnswer briefly.\n")
+    cfg.write_text(cfg.read_text().replace(str(huge), str(small)))
+    quiet = _cli("train", str(cfg), "--fresh")
+    assert "the starting skill (train.init_skill)" not in quiet.stderr

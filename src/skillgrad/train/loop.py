@@ -22,7 +22,7 @@ from skillgrad.skill import Skill
 from skillgrad.train.boundary import epoch_boundary
 from skillgrad.train.context import RunContext
 from skillgrad.train.power import PowerCheck, power_check
-from skillgrad.train.preflight import estimate
+from skillgrad.train.preflight import estimate, large_skill_warning
 from skillgrad.train.rollout import cached_item_scores, mean_item_score, mean_score
 from skillgrad.train.state import TrainState
 from skillgrad.train.step import gate_rule, training_step, val_scores
@@ -38,7 +38,10 @@ async def train(ctx: RunContext, initial_skill: str) -> dict[str, Any]:
     for message in warnings_for(ctx.cfg):
         ctx.emit("warning", message=message)
     skill_now = initial_skill if state is None else state.skill
-    ctx.emit("preflight", **estimate(ctx, skill_now, ctx.prices))
+    preflight = estimate(ctx, skill_now, ctx.prices)
+    ctx.emit("preflight", **preflight)
+    if (large := large_skill_warning(skill_now, preflight, preflight["steps"])) is not None:
+        ctx.emit("warning", message=large)
     if state is None:
         state = await baseline(ctx, initial_skill)
     elif state.status == "stopped":  # a callback asked to stop: re-running resumes

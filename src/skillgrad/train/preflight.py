@@ -18,6 +18,10 @@ from skillgrad.tasks.base import task_abilities
 from skillgrad.train.context import RunContext
 from skillgrad.types import Usage
 
+# Above this the starting skill is almost surely the wrong file (skill documents are usually a
+# few thousand tokens at most): the run still starts, with a warning that states the cost.
+LARGE_SKILL_TOKENS = 20_000
+
 
 def estimate(ctx: RunContext, skill: str, prices: PriceTable) -> dict[str, Any]:
     t, items = ctx.cfg.train, ctx.items
@@ -37,7 +41,8 @@ def estimate(ctx: RunContext, skill: str, prices: PriceTable) -> dict[str, Any]:
     optimizer_calls = 2 * (
         steps * reflections + slow_epochs + (t.num_epochs if t.use_meta_skill else 0)
     )
-    skill_tokens = ctx.count_tokens(skill) + t.max_edit_tokens * 2
+    skill_now = ctx.count_tokens(skill)
+    skill_tokens = skill_now + t.max_edit_tokens * 2
     target_out = task_abilities(ctx.task).max_tokens
     target_usage = Usage((skill_tokens + 80) * target_calls, target_out * target_calls)
     opt_prompt = 600 + skill_tokens + t.minibatch_size * 150
@@ -52,7 +57,32 @@ def estimate(ctx: RunContext, skill: str, prices: PriceTable) -> dict[str, Any]:
             "target": round(prices.cost(names[1], target_usage), 4),
         },
         "priced": {"optimizer": prices.is_priced(names[0]), "target": prices.is_priced(names[1])},
+        "skill_tokens": skill_now,
+        "skill_share_of_tokens": round(
+            (skill_now * (target_calls + optimizer_calls))
+            / max(1, target_usage.total_tokens + opt_usage.total_tokens),
+            3,
+        ),
     }
 
 
-__all__ = ["estimate"]
+def large_skill_warning(skill: str, estimate: dict[str, Any], steps: int) -> str | None:
+    """The warning for a starting skill above ``LARGE_SKILL_TOKENS``, with what it costs: its
+    share of the estimated tokens and of the run directory (a copy per version and per step's
+    candidate and trajectories). None below the threshold."""
+    tokens = int(estimate["skill_tokens"])
+    if tokens <= LARGE_SKILL_TOKENS:
+        return None
+    size = len(skill.encode("utf-8"))
+    copies = 2 * steps + 3  # skills/skill_vNNNN + steps/*/candidate.md per step, best, initial
+    return (
+        f"the starting skill (train.init_skill) is {tokens:,} tokens ({size / 1e6:.1f} MB); "
+        f"skill documents are usually a few thousand tokens. Every target and optimizer call "
+        f"carries it: {estimate['skill_share_of_tokens']:.0%} of the estimated "
+        f"{sum(estimate['tokens'].values()):,} tokens, and the run directory keeps a copy per "
+        f"version and step (~{size * copies / 1e6:.0f} MB or more over {steps} steps). Check "
+        "that init_skill names the right file, or set budget.max_cost_usd / max_calls first."
+    )
+
+
+__all__ = ["LARGE_SKILL_TOKENS", "estimate", "large_skill_warning"]
