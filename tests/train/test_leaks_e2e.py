@@ -21,8 +21,11 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
+from starlette.testclient import TestClient
 
 from skillgrad.config import load_config
+from skillgrad.dashboard import create_app
+from skillgrad.report.html import write_html_report
 from skillgrad.runs.io import read_json
 from skillgrad.session import run_training
 from skillgrad.tasks.base import Split
@@ -183,3 +186,29 @@ def test_the_initial_skill_may_hold_examples_from_the_data(tmp_path: Path) -> No
     assert first["accepted"] and first["leaks"] == []
     assert result.summary["leaks"]["best_skill"] == []
     assert seed.strip() in (result.run_dir / "best_skill.md").read_text()
+
+
+@pytest.mark.parametrize("reject", [False, True])
+def test_html_report_and_dashboard_show_the_flagged_lines(tmp_path: Path, reject: bool) -> None:
+    task = ReverseTask()
+    paste, _ = _pastes(task)["input"]
+    run, _, _ = _run(tmp_path, task, paste, reject=reject)
+    html = write_html_report(run).read_text()
+    client = TestClient(create_app(run.parent), base_url="http://127.0.0.1")
+    page = client.get(f"/run/{run.name}").text
+    points = client.get(f"/api/run/{run.name}").json()["points"]
+    steps_html = html.split('id="leak-steps"')[1].split("</table>")[0]
+    steps_page = page.split('id="leaks-steps"')[1].split("</table>")[0]
+    for part in (steps_html, steps_page):
+        assert paste in part and "input of train-0 (train)" in part
+    if reject:
+        assert 'id="no-leaks"' in html and "refused (leak)" in steps_html
+        assert "The best skill copies no train/val data." in page
+        assert "refused (leak)" in steps_page and points[0]["verdict"] == "refused (leak)"
+    else:
+        best_html = html.split('id="leaks"')[1].split("</table>")[0]
+        best_page = page.split('id="leaks-best"')[1].split("</table>")[0]
+        for part in (best_html, best_page):
+            assert f"<code>{paste}</code>" in part and "train-0" in part
+        assert "flagged only: train.reject_leaks is off" in page
+        assert points[0]["verdict"] == "accepted" and points[0]["n_leaks"] == 1

@@ -167,6 +167,7 @@ class Dashboard:
             step_edits=data.step_edits(run),
             accepted=data.accepted_edits(run),
             gate_steps=data.gate_steps(run),
+            leaks=data.leak_view(run),
         )
 
     async def diff_page(self, request: Request) -> HTMLResponse:

@@ -19,7 +19,7 @@ def point(r: StepRecord) -> dict[str, Any]:
         "step": r.step, "epoch": r.epoch, "kind": r.kind, "val_score": r.val_score,
         "best_score": r.best_score, "train_score": r.train_score, "accepted": r.accepted,
         "lr": r.lr, "n_applied": r.n_applied, "skill_tokens": r.skill_tokens,
-        "cum_cost": r.cum_cost,
+        "cum_cost": r.cum_cost, "verdict": r.verdict, "n_leaks": len(r.leaks),
     }  # fmt: skip
 
 
@@ -114,6 +114,30 @@ def gate_steps(run: RunData) -> list[dict[str, Any]]:
             "fixed": list(r.fixed), "broken": list(r.broken), "missing": r.gate_missing,
         })  # fmt: skip
     return out
+
+
+def leak_view(run: RunData) -> dict[str, Any]:
+    """The answer-leak check (``train/leaks.py``) for the run page: every step whose candidate
+    copied train/val data verbatim (refused or only flagged), live from the step records, and
+    the best skill's copied lines from ``summary.json`` (``best`` is None until the run has
+    finished, or for runs written before the check existed)."""
+    leaks = (run.summary or {}).get("leaks")
+    steps = [
+        {
+            "step": r.step, "kind": r.kind, "refused": r.leak_refused, "accepted": r.accepted,
+            "lines": [x.to_json() for x in r.leaks],
+        }
+        for r in live_history(run)
+        if r.leaks
+    ]  # fmt: skip
+    if not isinstance(leaks, dict):
+        return {"best": None, "reject": None, "ngram": None, "steps": steps}
+    return {
+        "best": list(leaks.get("best_skill") or []),
+        "reject": bool(leaks.get("reject_leaks")),
+        "ngram": leaks.get("ngram"),
+        "steps": steps,
+    }
 
 
 def accepted_edits(run: RunData) -> list[dict[str, Any]]:

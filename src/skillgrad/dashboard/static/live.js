@@ -59,7 +59,7 @@
       var tr = document.createElement("tr");
       tr.className = p.accepted ? "accepted" : "rejected";
       [p.step, p.epoch, p.kind, fmt(p.lr), fmt(p.train_score), fmt(p.val_score),
-       fmt(p.best_score), p.accepted ? "accepted" : "rejected", p.n_applied,
+       fmt(p.best_score), p.verdict || (p.accepted ? "accepted" : "rejected"), p.n_applied,
        p.skill_tokens, fmt(p.cum_cost)].forEach(function (v) {
         var td = document.createElement("td");
         td.textContent = v === null || v === undefined ? "–" : String(v);
