@@ -163,7 +163,10 @@ def import_ray(purpose: str = "--executor ray") -> Any:
     try:
         import ray
     except ImportError:
-        raise ConfigError(f"{purpose} needs Ray: {INSTALL}") from None
+        raise ConfigError(
+            f"{purpose} needs Ray, which is not installed here: {INSTALL} (or use the local "
+            "executor)"
+        ) from None
     return ray
 
 

@@ -6,6 +6,11 @@ are reused from run to run. A task writes its run directly into the sweep direct
 the sweep directory must be on a filesystem every node sees at the same path: a task that
 cannot see it fails with that message instead of writing somewhere the driver never looks.
 A task whose worker dies is reported failed; re-running the sweep resumes the run.
+
+A run whose config says ``hardware.executor: ray`` sends its heavy rollout parts to the same
+cluster as Ray tasks of their own (the run's Ray worker reuses its connection, ``executors``),
+so its own task declares no CPUs: otherwise the runs in flight would hold every CPU while their
+rollouts wait for one, and the sweep would never finish.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from skillgrad.errors import SkillgradError
 from skillgrad.executors import INSTALL, connect, import_ray
 from skillgrad.sweep.executors import OnDone
 from skillgrad.sweep.plan import PLAN_FILE, RunJob
@@ -68,6 +74,7 @@ class RayExecutor:
 
     def _run(self, ray: Any, jobs: Sequence[RunJob], on_done: OnDone) -> list[RunOutcome]:
         task = ray.remote(num_cpus=self.cpus_per_run, max_retries=0)(run_job)
+        light = task.options(num_cpus=0)  # a run whose rollouts are Ray tasks of their own
         pending = list(jobs)
         running: dict[Any, RunJob] = {}
         outcomes: list[RunOutcome] = []
@@ -75,7 +82,8 @@ class RayExecutor:
             while pending or running:
                 while pending and len(running) < self.workers:
                     job = pending.pop(0)
-                    running[task.remote(job.to_json())] = job
+                    chosen = light if rollouts_on_ray(job) else task
+                    running[chosen.remote(job.to_json())] = job
                 done, _ = ray.wait(list(running), num_returns=1)
                 for ref in done:
                     job = running.pop(ref)
@@ -88,6 +96,17 @@ class RayExecutor:
         return outcomes
 
 
+def rollouts_on_ray(job: RunJob) -> bool:
+    """The run's config says ``hardware.executor: ray`` (a config that does not load is left to
+    the run itself to report)."""
+    from skillgrad.config import load_config
+
+    try:
+        return load_config(job.config_path, list(job.overrides)).hardware.executor == "ray"
+    except SkillgradError:
+        return False
+
+
 def _result(ray: Any, ref: Any, job: RunJob) -> RunOutcome:
     try:
         return RunOutcome(**ray.get(ref))
@@ -96,4 +115,4 @@ def _result(ray: Any, ref: Any, job: RunJob) -> RunOutcome:
         return RunOutcome(job.name, "failed", f"ray task failed ({type(exc).__name__}): {first}")
 
 
-__all__ = ["INSTALL", "RayExecutor", "connect", "import_ray", "run_job"]
+__all__ = ["INSTALL", "RayExecutor", "connect", "import_ray", "rollouts_on_ray", "run_job"]

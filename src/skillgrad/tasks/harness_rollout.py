@@ -10,7 +10,10 @@ is an infrastructure failure (``infra_error``): missing data, not a zero for the
 The whole agent run (work directory, box, endpoint relay, checks) is one picklable ``AgentJob``
 run by the bound executor (``hardware.executor``): a thread here, or a Ray task on a cluster
 node, which then needs the agent CLI installed at the same path, the endpoint reachable and the
-key variable set. At most ``max_parallel`` agents run at once, wherever they run. The agent's
+key variable set. The job carries the key variable's *name*, never its value; the value read
+where the job runs is replaced by ``***`` in the trajectory before it leaves the job, so neither
+the driver's disk nor the optimizer sees it, even when a node's key differs from the driver's.
+At most ``max_parallel`` agents run at once, wherever they run. The agent's
 model calls go from the agent to its endpoint: they are never in the run's call cache, ledger or
 budget, whichever executor runs it.
 
@@ -25,6 +28,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import socket
 import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -40,11 +44,12 @@ from skillgrad.harnesses.command import load_harness
 from skillgrad.harnesses.events import Transcript
 from skillgrad.harnesses.process import Layout, ProcessOutcome, endpoint_access
 from skillgrad.models.base import ModelBackend
+from skillgrad.redact import redact_text
 from skillgrad.sandbox import check_mode, require_bubblewrap
 from skillgrad.skill import skill_hash
 from skillgrad.skill_package import SkillPackage, is_package_text
 from skillgrad.tasks.base import SPLITS, Split, failed_trajectory
-from skillgrad.types import Item, Message, Score, Trajectory
+from skillgrad.types import Item, Message, Score, Trajectory, to_json
 
 INFRA_PREFIX = "infrastructure: "
 FILE_LIMIT = 64_000  # characters of a created / changed file kept in the trajectory
@@ -163,6 +168,15 @@ class AgentJob:
     skill: str
 
     def __call__(self) -> Trajectory:
+        """Run the agent and score it; the key read here is scrubbed from the result."""
+        try:
+            key = self.endpoint.api_key()
+        except ConfigError as exc:  # the driver has it: the node running this job lacks it
+            raise ConfigError(f"on node {socket.gethostname()}: {exc}") from None
+        traj = self._run(key)
+        return _scrubbed(traj) if key else traj
+
+    def _run(self, key: str) -> Trajectory:
         item, skill = self.item, self.skill
         package = package_of(skill)
         with (
@@ -180,7 +194,7 @@ class AgentJob:
             values = {
                 "model": self.endpoint.model or "",
                 "base_url": access.base_url,
-                "api_key": self.endpoint.api_key(),
+                "api_key": key,
                 "skill_name": package.name if package else "",
             }
             outcome, transcript = self.harness.run(
@@ -194,6 +208,24 @@ class AgentJob:
                 else _score(item, layout, transcript)
             )
         return _trajectory(item, skill, transcript, outcome, files, score, infra)
+
+
+def _scrubbed(traj: Trajectory) -> Trajectory:
+    """``traj`` with every remembered secret (the endpoint key read by this process) as ``***``
+    in all its text."""
+    data = to_json(traj)
+    clean = _redact_strings(data)
+    return traj if clean == data else Trajectory.from_json(clean)
+
+
+def _redact_strings(value: Any) -> Any:
+    if isinstance(value, str):
+        return redact_text(value)
+    if isinstance(value, dict):
+        return {k: _redact_strings(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_redact_strings(v) for v in value]
+    return value
 
 
 def _score(item: Item, layout: Layout, transcript: Transcript) -> Score:

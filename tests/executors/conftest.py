@@ -1,0 +1,52 @@
+"""Helpers for the executor tests: a real local Ray cluster (127.0.0.1 only, one per test module
+that asks for it), the ``code`` benchmark config with the fakes of ``fakes_executors.py``."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from skillgrad.executors import connect, import_ray
+
+FAKES = Path(__file__).with_name("fakes_executors.py")
+AGENT_KEY = "sk-agent-key-0123456789abcdef"  # the harness endpoint's key (AGENT_KEY variable)
+
+
+@pytest.fixture(scope="module")
+def ray_cluster() -> Iterator[str]:
+    """A private Ray cluster on 127.0.0.1 with 2 CPUs, this process its driver; its address.
+    Set before it starts (its workers inherit this environment): the agent endpoint's key."""
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("AGENT_KEY", AGENT_KEY)
+        ray = import_ray()
+        connect(ray, None, workers=2)
+        try:
+            address = str(ray.get_runtime_context().gcs_address)
+            assert address.startswith("127.0.0.1:")  # loopback only
+            yield address
+        finally:
+            ray.shutdown()
+
+
+def code_config(folder: Path, executor: str, *, run_name: str = "code", extra: str = "") -> Path:
+    """A one-epoch run of the ``code`` benchmark (real bubblewrap sandbox) with the fakes."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{run_name}.yaml"
+    path.write_text(
+        f"""
+train: {{num_epochs: 1, batch_size: 2}}
+models:
+  optimizer: {{provider: function, model: "{FAKES}:Optimizer"}}
+  target: {{provider: function, model: "{FAKES}:Target"}}
+env:
+  task: code
+  options: {{n_train: 2, n_val: 3, n_test: 3}}
+  output_root: "{folder / "runs"}"
+  run_name: {run_name}
+hardware: {{executor: {executor}, rollout_workers: 2{extra}}}
+""",
+        encoding="utf-8",
+    )
+    return path
