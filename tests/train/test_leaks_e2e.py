@@ -63,9 +63,11 @@ def _target(request: ChatRequest) -> str:
     return " ".join(reversed(text.split())).upper() if " " in text else text.upper()
 
 
-def _optimizer(paste: str) -> FunctionBackend:
+def _optimizer(paste: str, guidance: str = "Keep answering in upper case.") -> FunctionBackend:
     def reply(request: ChatRequest) -> Any:
         prompt = user_text(request)
+        if "Longitudinal comparison" in prompt:  # the slow update's guidance
+            return {"guidance": guidance}
         if "Group the indices" in prompt:
             return {"groups": [[i] for i in range(len(re.findall(r"^\[\d+\]", prompt, re.M)))]}
         if "Rank the candidate edits" in prompt:
@@ -126,7 +128,9 @@ def test_reject_leaks_refuses_the_leaking_edit_before_any_target_call(
     first = history[0]
     assert first["leak_refused"] and not first["accepted"]
     assert first["gate_evaluated"] == 0 and first["calls"]["target"] == 4  # the batch only
-    assert first["gate_reason"].startswith("refused before evaluation: 1 line copy")
+    assert first["gate_reason"].startswith(
+        "refused before evaluation: 1 line copies train/val data"
+    )
     assert [x["source"] for x in first["leaks"]] == [source]
     assert first["leaks"][0]["item_id"] == "train-0"
     leaks_json = read_json(run / "steps/step_0001/leaks.json")
@@ -212,3 +216,35 @@ def test_html_report_and_dashboard_show_the_flagged_lines(tmp_path: Path, reject
             assert f"<code>{paste}</code>" in part and "train-0" in part
         assert "flagged only: train.reject_leaks is off" in page
         assert points[0]["verdict"] == "accepted" and points[0]["n_leaks"] == 1
+
+
+def test_the_slow_update_guidance_is_checked_too(tmp_path: Path) -> None:
+    task = ReverseTask()
+    item = task.load_split("val")[1]
+    paste = f"Remember: {item.reference}"
+    cfg = load_config(
+        data={
+            "env": {"task": "toy", "output_root": str(tmp_path), "run_name": "run"},
+            "train": {
+                "num_epochs": 2,
+                "batch_size": 4,
+                "steps_per_epoch": 1,
+                "reject_leaks": True,
+                "use_meta_skill": False,
+            },
+        }
+    )
+    target = FunctionBackend(_target, "function:upper-target")
+    result = run_training(
+        cfg, task=task, optimizer=_optimizer("(nothing)", guidance=paste), target=target
+    )
+    history = read_json(result.run_dir / "history.json")
+    slow = history[-1]
+    assert slow["kind"] == "slow_update" and slow["leak_refused"] and not slow["accepted"]
+    assert [(x["item_id"], x["split"], x["source"]) for x in slow["leaks"]] == [
+        ("val-1", "val", "reference")
+    ]
+    leaks_json = read_json(result.run_dir / "slow_update/epoch_02/leaks.json")
+    assert leaks_json["refused"] and leaks_json["new"] == slow["leaks"]
+    assert not any(item.reference in system_text(r) for r in target.calls)
+    assert item.reference not in (result.run_dir / "best_skill.md").read_text()

@@ -128,8 +128,8 @@ class LeakIndex:
         if n < 2:
             raise ValueError(f"leak n-gram length must be at least 2, got {n}")
         index = cls(n=n)
-        owners: dict[int, int] = {}
-        items_with: dict[int, int] = {}
+        owners: dict[int, int] = {}  # every n-gram -> its first origin
+        shared: dict[int, int] = {}  # n-grams of several items -> how many items (few)
         n_items = 0
         for split, rows in items.items():
             for item in rows:
@@ -147,17 +147,23 @@ class LeakIndex:
                     for ws in word_lists:
                         for gram in _ngrams(ws, n):
                             h = hash(gram)
-                            owners.setdefault(h, origin)
-                            if h not in seen:
-                                seen.add(h)
-                                items_with[h] = items_with.get(h, 0) + 1
+                            if h in seen:
+                                continue
+                            seen.add(h)
+                            if h in owners:
+                                shared[h] = shared.get(h, 1) + 1
+                            else:
+                                owners[h] = origin
                 q = tuple(w for ws in question for w in ws)
                 a = tuple(w for ws in answer for w in ws)
                 if 0 < len(q) < n and 0 < len(a) < n:
                     index.origins.append(_Origin(item.id, split, "input+reference"))
                     index.pairs.setdefault(q, {}).setdefault(a, len(index.origins) - 1)
         limit = max(3, BOILERPLATE_SHARE * n_items)
-        index.grams = {h: o for h, o in owners.items() if items_with[h] < limit}
+        for h, count in shared.items():
+            if count >= limit:
+                del owners[h]
+        index.grams = owners
         return index
 
     def find(self, skill: str, exempt: str = "") -> tuple[Leak, ...]:

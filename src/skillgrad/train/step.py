@@ -196,7 +196,7 @@ def leak_refusal(ctx: RunContext, step: int, leaks: tuple[Leak, ...]) -> str:
         return ""
     reject = ctx.cfg.train.reject_leaks
     n = len(leaks)
-    what = f"{n} line{'s' * (n != 1)} copy train/val data verbatim"
+    what = f"{n} line{'s copy' if n != 1 else ' copies'} train/val data verbatim"
     action = "refused (train.reject_leaks)" if reject else "flagged (train.reject_leaks is off)"
     ctx.emit("warning", message=f"step {step}: candidate: {what}: {describe(leaks)}; {action}")
     if not reject:
