@@ -110,7 +110,7 @@ class RayExecutor:
         except ray.exceptions.RayTaskError as exc:  # the job raised: re-raise it as itself
             cause = getattr(exc, "cause", None)
             if isinstance(cause, BaseException):
-                raise cause from None
+                raise cause from exc  # chained: the worker's traceback, for debugging
             raise JobLost(f"a Ray task failed: {_first_line(exc)}") from None
         except ray.exceptions.RayError as exc:  # the worker or node died, the object was lost
             raise JobLost(f"Ray lost the job ({type(exc).__name__}): {_first_line(exc)}") from None

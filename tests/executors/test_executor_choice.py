@@ -1,24 +1,29 @@
 """Choosing ``hardware.executor``: a task without heavy rollouts (chat) runs here and starts no
 Ray; without Ray installed, ``executor: ray`` is a clear configuration error (exit 2, the
 install command) before any model call; with no cluster running, a run starts a private one on
-127.0.0.1 for itself and shuts it down at the end (one cluster start-up in this module)."""
+127.0.0.1 for itself and shuts it down at the end (one cluster start-up in this module); an
+agent job on a node without the endpoint's key variable says which node."""
 
 from __future__ import annotations
 
 import logging
+import re
+import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from conftest import code_config
+from conftest import AGENT_KEY, SKILL, agent_task, code_config
 from fakes_executors import Optimizer, Target
 
 from skillgrad import load_config, run_training
 from skillgrad.benchmarks.code import CodeBenchmark
+from skillgrad.errors import ConfigError
 from skillgrad.executors import LOCAL, RayExecutor, import_ray
 from skillgrad.runs.cache import CallCache
 from skillgrad.session import open_session
+from skillgrad.skill_package import SkillPackage
 from skillgrad.testing import FunctionBackend, ToyTask
 
 
@@ -78,3 +83,16 @@ def test_a_run_starts_its_own_local_cluster_and_shuts_it_down(tmp_path: Path) ->
     executor = task.executor
     assert isinstance(executor, RayExecutor) and executor.jobs > 0
     assert not ray.is_initialized()  # the cluster it started is gone with the run
+
+
+def test_an_agent_job_where_the_key_variable_is_unset_names_the_node(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AGENT_KEY", AGENT_KEY)
+    task = agent_task(tmp_path, max_parallel=1)
+    skill = SkillPackage.from_files({"SKILL.md": SKILL}).bundle()
+    job = task.agent_job(task.load_split("val")[0], skill)
+    monkeypatch.delenv("AGENT_KEY")  # the process running the job lacks it
+    expected = f"on node {socket.gethostname()}: the agent endpoint's key variable AGENT_KEY"
+    with pytest.raises(ConfigError, match=re.escape(expected)):
+        job()

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import AGENT_KEY, code_config
+from conftest import AGENT_KEY, SKILL, agent_task, code_config
 from fakes_executors import Optimizer, code_reply
 
 from skillgrad import load_config, run_training
@@ -30,7 +30,6 @@ from skillgrad.executors import JobLost, RayExecutor, import_ray
 from skillgrad.models.function import FunctionBackend
 from skillgrad.runs.cache import CallCache
 from skillgrad.skill_package import SkillPackage
-from skillgrad.tasks.harness_rollout import HarnessTask
 from skillgrad.train.rollout import rollout
 from skillgrad.types import ChatRequest
 
@@ -180,47 +179,6 @@ async def test_an_exception_inside_a_job_is_raised_on_the_driver_as_itself(
     executor.close()
 
 
-SKILL = """---
-name: answer-word
-description: Use when asked to write the answer file.
----
-ANSWER-WORD: FROG
-"""
-# prints when it ran (host clock) and the key it was given, which must come back as ***
-AGENT = (
-    "start=$(date +%s.%N); sleep 1.5\n"
-    'sed -n "s/^ANSWER-WORD: //p" .agents/skills/answer-word/SKILL.md > answer.txt\n'
-    'echo "span $start $(date +%s.%N) key=$AGENT_SEES"\n'
-)
-
-
-def agent_task(root: Path, max_parallel: int) -> HarnessTask:
-    data = root / "data"
-    data.mkdir()
-    for split, n in (("train", 1), ("val", 4), ("test", 1)):
-        rows = [
-            {
-                "id": f"{split}-{i}",
-                "prompt": "Write the answer word into answer.txt.",
-                "check": {"file": "answer.txt", "equals": "FROG"},
-            }
-            for i in range(n)
-        ]
-        (data / f"{split}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    return HarnessTask(
-        base_dir=root,
-        harness={
-            "argv": ["/bin/sh", "-c", AGENT],
-            "skills_dir": "{workdir}/.agents/skills",
-            "env": {"AGENT_SEES": "{api_key}"},
-        },
-        endpoint={"base_url": "http://127.0.0.1:9", "model": "m", "api_key_env": "AGENT_KEY"},
-        split_dir="data",
-        max_parallel=max_parallel,
-        timeout_s=60,
-    )
-
-
 def most_at_once(spans: list[tuple[float, float]]) -> int:
     edges = sorted([(s, 1) for s, _ in spans] + [(e, -1) for _, e in spans])
     now = peak = 0
@@ -239,6 +197,9 @@ async def test_agents_run_on_ray_at_most_max_parallel_at_once(
     task.bind_executor(executor)
     skill = SkillPackage.from_files({"SKILL.md": SKILL}).bundle()
     items = task.load_split("val")
+    job = task.agent_job(items[0], skill)
+    shipped = import_ray().cloudpickle.dumps(job)  # what a Ray task carries
+    assert b"AGENT_KEY" in shipped and AGENT_KEY.encode() not in shipped  # the name, not the key
     unused = FunctionBackend(lambda r: pytest.fail("a harness task never calls the target"))
     trajs = await rollout(task, items, skill, unused, workers=len(items))
     executor.close()

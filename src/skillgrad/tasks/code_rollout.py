@@ -12,10 +12,12 @@ to the bound executor (``hardware.executor``: a thread here, or a Ray task on a 
 from __future__ import annotations
 
 import re
+import socket
 import threading
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from skillgrad.errors import ConfigError
 from skillgrad.executors import LOCAL, JobLost, RolloutExecutor
 from skillgrad.models.base import ModelBackend
 from skillgrad.sandbox import SandboxResult, run_tests
@@ -42,15 +44,20 @@ class SandboxJob:
     mode: str
 
     def __call__(self) -> SandboxResult:
-        with _SANDBOX_SLOTS:
-            return run_tests(
-                self.code,
-                self.tests,
-                self.timeout_s,
-                self.memory_mb,
-                entry_point=self.entry_point,
-                mode=self.mode,
-            )
+        """The sandbox result; a sandbox that cannot work on this node (bubblewrap missing) is
+        its ConfigError naming the node (the driver checked its own before any model call)."""
+        try:
+            with _SANDBOX_SLOTS:
+                return run_tests(
+                    self.code,
+                    self.tests,
+                    self.timeout_s,
+                    self.memory_mb,
+                    entry_point=self.entry_point,
+                    mode=self.mode,
+                )
+        except ConfigError as exc:
+            raise type(exc)(f"on node {socket.gethostname()}: {exc}") from None
 
 
 def extract_code(text: str, entry_point: str = "") -> str:
