@@ -85,7 +85,9 @@ def _preflight_line(e: dict[str, Any]) -> str:
 
 
 def _step_line(r: dict[str, Any]) -> str:
-    verdict = "accepted" if r["accepted"] else "rejected"
+    verdict = (
+        "accepted" if r["accepted"] else "refused (leak)" if r.get("leak_refused") else "rejected"
+    )
     tokens = sum(r.get("tokens", {}).values())
     cand = r.get("candidate_score")
     cand_text = "-" if cand is None else f"{cand:.3f}"
