@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import AGENT_KEY, SKILL, agent_task, code_config
+from executor_helpers import AGENT_KEY, SKILL, agent_task, code_config
 from fakes_executors import Optimizer, Target
 
 from skillgrad import load_config, run_training

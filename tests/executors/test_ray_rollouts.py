@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import AGENT_KEY, SKILL, agent_task, code_config
+from executor_helpers import AGENT_KEY, SKILL, agent_task, code_config
 from fakes_executors import Optimizer, code_reply
 
 from skillgrad import load_config, run_training
