@@ -263,6 +263,13 @@ def _per_role(record: str, name: str, value: Any, kind: type) -> dict[str, Any]:
     return {str(k): _number(record, f"{name}.{k}", v, kind) for k, v in value.items()}
 
 
+def _text(record: str, name: str, value: Any) -> str:
+    """``value`` as a str; other types are refused."""
+    if not isinstance(value, str):
+        raise _field_error(record, name, "str", value)
+    return value
+
+
 def _object(record: str, data: Any) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise ValueError(f"{record}: expected a JSON object, got {type(data).__name__}")
@@ -479,8 +486,7 @@ class Leak:
         what = "leak record"
         d = _object(what, data)
         for name in ("file", "span", "item_id", "split"):
-            if not isinstance(d.get(name), str):
-                raise _field_error(what, name, "str", d.get(name))
+            _text(what, name, d.get(name))
         if d.get("source") not in ("input", "reference", "input+reference"):
             raise _field_error(
                 what, "source", "'input', 'reference' or 'input+reference'", d.get("source")
@@ -523,15 +529,12 @@ class RejectedEdit:
     def from_json(cls, data: Any) -> RejectedEdit:
         what = "rejected-edit entry"
         d = _object(what, data)
-        refused = d.get("refused", "")
-        if not isinstance(refused, str):
-            raise _field_error(what, "refused", "str", refused)
         return cls(
             step=_number(what, "step", d.get("step"), int),
             edits=_edits(what, d.get("edits")),
             incumbent=_number(what, "incumbent", d.get("incumbent"), float),
             candidate=_number(what, "candidate", d.get("candidate"), float),
-            refused=refused,
+            refused=_text(what, "refused", d.get("refused", "")),
         )
 
 
@@ -557,13 +560,10 @@ class Conflict:
     def from_json(cls, data: Any) -> Conflict:
         what = "conflict entry"
         d = _object(what, data)
-        reason = d.get("reason", "")
-        if not isinstance(reason, str):
-            raise _field_error(what, "reason", "str", reason)
         return cls(
             step=_number(what, "step", d.get("step"), int),
             edits=_edits(what, d.get("edits")),
-            reason=reason,
+            reason=_text(what, "reason", d.get("reason", "")),
         )
 
 
