@@ -92,9 +92,13 @@ class RayExecutor:
 
     def start(self) -> RayExecutor:
         ray = import_ray("hardware.executor: ray")
-        if not ray.is_initialized():
+        if ray.is_initialized():
+            where = "the Ray connection of this process"
+        else:
             connect(ray, self.address, os.cpu_count() or 1)
             self._started_here = True
+            where = self.address or "a local Ray cluster (127.0.0.1)"
+        log.info("hardware.executor ray: heavy rollout jobs run on %s", where)
         self._ray = ray
         self._remote = ray.remote(num_cpus=self.num_cpus, max_retries=0)(call_job)
         return self
