@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import write_config
+from sweep_helpers import write_config
 
 from skillgrad import load_config
 from skillgrad.errors import ConfigError, RunDirError

@@ -10,7 +10,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from conftest import (
+from sweep_helpers import (
     GRID,
     KILLED_RUN,
     assert_nothing_paid_twice,

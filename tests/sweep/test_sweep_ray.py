@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import (
+from sweep_helpers import (
     KILLED_RUN,
     assert_nothing_paid_twice,
     calls,
