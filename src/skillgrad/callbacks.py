@@ -85,9 +85,10 @@ def _preflight_line(e: dict[str, Any]) -> str:
 
 
 def _step_line(r: dict[str, Any]) -> str:
-    verdict = (
-        "accepted" if r["accepted"] else "refused (leak)" if r.get("leak_refused") else "rejected"
-    )
+    verdict = "accepted" if r["accepted"] else "refused (leak)" if r.get("leak_refused") else ""
+    if not verdict:  # an early rejection compared only the items it evaluated
+        early = f" at {r.get('gate_evaluated')}/{r.get('gate_total')} items"
+        verdict = f"early-rejected{early}" if r.get("early_rejected") else "rejected"
     tokens = sum(r.get("tokens", {}).values())
     cand = r.get("candidate_score")
     cand_text = "-" if cand is None else f"{cand:.3f}"

@@ -327,7 +327,8 @@ class StepRecord:
     gate_reason: str = ""
     """The gate's reason for its decision (or why the gate did not run)."""
     incumbent_score: float = 0.0
-    """Selection-split score of the skill in force before the step."""
+    """Selection score of the skill in force before the step, on the items the gate compared
+    (the whole split, or after an early rejection the items evaluated)."""
     candidate_score: float | None = None
     """Selection-split score of the candidate (mean over the items evaluated); None if no gate."""
     gate_evaluated: int = 0

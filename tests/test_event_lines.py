@@ -1,0 +1,44 @@
+"""The console's one line per step says how the step ended, and on an early rejection how many
+selection items the compared scores cover (they are means over those items only)."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import pytest
+
+from skillgrad.callbacks import describe_event
+
+
+def _record(**changes: Any) -> dict[str, Any]:
+    record: dict[str, Any] = {
+        "step": 3, "epoch": 1, "kind": "step", "lr": 2.0, "train_score": 0.25,
+        "n_proposed": 4, "n_applied": 2, "incumbent_score": 0.0, "candidate_score": 0.0,
+        "accepted": False, "early_rejected": False, "leak_refused": False,
+        "gate_evaluated": 12, "gate_total": 12, "best_score": 0.042, "skill_tokens": 7,
+        "tokens": {"optimizer": 10, "target": 5}, "cum_cost": 0.5,
+    }  # fmt: skip
+    record.update(changes)
+    return record
+
+
+@pytest.mark.parametrize(
+    ("changes", "verdict"),
+    [
+        ({"accepted": True, "candidate_score": 0.5}, "gate 0.000 vs 0.500 accepted |"),
+        ({"leak_refused": True, "candidate_score": None}, "gate 0.000 vs - refused (leak) |"),
+        (
+            {"early_rejected": True, "gate_evaluated": 9},
+            "gate 0.000 vs 0.000 early-rejected at 9/12 items |",
+        ),
+        ({}, "gate 0.000 vs 0.000 rejected |"),
+    ],
+)
+def test_step_line_says_how_the_step_ended(changes: dict[str, Any], verdict: str) -> None:
+    described = describe_event({"event": "step_end", "record": _record(**changes)})
+    assert described is not None
+    level, line = described
+    assert level == logging.INFO
+    assert verdict in line
+    assert line.startswith("step   3 ep 1 step") and "15 tok |" in line and "$0.5000" in line
