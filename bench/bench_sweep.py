@@ -58,7 +58,7 @@ def timed_sweep(
 def bench(executor: str, args: argparse.Namespace, folder: Path) -> dict[str, Any]:
     address, startup = None, 0.0
     if executor == "ray":
-        from skillgrad.sweep.ray import connect, import_ray
+        from skillgrad.executors import connect, import_ray
 
         ray = import_ray()
         t0 = time.monotonic()

@@ -18,7 +18,7 @@ from sweep_helpers import (
     uninterrupted,
 )
 
-from skillgrad.sweep.ray import connect, import_ray
+from skillgrad.executors import connect, import_ray
 
 Reference = tuple[list[dict[str, object]], Counter[str]]
 

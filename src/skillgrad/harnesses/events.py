@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from skillgrad.runs.io import json_objects
 from skillgrad.types import Usage
 
 
@@ -27,21 +28,6 @@ class Transcript:
     finished: bool = False
     error: str | None = None
     infra: bool = False
-
-
-def _lines(stdout: str) -> list[dict[str, Any]]:
-    events = []
-    for line in stdout.splitlines():
-        line = line.strip()
-        if not line.startswith("{"):
-            continue
-        try:
-            event = json.loads(line)
-        except json.JSONDecodeError:
-            continue  # a torn last line when the agent was killed mid-write
-        if isinstance(event, dict):
-            events.append(event)
-    return events
 
 
 def _call(ident: Any, tool: Any, arguments: Any, observation: Any, ok: Any) -> dict[str, Any]:
@@ -65,7 +51,7 @@ def parse_claude(stdout: str) -> Transcript:
     steps: list[dict[str, Any]] = []
     calls: dict[str, dict[str, Any]] = {}
     final, usage, finished, error, infra = "", Usage(), False, None, False
-    for ev in _lines(stdout):
+    for ev in json_objects(stdout):
         kind, msg = ev.get("type"), ev.get("message") or {}
         content = msg.get("content") if isinstance(msg, dict) else None
         if kind == "assistant" and isinstance(content, list):
@@ -100,7 +86,7 @@ def parse_codex(stdout: str) -> Transcript:
     file_change, mcp_tool_call, reasoning, error)."""
     steps: list[dict[str, Any]] = []
     final, usage, finished, error = "", Usage(), False, None
-    for ev in _lines(stdout):
+    for ev in json_objects(stdout):
         kind = ev.get("type")
         item = ev.get("item") or {}
         if kind == "item.completed":

@@ -114,11 +114,27 @@ def flatten(value: Any, prefix: str = "") -> dict[str, Any]:
     return {prefix: value}
 
 
+def json_objects(text: str) -> list[dict[str, Any]]:
+    """The JSON objects of a JSON-lines stream written by a process that may have been killed
+    mid-write (an agent's event stream, the sandbox judge's verdict): lines that are not a JSON
+    object — a torn last line, other output — are skipped, never an error."""
+    events = []
+    for line in text.splitlines():
+        try:
+            event = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(event, dict):
+            events.append(event)
+    return events
+
+
 __all__ = [
     "append_jsonl",
     "atomic_write_json",
     "atomic_write_text",
     "flatten",
+    "json_objects",
     "read_json",
     "read_jsonl",
     "write_jsonl",

@@ -10,7 +10,6 @@ return wrong values, crash, hang or burn its limits: each of those fails tests, 
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import tempfile
@@ -21,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from skillgrad.runs.io import json_objects
 from skillgrad.sandbox.box import (
     Box,
     Limits,
@@ -123,18 +123,6 @@ def _killed_reason(code: int | None, timed_out: bool, memory: bool, limits: Limi
     return ""
 
 
-def _events(path: Path) -> list[dict[str, Any]]:
-    events = []
-    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-        try:
-            event = json.loads(line)
-        except json.JSONDecodeError:
-            continue  # a torn last line when the judge was killed mid-write
-        if isinstance(event, dict):
-            events.append(event)
-    return events
-
-
 def run_tests(
     code: str,
     tests: str,
@@ -188,7 +176,7 @@ def run_tests(
         judge, host = procs
         timed_out = finish([judge], start + timeout_s)
         finish([host], min(start + timeout_s, time.monotonic() + HOST_GRACE_S))
-        events = _events(root / "verdict")
+        events = json_objects((root / "verdict").read_text(encoding="utf-8", errors="replace"))
         stdout, stderr = _read(root / "out"), _read(root / "err")
         judge_stderr = _read(root / "judge_err")
     duration = time.monotonic() - start

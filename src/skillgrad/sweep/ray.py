@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from skillgrad.errors import SkillgradError
-from skillgrad.executors import INSTALL, connect, import_ray
+from skillgrad.executors import connect, import_ray
 from skillgrad.sweep.executors import OnDone
 from skillgrad.sweep.plan import PLAN_FILE, RunJob
 from skillgrad.sweep.worker import RunOutcome, execute
@@ -115,4 +115,4 @@ def _result(ray: Any, ref: Any, job: RunJob) -> RunOutcome:
         return RunOutcome(job.name, "failed", f"ray task failed ({type(exc).__name__}): {first}")
 
 
-__all__ = ["INSTALL", "RayExecutor", "connect", "import_ray", "rollouts_on_ray", "run_job"]
+__all__ = ["RayExecutor", "rollouts_on_ray", "run_job"]

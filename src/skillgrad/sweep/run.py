@@ -43,7 +43,8 @@ def make_executor(name: str, workers: int, ray_address: str | None = None) -> Ex
 
         return LocalExecutor(workers)
     if name == "ray":
-        from skillgrad.sweep.ray import RayExecutor, import_ray
+        from skillgrad.executors import import_ray
+        from skillgrad.sweep.ray import RayExecutor
 
         import_ray()  # a missing extra is reported before anything runs
         return RayExecutor(workers, ray_address)

@@ -110,15 +110,26 @@ def skill_messages(skill: str, prompt: str) -> tuple[Message, ...]:
     return (*system, Message("user", prompt))
 
 
-async def complete_item(backend: ModelBackend, request: ChatRequest) -> Completion | str:
-    """Call the target for one item. Systemic failures raise; the item's own failure (e.g. a
-    transient error that outlived its retries) is returned as an error string: it is data."""
+async def complete_item(
+    item: Item,
+    skill: str,
+    messages: tuple[Message, ...],
+    backend: ModelBackend,
+    *,
+    temperature: float,
+    max_tokens: int,
+) -> Completion | Trajectory:
+    """One target call for ``item`` (``messages`` from ``skill_messages``). Systemic failures
+    raise; the item's own failure (e.g. a transient error that outlived its retries) comes back
+    as the item's failed trajectory (``infra_error`` set: missing data, not a zero)."""
+    request = ChatRequest(messages, temperature=temperature, max_tokens=max_tokens)
     try:
         return await backend.complete(request)
     except (PermanentModelError, BudgetExceeded):
         raise
     except SkillgradError as exc:
-        return f"{type(exc).__name__}: {exc}"
+        error = f"{type(exc).__name__}: {exc}"
+        return failed_trajectory(item, skill, messages, error, infra=True)
 
 
 def failed_trajectory(

@@ -12,7 +12,7 @@ from skillgrad.tasks.base import (
     failed_trajectory,
     skill_messages,
 )
-from skillgrad.types import ChatRequest, Item, Message, Score, Trajectory
+from skillgrad.types import Item, Message, Score, Trajectory
 
 
 class ChatTask:
@@ -43,10 +43,11 @@ class ChatTask:
 
     async def rollout(self, item: Item, skill: str, backend: ModelBackend) -> Trajectory:
         messages = self.messages(item, skill)
-        request = ChatRequest(messages, temperature=self.temperature, max_tokens=self.max_tokens)
-        completion = await complete_item(backend, request)
-        if isinstance(completion, str):
-            return failed_trajectory(item, skill, messages, completion, infra=True)
+        completion = await complete_item(
+            item, skill, messages, backend, temperature=self.temperature, max_tokens=self.max_tokens
+        )
+        if isinstance(completion, Trajectory):  # the call failed: the item's failed trajectory
+            return completion
         output = completion.text
         try:
             score = await self.ascore(output, item)

@@ -23,7 +23,7 @@ from skillgrad.models.base import ModelBackend
 from skillgrad.sandbox import SandboxResult, run_tests
 from skillgrad.skill import skill_hash
 from skillgrad.tasks.base import Split, complete_item, failed_trajectory, skill_messages
-from skillgrad.types import ChatRequest, Item, Message, Score, Trajectory
+from skillgrad.types import Item, Message, Score, Trajectory
 
 _FENCE = re.compile(r"```[ \t]*([\w+-]*)[^\n]*\n(.*?)(?:```|\Z)", re.DOTALL)
 _CODE_START = re.compile(r"^(def |async def |class |import |from |@)", re.MULTILINE)
@@ -150,10 +150,11 @@ class CodeTask:
 
     async def rollout(self, item: Item, skill: str, backend: ModelBackend) -> Trajectory:
         messages = self.messages(item, skill)
-        request = ChatRequest(messages, temperature=self.temperature, max_tokens=self.max_tokens)
-        completion = await complete_item(backend, request)
-        if isinstance(completion, str):
-            return failed_trajectory(item, skill, messages, completion, infra=True)
+        completion = await complete_item(
+            item, skill, messages, backend, temperature=self.temperature, max_tokens=self.max_tokens
+        )
+        if isinstance(completion, Trajectory):  # the call failed: the item's failed trajectory
+            return completion
         output = completion.text
         all_messages = (*messages, Message("assistant", output))
         steps: list[dict[str, Any]] = [{"type": "model", "text": output}]

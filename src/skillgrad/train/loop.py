@@ -40,7 +40,7 @@ async def train(ctx: RunContext, initial_skill: str) -> dict[str, Any]:
     skill_now = initial_skill if state is None else state.skill
     preflight = estimate(ctx, skill_now, ctx.prices)
     ctx.emit("preflight", **preflight)
-    if (large := large_skill_warning(skill_now, preflight, preflight["steps"])) is not None:
+    if (large := large_skill_warning(skill_now, preflight)) is not None:
         ctx.emit("warning", message=large)
     if state is None:
         state = await baseline(ctx, initial_skill)

@@ -66,11 +66,11 @@ def estimate(ctx: RunContext, skill: str, prices: PriceTable) -> dict[str, Any]:
     }
 
 
-def large_skill_warning(skill: str, estimate: dict[str, Any], steps: int) -> str | None:
+def large_skill_warning(skill: str, estimate: dict[str, Any]) -> str | None:
     """The warning for a starting skill above ``LARGE_SKILL_TOKENS``, with what it costs: its
     share of the estimated tokens and of the run directory (a copy per version and per step's
     candidate and trajectories). None below the threshold."""
-    tokens = int(estimate["skill_tokens"])
+    tokens, steps = int(estimate["skill_tokens"]), int(estimate["steps"])
     if tokens <= LARGE_SKILL_TOKENS:
         return None
     size = len(skill.encode("utf-8"))
