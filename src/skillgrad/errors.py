@@ -11,7 +11,8 @@
     ├── OptimizerOutputError     optimizer output failed schema validation twice
     ├── BudgetExceeded           a budget limit would be crossed by the next call
     ├── SystemicFailure          every item of a stage failed: the run stops cleanly
-    └── RunDirError              a run directory that is missing, foreign or corrupt
+    ├── RunDirError              a run directory that is missing, foreign or corrupt
+    └── AssetError               a pinned model or data file that is missing, changed or unreachable
 
 Failures of a single item are *data* (an error in its Trajectory), never exceptions.
 """
@@ -69,7 +70,12 @@ class RunDirError(SkillgradError):
     pass
 
 
+class AssetError(SkillgradError):
+    pass
+
+
 __all__ = [
+    "AssetError",
     "BudgetExceeded",
     "ConfigError",
     "DataError",
