@@ -46,7 +46,7 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 
 # Lowest first; units in one inner tuple share a layer.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("errors", "types", "importing", "stats", "redact"),
+    ("errors", "types", "importing", "stats", "redact", "assets"),
     ("prompts", "skill_match"),
     ("skill_package",),
     ("skill",),
@@ -67,7 +67,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("sweep",),
     ("report",),
     ("dashboard",),
-    ("cli_views", "cli_sweep"),
+    ("cli_views", "cli_sweep", "cli_data"),
     ("cli", "__main__"),
     ("testing",),
 )
