@@ -330,3 +330,13 @@ def test_nothing_downloads_while_loading_and_scoring(root: Path, tmp_path: Path)
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.split() == ["287", "False"]  # no spaCy stand-in left behind
     assert not (tmp_path / "nltk_data").exists()
+
+
+def test_the_shipped_config_builds_its_task(root: Path) -> None:
+    from skillgrad.config import load_config
+
+    cfg = load_config(Path(__file__).parents[2] / "configs/ifbench.yaml")
+    task = load_task(cfg.env.task, dict(cfg.env.options), Path(cfg.base_dir))
+    assert [len(task.load_split(s)) for s in ("train", "val", "test")] == [24, 24, 32]
+    assert cfg.models.target.model == "qwen2.5-coder-0.5b"
+    assert cfg.models.optimizer.model == "qwen2.5-coder-1.5b"
