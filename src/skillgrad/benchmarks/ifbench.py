@@ -95,7 +95,9 @@ class IFBenchTask(ChatTask):
     data_dir: str | None = None
     base_dir: Path | None = None
     name: str = "ifbench"
-    _splits: dict[str, list[Item]] = field(default_factory=dict, repr=False)
+    _splits: dict[str, list[Item]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
