@@ -340,3 +340,31 @@ def test_the_shipped_config_builds_its_task(root: Path) -> None:
     assert [len(task.load_split(s)) for s in ("train", "val", "test")] == [24, 24, 32]
     assert cfg.models.target.model == "qwen2.5-coder-0.5b"
     assert cfg.models.optimizer.model == "qwen2.5-coder-1.5b"
+
+
+@pytest.mark.parametrize(
+    ("setup", "expected"),
+    [
+        # an import that fails as it does when the extra is not installed
+        ("sys.modules['emoji'] = None", "needs the 'ifbench' extra"),
+        (
+            "m = types.ModuleType('ifbench'); m.__file__ = '/elsewhere/ifbench/__init__.py'; "
+            "sys.modules['ifbench'] = m",
+            "another 'ifbench' package is already imported (/elsewhere/ifbench/__init__.py)",
+        ),
+    ],
+)
+def test_what_the_checkers_cannot_do_without_is_a_clear_error(
+    root: Path, setup: str, expected: str
+) -> None:
+    script = (
+        f"import sys, types; {setup}\n"
+        "from skillgrad.benchmarks.ifbench import IFBenchTask\n"
+        "from skillgrad.errors import SkillgradError\n"
+        "try:\n    IFBenchTask()\nexcept SkillgradError as exc:\n    print(exc)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert expected in done.stdout
