@@ -67,7 +67,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("sweep",),
     ("report",),
     ("dashboard",),
-    ("cli_views", "cli_sweep"),
+    ("cli_views", "cli_sweep", "cli_data"),
     ("cli", "__main__"),
     ("testing",),
 )
