@@ -158,6 +158,10 @@ class Verdict:
         self.out = os.fdopen(fd, "w", encoding="utf-8")
 
     def emit(self, **event: Any) -> None:
+        """One event line; its texts cut (the solution chooses its exceptions' messages)."""
+        event = {
+            k: wire.cut(v, wire.TEXT_CHARS) if isinstance(v, str) else v for k, v in event.items()
+        }
         self.out.write(json.dumps(event, default=repr) + "\n")
         self.out.flush()
 

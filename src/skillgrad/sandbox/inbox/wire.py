@@ -17,7 +17,17 @@ from typing import Any
 
 MAX_MESSAGE = 16 * 1024 * 1024
 MAX_DEPTH = 64
+TEXT_CHARS = 4_000  # an error message as the host sends it and the judge records it
 _HEADER = struct.Struct(">I")
+
+
+def cut(text: str, limit: int) -> str:
+    """``text`` when it has at most ``limit`` characters, else its first and last ``limit // 2``
+    characters around a marker saying how many were cut (``skillgrad.sandbox.bounds`` too)."""
+    if len(text) <= limit:
+        return text
+    half = limit // 2
+    return text[:half] + f"\n...[{len(text) - 2 * half} characters cut]...\n" + text[-half:]
 
 
 class WireError(Exception):
