@@ -3,6 +3,12 @@
 Everything under a run directory is written through these functions, so a kill at any instant
 leaves either the old or the new version of a file, never half of one. Every write passes through
 ``redact.redact_text``: a remembered API key never reaches disk, whatever carried it.
+
+JSON lines: one record per ``\\n``, and nothing else ends a line. ``json_line`` writes a record
+with its text readable (``ensure_ascii=False``) but escapes U+2028, U+2029 and U+0085, which
+``str.splitlines`` and some other tools take for line ends (JSON escapes the ASCII ones already);
+``jsonl_lines`` is the one way every JSONL reader here splits, on ``\\n`` only, so a record
+written by anything else with those characters raw still reads whole.
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ def atomic_write_text(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
             fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())
@@ -46,22 +52,52 @@ def _fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
+_LINE_BREAKERS = str.maketrans({"\u2028": "\\u2028", "\u2029": "\\u2029", "\u0085": "\\u0085"})
+
+
+def json_text(value: Any, indent: int | None = None) -> str:
+    """``value`` as JSON, its text readable (``ensure_ascii=False``) except the characters some
+    readers take for line ends (see the module docstring): they are escaped."""
+    return json.dumps(to_json(value), indent=indent, ensure_ascii=False).translate(_LINE_BREAKERS)
+
+
+def json_line(row: Any) -> str:
+    """One JSON-lines record, newline included."""
+    return json_text(row) + "\n"
+
+
+def jsonl_lines(text: str) -> list[str]:
+    """The lines of a JSON-lines text: split on ``\\n`` only (a ``\\r`` before it dropped)."""
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return [line.removesuffix("\r") for line in lines]
+
+
 def atomic_write_json(path: Path, value: Any) -> None:
-    atomic_write_text(path, json.dumps(to_json(value), indent=2, ensure_ascii=False) + "\n")
+    atomic_write_text(path, json_text(value, indent=2) + "\n")
 
 
 def write_jsonl(path: Path, rows: Iterable[Any]) -> None:
-    text = "".join(json.dumps(to_json(r), ensure_ascii=False) + "\n" for r in rows)
-    atomic_write_text(path, text)
+    atomic_write_text(path, "".join(json_line(r) for r in rows))
 
 
 def append_jsonl(path: Path, row: Any) -> None:
     """Append one line and fsync. Readers skip a torn last line (see ``read_jsonl``)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("a", encoding="utf-8") as fh:
-        fh.write(redact_text(json.dumps(to_json(row), ensure_ascii=False)) + "\n")
+        fh.write(redact_text(json_line(row)))
         fh.flush()
         os.fsync(fh.fileno())
+
+
+def read_text(path: Path) -> str:
+    """A text file of a run directory exactly as written (``Path.read_text`` would turn a ``\\r``
+    a model wrote into ``\\n``); text that is not UTF-8 is a RunDirError naming the file."""
+    try:
+        return path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise RunDirError(f"{path}: not UTF-8 text ({exc}); restore the file.") from exc
 
 
 def read_json(path: Path, default: Any = None) -> Any:
@@ -69,8 +105,8 @@ def read_json(path: Path, default: Any = None) -> Any:
     if not path.exists():
         return default
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        return json.loads(read_text(path))
+    except json.JSONDecodeError as exc:
         raise RunDirError(
             f"{path}: not valid JSON ({exc}); the file was truncated or overwritten. "
             "Restore it from a backup, or re-run with --fresh to start a new run directory."
@@ -83,10 +119,7 @@ def read_jsonl(path: Path) -> list[Any]:
     if not path.exists():
         return []
     rows = []
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except UnicodeDecodeError as exc:
-        raise RunDirError(f"{path}: not UTF-8 text ({exc}); restore the file.") from exc
+    lines = jsonl_lines(read_text(path))
     for i, line in enumerate(lines):
         if not line.strip():
             continue
@@ -119,7 +152,7 @@ def json_objects(text: str) -> list[dict[str, Any]]:
     mid-write (an agent's event stream, the sandbox judge's verdict): lines that are not a JSON
     object — a torn last line, other output — are skipped, never an error."""
     events = []
-    for line in text.splitlines():
+    for line in jsonl_lines(text):
         try:
             event = json.loads(line)
         except json.JSONDecodeError:
@@ -134,8 +167,12 @@ __all__ = [
     "atomic_write_json",
     "atomic_write_text",
     "flatten",
+    "json_line",
     "json_objects",
+    "json_text",
+    "jsonl_lines",
     "read_json",
     "read_jsonl",
+    "read_text",
     "write_jsonl",
 ]

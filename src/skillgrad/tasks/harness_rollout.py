@@ -45,6 +45,7 @@ from skillgrad.harnesses.events import Transcript
 from skillgrad.harnesses.process import Layout, ProcessOutcome, endpoint_access
 from skillgrad.models.base import ModelBackend
 from skillgrad.redact import redact_text
+from skillgrad.runs.io import jsonl_lines
 from skillgrad.sandbox import check_mode, require_bubblewrap
 from skillgrad.sandbox.bounds import tail
 from skillgrad.skill import skill_hash
@@ -269,7 +270,7 @@ def infra_reason(outcome: ProcessOutcome, transcript: Transcript, timeout_s: flo
 
 def _rows(path: Path) -> list[tuple[int, dict[str, Any]]]:
     rows = []
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    for n, line in enumerate(jsonl_lines(path.read_text(encoding="utf-8")), 1):
         if not line.strip():
             continue
         try:
