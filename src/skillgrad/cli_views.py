@@ -18,7 +18,7 @@ from rich.text import Text
 
 from skillgrad.console import missing_extra, print_error
 from skillgrad.errors import SkillgradError
-from skillgrad.runs.io import json_line
+from skillgrad.runs.io import atomic_write_text, json_line
 from skillgrad.skill import text_lines
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -59,7 +59,7 @@ def diff_cmd(
     try:
         text = skill_diff(run_dir, step_a, step_b)
         if html is not None:
-            html.write_text(skill_diff_html(run_dir, step_a, step_b), encoding="utf-8")
+            atomic_write_text(html, skill_diff_html(run_dir, step_a, step_b))
     except SkillgradError as exc:
         raise _fail(exc) from exc
     Console().print(color_diff(text) if text else "[dim]no differences[/]")

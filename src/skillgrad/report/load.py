@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from skillgrad.errors import RunDirError
+from skillgrad.runs.integrity import check_no_links
 from skillgrad.runs.io import read_jsonl, read_text
 from skillgrad.runs.layout import RunPaths
 from skillgrad.skill import Skill
@@ -147,6 +148,7 @@ def load_run(run_dir: Path) -> RunData:
             f"{run_dir}: not a skillgrad run directory (no config.json, history.json or "
             "events.jsonl); pass <output_root>/<run_name>."
         )
+    check_no_links(run_dir)  # a planted link would show a file from elsewhere as the run's
     paths = RunPaths(run_dir)
     history = load_history(paths.history)
     best = read_text(paths.best_skill) if paths.best_skill.exists() else None

@@ -2,7 +2,9 @@
 
 Everything under a run directory is written through these functions, so a kill at any instant
 leaves either the old or the new version of a file, never half of one. Every write passes through
-``redact.redact_text``: a remembered API key never reaches disk, whatever carried it.
+``redact.redact_text``: a remembered API key never reaches disk, whatever carried it (the call
+cache applies the same function to its rows). Files are private (0600) and the folders made for
+them too (0700); appends never follow a symlink.
 
 JSON lines: one record per ``\\n``, and nothing else ends a line. ``json_line`` writes a record
 with its text readable (``ensure_ascii=False``) but escapes U+2028, U+2029 and U+0085, which
@@ -13,6 +15,7 @@ written by anything else with those characters raw still reads whole.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import tempfile
@@ -24,14 +27,38 @@ from skillgrad.errors import RunDirError
 from skillgrad.redact import redact_text
 from skillgrad.types import to_json
 
+PRIVATE_FILE, PRIVATE_DIR = 0o600, 0o700
+
+
+def private_dirs(path: Path) -> None:
+    """Create folder ``path`` and its missing parents, each 0700 (``mkdir(parents=True)`` gives
+    the parents the umask's mode)."""
+    missing = []
+    while not os.path.lexists(path):
+        missing.append(path)
+        path = path.parent
+    for folder in reversed(missing):
+        with contextlib.suppress(FileExistsError):
+            folder.mkdir(mode=PRIVATE_DIR)
+
+
+def open_private(path: Path, flags: int) -> int:
+    """``os.open`` of a private file (created 0600), never through a symlink (ELOOP)."""
+    return os.open(path, flags | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, PRIVATE_FILE)
+
 
 def atomic_write_text(path: Path, text: str) -> None:
-    text = redact_text(text)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_bytes(path, redact_text(text).encode("utf-8"))
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write ``data`` to a private temp file beside ``path``, fsync, rename over ``path`` (a
+    symlink there is replaced, not followed). Text goes through ``atomic_write_text``."""
+    private_dirs(path.parent)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
@@ -84,8 +111,9 @@ def write_jsonl(path: Path, rows: Iterable[Any]) -> None:
 
 def append_jsonl(path: Path, row: Any) -> None:
     """Append one line and fsync. Readers skip a torn last line (see ``read_jsonl``)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a", encoding="utf-8") as fh:
+    private_dirs(path.parent)
+    fd = open_private(path, os.O_WRONLY | os.O_APPEND)
+    with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
         fh.write(redact_text(json_line(row)))
         fh.flush()
         os.fsync(fh.fileno())
@@ -163,7 +191,10 @@ def json_objects(text: str) -> list[dict[str, Any]]:
 
 
 __all__ = [
+    "PRIVATE_DIR",
+    "PRIVATE_FILE",
     "append_jsonl",
+    "atomic_write_bytes",
     "atomic_write_json",
     "atomic_write_text",
     "flatten",
@@ -171,6 +202,8 @@ __all__ = [
     "json_objects",
     "json_text",
     "jsonl_lines",
+    "open_private",
+    "private_dirs",
     "read_json",
     "read_jsonl",
     "read_text",
