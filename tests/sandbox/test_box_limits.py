@@ -6,13 +6,15 @@ Each attack runs as real code in the real box, through ``run_tests`` / ``run_cod
 
 from __future__ import annotations
 
+import errno
 import json
 import platform
+import struct
 import tempfile
 
 import pytest
 
-from skillgrad.sandbox import Limits, run_code, run_tests
+from skillgrad.sandbox import Limits, run_code, run_tests, seccomp
 from skillgrad.sandbox.box import INBOX_HOST
 
 pytestmark = pytest.mark.slow
@@ -125,3 +127,33 @@ def test_no_host_path_of_ours_shows_in_the_mount_table() -> None:
     assert " /src/solution.py " in table and " /sbx/inbox/host.py " in table
     for host in (tempfile.gettempdir() + "/", "skillgrad", str(INBOX_HOST.parent)):
         assert host not in table, table
+
+
+def _run_filter(program: bytes, arch: int, nr: int) -> int:
+    """Classic BPF, the four instructions the filter uses, on a seccomp_data of (nr, arch)."""
+    insns = [struct.unpack("=HBBI", program[i : i + 8]) for i in range(0, len(program), 8)]
+    data = {0: nr, 4: arch}
+    acc, pc = 0, 0
+    while True:
+        code, jt, jf, k = insns[pc]
+        if code == 0x20:
+            acc = data[k]
+        elif code in (0x15, 0x35):
+            taken = acc == k if code == 0x15 else acc >= k
+            pc += jt if taken else jf
+        elif code == 0x06:
+            return k
+        pc += 1
+
+
+@pytest.mark.parametrize("machine", sorted(seccomp.ARCHES))
+def test_the_filter_denies_exactly_its_calls_on_every_architecture(machine: str) -> None:
+    arch, numbers, foreign_from = seccomp.ARCHES[machine]
+    program = seccomp.program(machine)
+    deny, allow = 0x00050000 | errno.EPERM, 0x7FFF0000
+    denied = {numbers[name] for name in seccomp.DENIED}
+    for nr in range(0, 460):
+        assert _run_filter(program, arch, nr) == (deny if nr in denied else allow), nr
+    assert _run_filter(program, 0x40000003, 1) == deny  # i386 through int 0x80
+    if foreign_from is not None:
+        assert _run_filter(program, arch, foreign_from | 1) == deny  # x32

@@ -49,9 +49,10 @@ from pathlib import Path
 from typing import IO, Literal
 
 from skillgrad.errors import ConfigError
-from skillgrad.sandbox import seccomp
 from skillgrad.sandbox.bounds import read_bounded
 from skillgrad.sandbox.relay import EndpointRelay
+from skillgrad.sandbox.seccomp import ARCHES, supported
+from skillgrad.sandbox.seccomp import program as seccomp_program
 
 Mode = Literal["bubblewrap", "unsandboxed"]
 MODES: tuple[str, ...] = ("bubblewrap", "unsandboxed")
@@ -146,10 +147,10 @@ def bubblewrap_problem() -> str:
         return "bubblewrap (`bwrap`) is not installed"
     if not _prlimit():
         return "`prlimit` (Debian package util-linux) is not installed"
-    if not seccomp.supported():
+    if not supported():
         return (
             f"the box's seccomp filter knows no system call numbers for {platform.machine()} "
-            f"(only {', '.join(seccomp.ARCHES)})"
+            f"(only {', '.join(ARCHES)})"
         )
     probe = Box(Limits(timeout_s=20, memory_mb=None))
     try:
@@ -157,7 +158,10 @@ def bubblewrap_problem() -> str:
     except OSError as exc:
         return f"bubblewrap cannot start: {exc}"
     if out.returncode != 0:
-        return f"bubblewrap cannot create its namespaces here: {out.stderr.strip()[-300:]}"
+        return (
+            "bubblewrap cannot start the box here (it needs user namespaces and bubblewrap "
+            f">= 0.5): {out.stderr.strip()[-300:]}"
+        )
     return ""
 
 
@@ -331,7 +335,7 @@ class Box:
             _check_reachable(self.workdir)
             _give(self.workdir, user)  # ``run`` gives it back; callers of ``start``: give_back()
         payloads = self._payloads()
-        with _descriptors([*payloads.values(), seccomp.program()]) as fds:
+        with _descriptors([*payloads.values(), seccomp_program()]) as fds:
             command = [*self._bwrap(dict(zip(payloads, fds, strict=False)), fds[-1]), *argv]
             return subprocess.Popen(
                 command, stdin=stdin, stdout=stdout, stderr=stderr,
