@@ -295,10 +295,16 @@ def _populate(work: Path, files: dict[str, str]) -> None:
 
 def _snapshot(root: Path) -> dict[str, str]:
     return {
-        p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        p.relative_to(root).as_posix(): _digest(p)
         for p in sorted(root.rglob("*"))
         if p.is_file() and not p.is_symlink()
     }
+
+
+def _digest(path: Path) -> str:
+    """sha256 of a file the agent may have made large (read in chunks, not whole)."""
+    with path.open("rb") as fh:
+        return hashlib.file_digest(fh, "sha256").hexdigest()
 
 
 def _changes(work: Path, before: dict[str, str], skills: Path) -> dict[str, Any]:
