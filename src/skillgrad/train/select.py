@@ -14,7 +14,7 @@ from typing import Any
 
 from skillgrad.models.base import ModelBackend
 from skillgrad.prompts import render_prompt
-from skillgrad.skill import approx_tokens
+from skillgrad.skill import approx_tokens, text_lines
 from skillgrad.train.optimizer_call import ask_optimizer
 from skillgrad.train.schemas import RankingOutput
 from skillgrad.types import Edit
@@ -62,7 +62,7 @@ def clip_edit(edit: Edit, max_tokens: int, count: Callable[[str], int]) -> Edit 
     if count(edit.content) <= max_tokens:
         return edit
     kept: list[str] = []
-    for line in edit.content.splitlines():
+    for line in text_lines(edit.content):
         if count("\n".join([*kept, line])) > max_tokens:
             break
         kept.append(line)
