@@ -156,6 +156,18 @@ def test_one_candidate_per_step_is_the_plain_step(tmp_path: Path) -> None:
     assert "## Candidates" not in (run / "report.md").read_text()
 
 
+def test_preflight_bounds_the_usage_with_candidates_and_check_targets(tmp_path: Path) -> None:
+    from skillgrad.runs.io import read_jsonl
+
+    check = {"provider": "function", "model": f"{FAKES_PATH}:FakeCheckTarget"}
+    optimizer = seeded_optimizer(step1(BAD_RULE, NEUTRAL_RULE, GOOD_RULE), NEUTRAL_RULE)
+    result = _run(tmp_path, optimizer, candidates_per_step=3, check_targets=[check])
+    pre = next(e for e in read_jsonl(result.run_dir / "events.jsonl") if e["event"] == "preflight")
+    usage = result.summary["usage"]
+    for role in ("optimizer", "target", "check_target"):
+        assert pre["calls"][role] >= usage[role]["calls"] > 0, role
+
+
 def test_ties_in_val_mean_keep_the_lower_k() -> None:
     from skillgrad.train.candidates import Candidate, Proposal
     from skillgrad.train.gate import GateOutcome

@@ -89,6 +89,16 @@ def test_a_candidate_that_breaks_a_check_target_is_refused(tmp_path: Path) -> No
     assert "## Check targets" in report and f"loses more than 0.02 on {name}" in report
     assert "| check_target/check |" in report and "| check_target/test |" in report
     assert s["usage"]["check_target"]["calls"] > 0
+    # the dashboard shows the refusal as the step's verdict, and its reason with the gate
+    from starlette.testclient import TestClient
+
+    from skillgrad.dashboard import create_app
+
+    client = TestClient(create_app(run.parent), base_url="http://127.0.0.1")
+    points = client.get(f"/api/run/{run.name}").json()["points"]
+    verdict = next(p["verdict"] for p in points if p["step"] == step["step"])
+    assert verdict.startswith(f"refused: loses more than 0.02 on {name}")
+    assert f"loses more than 0.02 on {name}" in client.get(f"/run/{run.name}").text
 
 
 def test_check_targets_are_evaluated_only_for_candidates_the_main_gate_accepts(
@@ -160,6 +170,17 @@ def test_the_second_check_target_is_not_evaluated_after_the_first_refuses(
     first, second = step["check_targets"]
     assert first["verdict"] == "refused" and second["verdict"] == "not evaluated"
     assert "fake-check-UPPERCASE-0" in second["reason"]
+
+
+def test_the_slow_update_goes_through_the_check_targets(tmp_path: Path) -> None:
+    # --no-gate: the slow update's guidance is evaluated in full, on the check target too
+    result = _run(tmp_path, [check()], num_epochs=2, gate=False)
+    history = read_json(result.run_dir / "history.json")
+    slow = next(r for r in history if r["kind"] == "slow_update")
+    [c] = slow["check_targets"]
+    assert c["verdict"] == "passed" and c["evaluated"] == c["total"] == 6
+    stages = {x[1] for x in _ledger(result.run_dir) if x[0] == "check_target"}
+    assert stages == {"check", "test"}
 
 
 def test_check_target_calls_are_budgeted(tmp_path: Path) -> None:
