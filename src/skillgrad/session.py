@@ -27,7 +27,13 @@ from typing import Any
 
 from skillgrad.callbacks import Callback
 from skillgrad.config import Config, check_target_problems, config_defaults
-from skillgrad.errors import BudgetExceeded, ConfigError, ModelError, SystemicFailure
+from skillgrad.errors import (
+    BudgetExceeded,
+    ConfigError,
+    ModelError,
+    SkillgradError,
+    SystemicFailure,
+)
 from skillgrad.executors import LOCAL, RolloutExecutor, open_executor
 from skillgrad.models.base import ModelBackend, backend_name, token_counter
 from skillgrad.models.factory import aclose_backend, build_backend
@@ -290,17 +296,24 @@ async def arun_training(
         task = task or load_task(cfg.env.task, dict(cfg.env.options), Path(cfg.base_dir))
         items = load_splits(task, require_test=require_test)
         # takes the run directory's writer lock
-        run.create_or_check(cfg.redacted_json(), items, defaults=config_defaults())
+        resumed = run.create_or_check(cfg.redacted_json(), items, defaults=config_defaults())
         store = CallCache(run.paths.calls_db)
-        session = open_session(
-            cfg,
-            store,
-            task=task,
-            optimizer=optimizer,
-            target=target,
-            require_test=require_test,
-            with_check_targets=True,
-        )
+        try:
+            session = open_session(
+                cfg,
+                store,
+                task=task,
+                optimizer=optimizer,
+                target=target,
+                require_test=require_test,
+                with_check_targets=True,
+            )
+        except SkillgradError:
+            if not resumed:  # nothing ran: a corrected config starts here afresh
+                store.close()
+                store = None
+                run.discard_new()
+            raise
         if cfg.trackers:
             from skillgrad.trackers import build_trackers
 

@@ -246,4 +246,6 @@ def test_a_check_target_answering_under_the_main_targets_name_is_refused(
     cfg = _cfg(tmp_path, [same])
     with pytest.raises(ConfigError, match="answers as 'function:fake-target'"):
         run_training(cfg, optimizer=make_optimizer(), target=make_target())
-    assert not (tmp_path / "run" / "history.json").exists()
+    assert not (tmp_path / "run").exists()  # nothing ran: nothing is left behind
+    fixed = _run(tmp_path, [check()])  # so the corrected config starts there afresh
+    assert fixed.summary["status"] == "finished"

@@ -11,6 +11,7 @@ by ``close``; readers never take it.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -200,6 +201,21 @@ class RunDir:
         write_best_folder(self.root, state["best_skill"])  # a package: best_skill/
         atomic_write_json(self.paths.history, list(state["history"]))
         atomic_write_json(self.paths.conflicts, list(state["conflicts"]))
+
+    def discard_new(self) -> None:
+        """Undo ``create_or_check`` of a new run that never started (its models could not be
+        assembled): remove the files it and the call store wrote, and the folder if that
+        leaves it empty, so a corrected config starts afresh instead of meeting "a different
+        config". Never touches anything else in the folder. Releases the lock."""
+        p = self.paths
+        db = p.calls_db
+        sidecars = [db.with_name(db.name + x) for x in ("-wal", "-shm", "-journal")]
+        made = [p.config, p.splits, p.data_digest, p.events, db, *sidecars]
+        for path in made:
+            path.unlink(missing_ok=True)
+        self.close()
+        with contextlib.suppress(OSError):
+            self.root.rmdir()  # only when empty
 
     def close(self) -> None:
         """Release the writer lock (idempotent); the directory stays readable."""
