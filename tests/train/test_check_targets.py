@@ -179,6 +179,7 @@ def test_the_slow_update_goes_through_the_check_targets(tmp_path: Path) -> None:
     slow = next(r for r in history if r["kind"] == "slow_update")
     [c] = slow["check_targets"]
     assert c["verdict"] == "passed" and c["evaluated"] == c["total"] == 6
+    assert c["reason"].startswith("not decided (--no-gate) on function:fake-check-steady-0")
     stages = {x[1] for x in _ledger(result.run_dir) if x[0] == "check_target"}
     assert stages == {"check", "test"}
 

@@ -46,7 +46,8 @@ async def check_candidate(
             results.append(CheckResult(target.name, "not evaluated", reason=why))
             continue
         outcome = await evaluate_candidate(ctx, step, candidate, incumbent, target=target)
-        check = check_result(target.name, outcome, ctx.cfg.train.check_targets_tolerance)
+        t = ctx.cfg.train
+        check = check_result(target.name, outcome, t.check_targets_tolerance, decided=t.gate)
         refused = target.name if check.verdict == "refused" else ""
         results.append(check)
     return tuple(results)
@@ -57,12 +58,17 @@ def not_checked(ctx: RunContext, reason: str) -> tuple[CheckResult, ...]:
     return tuple(CheckResult(t.name, "not evaluated", reason=reason) for t in ctx.check_targets)
 
 
-def check_result(target: str, outcome: GateOutcome, tolerance: float) -> CheckResult:
-    """One check target's record from its gate outcome (rule ``tolerance``)."""
+def check_result(
+    target: str, outcome: GateOutcome, tolerance: float, decided: bool = True
+) -> CheckResult:
+    """One check target's record from its gate outcome (rule ``tolerance``); ``decided``
+    False under --no-gate (evaluated in full, never refused)."""
     r = outcome.result
     diff = r.mean_diff
-    if r.accepted:
-        shown = "n/a" if diff is None else f"{diff:+.3f}"
+    shown = "n/a" if diff is None else f"{diff:+.3f}"
+    if not decided:
+        reason = f"not decided (--no-gate) on {target}: mean difference {shown}"
+    elif r.accepted:
         reason = f"passes on {target}: mean difference {shown} (tolerance {tolerance:g})"
     elif r.early_rejected or diff is None:
         reason = (
