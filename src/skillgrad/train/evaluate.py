@@ -3,7 +3,8 @@ incumbent — on the main target under ``train.gate_rule``, or on a check target
 ``tolerance`` rule (``train/check_targets.py`` decides what a check target's verdict means).
 
 Each target reads and writes its own entries of the result cache (a check target through its
-``TargetResults`` view), so a skill is scored once per (target, item, sample).
+``TargetResults`` view), so a skill is scored once per (target, item, sample). Also the JSON a
+step directory keeps of a gated candidate (``gate.json``, ``attribution.json``).
 """
 
 from __future__ import annotations
