@@ -12,6 +12,7 @@ import hashlib
 import json
 import os
 import re
+from pathlib import Path
 from typing import Any
 
 from skillgrad.errors import TransientModelError
@@ -24,8 +25,10 @@ from skillgrad.testing import (
 )
 from skillgrad.types import ChatRequest
 
+FAKES_PATH = Path(__file__).resolve()  # for configs naming these fakes (provider: function)
 GOOD_RULE = "Always answer with the word in UPPERCASE."
 BAD_RULE = "Reply in lowercase only."
+NEUTRAL_RULE = "Answer with the word only."  # changes nothing for the fake target
 
 
 def target_reply(request: ChatRequest) -> str:
@@ -82,6 +85,41 @@ class FakeTarget(FunctionBackend):
 class FakeOptimizer(FunctionBackend):
     def __init__(self, latency: float = 0.0) -> None:
         super().__init__(_logged(optimizer_reply, "optimizer"), "function:fake-optimizer", latency)
+
+
+def sampling_optimizer_reply(request: ChatRequest) -> dict[str, Any] | str:
+    """Like ``optimizer_reply``, but a reflection sampled at a temperature above 0 (several
+    candidates per step) proposes the bad, neutral or good rule by its seed (seed mod 3)."""
+    kind = optimizer_call_kind(request)
+    if kind in ("reflect", "deep_reflect") and request.temperature > 0:
+        seed = request.seed or 0
+        return rules_reply((BAD_RULE, NEUTRAL_RULE, GOOD_RULE)[seed % 3])
+    return optimizer_reply(request)
+
+
+class FakeSamplingOptimizer(FunctionBackend):
+    def __init__(self, latency: float = 0.0) -> None:
+        reply = _logged(sampling_optimizer_reply, "optimizer")
+        super().__init__(reply, "function:fake-sampling-optimizer", latency)
+
+
+class FakeCheckTarget(FunctionBackend):
+    """Another target for ``train.check_targets``: answers in upper case with or without a
+    skill, except that when the skill holds ``breaks_on`` it answers the words listed in
+    ``spoil`` (every word when the list is empty) in lower case — so that rule costs it."""
+
+    def __init__(
+        self, breaks_on: str = "", spoil: list[str] | None = None, latency: float = 0.0
+    ) -> None:
+        def reply(request: ChatRequest) -> str:
+            word = user_text(request).removeprefix("Word: ").strip()
+            broken = bool(breaks_on) and breaks_on in system_text(request)
+            if broken and (not spoil or word in spoil):
+                return word.lower()
+            return word.upper()
+
+        name = f"function:fake-check-{breaks_on or 'steady'}-{len(spoil or [])}"
+        super().__init__(_logged(reply, "check_target"), name, latency)
 
 
 make_target = FakeTarget

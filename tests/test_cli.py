@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -63,6 +64,24 @@ def test_changed_config_on_existing_run_is_refused(tmp_path: Path) -> None:
     changed = runner.invoke(app, ["train", str(cfg), "--quiet", "--set", "train.learning_rate=9"])
     assert changed.exit_code == 2
     assert "different config" in changed.output and "--fresh" in changed.output
+
+
+def test_a_run_from_before_a_setting_existed_resumes_while_it_is_default(
+    tmp_path: Path,
+) -> None:
+    cfg = _config(tmp_path)
+    assert runner.invoke(app, ["train", str(cfg), "--quiet"]).exit_code == 0
+    stored = tmp_path / "runs/toy/config.json"
+    data = json.loads(stored.read_text())
+    del data["train"]["check_targets"], data["train"]["candidate_temperature"]
+    stored.write_text(json.dumps(data))  # as written by a version without these settings
+    again = runner.invoke(app, ["train", str(cfg), "--quiet"])
+    assert again.exit_code == 0, again.output
+    changed = runner.invoke(
+        app, ["train", str(cfg), "--quiet", "--set", "train.candidate_temperature=1.0"]
+    )
+    # the resumed run's config.json now names the setting (at its default)
+    assert changed.exit_code == 2 and "train.candidate_temperature: 0.7 -> 1.0" in changed.output
 
 
 def test_unknown_key_exits_2_with_did_you_mean(tmp_path: Path) -> None:

@@ -45,6 +45,25 @@ def _record(**changes: Any) -> dict[str, Any]:
         ),
         ({"candidate_score": None, "n_applied": 0}, "| no candidate (no edit applied) |"),
         ({}, "| val candidate 0.000 vs incumbent 0.000: rejected |"),
+        (
+            {
+                "candidate_score": 1.0,
+                "check_targets": [{"verdict": "refused", "reason": "refused: loses 0.050 on a:b"}],
+            },
+            "| val candidate 1.000 vs incumbent 0.000: refused: loses 0.050 on a:b |",
+        ),
+        (
+            {
+                "accepted": True,
+                "candidate_score": 0.5,
+                "candidates": [{"k": 1, "kept": False}, {"k": 2, "kept": True}],
+            },
+            "| val candidate 0.500 vs incumbent 0.000: accepted [k2 of 2 candidates kept] |",
+        ),
+        (
+            {"candidates": [{"k": 1, "kept": False}, {"k": 2, "kept": False}]},
+            ": rejected [none of 2 candidates kept] |",
+        ),
     ],
 )
 def test_step_line_says_how_the_step_ended(changes: dict[str, Any], verdict: str) -> None:

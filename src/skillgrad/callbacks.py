@@ -77,10 +77,15 @@ def _preflight_line(e: dict[str, Any]) -> str:
     calls, tokens, cost = e["calls"], e["tokens"], e["cost_usd"]
     unpriced = [r for r, ok in e["priced"].items() if not ok]
     note = f" ({', '.join(unpriced)} unpriced: local or unknown model)" if unpriced else ""
+    checks = (
+        f", check targets {calls['check_target']} calls / {tokens['check_target']:,} tok"
+        if "check_target" in calls
+        else ""
+    )
     return (
         f"preflight (upper bound, {e['steps']} steps): optimizer {calls['optimizer']} calls / "
-        f"{tokens['optimizer']:,} tok, target {calls['target']} calls / {tokens['target']:,} tok, "
-        f"cost <= ${cost['optimizer'] + cost['target']:.2f}{note}"
+        f"{tokens['optimizer']:,} tok, target {calls['target']} calls / {tokens['target']:,} tok"
+        f"{checks}, cost <= ${sum(cost.values()):.2f}{note}"
     )
 
 
@@ -91,6 +96,9 @@ def _gate_text(r: dict[str, Any]) -> str:
         return "candidate refused (copies train/val data), not evaluated"
     if cand is None:
         return "no candidate (no edit applied)" if not r.get("n_applied") else "not evaluated"
+    refusal = next((c for c in r.get("check_targets") or [] if c["verdict"] == "refused"), None)
+    if refusal is not None:  # the main gate accepted it; another target lost too much
+        return f"val candidate {cand:.3f} vs incumbent {inc:.3f}: {refusal['reason']}"
     if r.get("early_rejected"):
         done, total = r.get("gate_evaluated"), r.get("gate_total")
         if not done:
@@ -104,12 +112,21 @@ def _gate_text(r: dict[str, Any]) -> str:
     )
 
 
+def _candidates_text(r: dict[str, Any]) -> str:
+    """Which of several candidates was kept (``train.candidates_per_step > 1``)."""
+    cands = r.get("candidates") or []
+    if not cands:
+        return ""
+    kept = next((c["k"] for c in cands if c.get("kept")), None)
+    return f" [{'none' if kept is None else f'k{kept}'} of {len(cands)} candidates kept]"
+
+
 def _step_line(r: dict[str, Any]) -> str:
     tokens = sum(r.get("tokens", {}).values())
     return (
         f"step {r['step']:>3} ep {r['epoch']} {r['kind']:<11} lr {r['lr']:.2f} "
         f"train {r['train_score']:.3f} | edits {r['n_proposed']}->{r['n_applied']} | "
-        f"{_gate_text(r)} | best {r['best_score']:.3f} | "
+        f"{_gate_text(r)}{_candidates_text(r)} | best {r['best_score']:.3f} | "
         f"{r['skill_tokens']} tok skill | {tokens} tok | ${r.get('cum_cost', 0):.4f}"
     )
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
 from pathlib import Path
 from typing import Any, Literal
 
@@ -15,7 +16,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from skillgrad.errors import ConfigError
-from skillgrad.models.spec import ModelSpec
+from skillgrad.models.spec import ModelSpec, provider_names
 from skillgrad.redact import redact_json
 
 
@@ -130,6 +131,41 @@ class TrainConfig(_Section):
         description="words a skill line must share in a row with an item's input or reference "
         "to count as a copy (shorter items: their whole input next to their whole reference)",
     )
+    check_targets: list[ModelSpec] = Field(
+        default_factory=list,
+        description="other target models ('provider:model' or a mapping, like models.target) "
+        "the gate also evaluates a candidate on: a candidate losing more than "
+        "check_targets_tolerance on any of them (val mean, against the incumbent on that "
+        "target) is refused; each one's initial vs best test score is reported (docs/gate.md)",
+    )
+    check_targets_tolerance: float = Field(
+        0.02,
+        ge=0,
+        lt=1,
+        description="largest val-mean loss on a check target a candidate may have and still pass",
+    )
+    candidates_per_step: int = Field(
+        1,
+        ge=1,
+        le=16,
+        description="independent proposals (reflect -> aggregate -> select -> update) per step "
+        "from the same trajectories, each gated; the best accepted one is kept (docs/gate.md)",
+    )
+    candidate_temperature: float = Field(
+        0.7,
+        ge=0,
+        le=2,
+        description="optimizer sampling temperature of the reflections when "
+        "candidates_per_step > 1 (each candidate has its own seed); with 1 candidate the "
+        "optimizer's own temperature is used",
+    )
+
+    @field_validator("check_targets", mode="before")
+    @classmethod
+    def _parse_check_targets(cls, v: Any) -> Any:
+        if isinstance(v, (str, dict)):
+            raise ValueError("expected a list of models, e.g. ['llamacpp:smollm2-135m']")
+        return [ModelSpec.parse(x) if isinstance(x, str) else x for x in v] if v else []
 
     @model_validator(mode="after")
     def _schedule_falls(self) -> TrainConfig:
@@ -227,6 +263,12 @@ class Config(_Section):
         return redact(self.model_dump(mode="json"))
 
 
+def config_defaults() -> dict[str, Any]:
+    """Every setting at its default, as JSON (what a resumed run or sweep compares a setting
+    its stored config lacks with: one added by a later version)."""
+    return Config().redacted_json()
+
+
 def config_schema() -> dict[str, Any]:
     """The JSON schema of the config file (``skillgrad config --schema``)."""
     return Config.model_json_schema()
@@ -249,7 +291,7 @@ def config_markdown() -> str:
         ann = field.annotation
         if isinstance(ann, type) and issubclass(ann, BaseModel):
             sections.append((name, ann))
-    sections.append(("models.optimizer / models.target", ModelSpec))
+    sections.append(("models.optimizer / models.target / each of train.check_targets", ModelSpec))
     for title, model in sections:
         lines += [f"## {title}", "", "| key | type | default | description |", "|---|---|---|---|"]
         for key, field in model.model_fields.items():
@@ -269,7 +311,8 @@ def config_markdown() -> str:
 
 def _type_name(ann: Any) -> str:
     text = ann.__name__ if isinstance(ann, type) else str(ann)
-    return text.replace("typing.", "").replace("|", "or")
+    text = re.sub(r"\b(?:[a-z_]+\.)+(?=[A-Za-z_])", "", text)  # skillgrad.models.spec.ModelSpec
+    return text.replace("|", "or")
 
 
 def redact(value: Any) -> Any:
@@ -382,9 +425,46 @@ def load_config(
 
 def validate_config(raw: dict[str, Any], source: str = "<config>") -> Config:
     try:
-        return Config.model_validate(raw)
+        cfg = Config.model_validate(raw)
     except ValidationError as exc:
         raise ConfigError(_explain(exc, source)) from None
+    problems = check_target_problems(cfg)
+    if problems:
+        raise ConfigError("\n".join([f"{source}: invalid configuration", *problems]))
+    return cfg
+
+
+def check_target_problems(cfg: Config) -> list[str]:
+    """What is wrong with ``train.check_targets`` (one line each; empty when nothing): an
+    unknown provider, the main target itself, or the same ``provider:model`` twice — a model
+    call's cache key holds that name, so two targets sharing it would share answers. (A
+    ``function`` model names itself: there, only the same spec is refused here; the session
+    checks the names its objects give.)"""
+    known = provider_names()
+    seen = {_identity(cfg.models.target): "the main target (models.target)"}
+    out = []
+    for i, spec in enumerate(cfg.train.check_targets):
+        where = f"  train.check_targets[{i}]"
+        if spec.provider not in known:
+            close = difflib.get_close_matches(spec.provider, known, n=1, cutoff=0.5)
+            hint = f" — did you mean {close[0]!r}?" if close else ""
+            out.append(
+                f"{where}: unknown model provider {spec.provider!r}{hint} Known providers: "
+                f"{', '.join(known)}"
+            )
+        elif _identity(spec) in seen:
+            out.append(
+                f"{where}: {spec.name!r} is {seen[_identity(spec)]}; every check target must "
+                "be another model (remove it or name a different one)"
+            )
+        seen.setdefault(_identity(spec), f"already train.check_targets[{i}]")
+    return out
+
+
+def _identity(spec: ModelSpec) -> str:
+    """What makes two targets the same model: ``provider:model`` (the name in the call cache's
+    keys), or for a ``function`` model, which names itself, the whole spec."""
+    return spec.model_dump_json() if spec.provider == "function" else spec.name
 
 
 def _explain(exc: ValidationError, source: str) -> str:
@@ -423,6 +503,8 @@ __all__ = [
     "HardwareConfig",
     "ModelsConfig",
     "TrainConfig",
+    "check_target_problems",
+    "config_defaults",
     "config_markdown",
     "config_schema",
     "load_config",

@@ -1,9 +1,10 @@
 """THE one place a run is assembled from a config: used by ``train``, ``eval``, ``sweep``, ``fit``.
 
 ``open_session`` builds, in this order: the task (registry), its splits (``load_splits``: checked
-before any model call), the two roles' backends (each provider's declared ability decides the
-wrappers: remote -> ``retry(limit(raw))`` with one limiter registry per run shared by both
-roles, in-process -> called directly), metering into the call store (prices and budget), the
+before any model call), the two roles' backends and, for training, the check targets'
+(``train.check_targets``; each provider's declared ability decides the wrappers: remote ->
+``retry(limit(raw))`` with one limiter registry per run shared by all roles, in-process ->
+called directly), metering into the call store (prices and budget, shared by all), the
 judge binding (an LLM-judge scorer uses the optimizer, metered as such), the token counter and,
 for a task with heavy rollouts (code, agents), the ``hardware.executor`` that runs their heavy
 part (``skillgrad.executors``; closed by ``Session.aclose``). Other tasks ignore the executor.
@@ -25,20 +26,26 @@ from pathlib import Path
 from typing import Any
 
 from skillgrad.callbacks import Callback
-from skillgrad.config import Config
-from skillgrad.errors import BudgetExceeded, ConfigError, ModelError, SystemicFailure
+from skillgrad.config import Config, check_target_problems, config_defaults
+from skillgrad.errors import (
+    BudgetExceeded,
+    ConfigError,
+    ModelError,
+    SkillgradError,
+    SystemicFailure,
+)
 from skillgrad.executors import LOCAL, RolloutExecutor, open_executor
-from skillgrad.models.base import ModelBackend, token_counter
+from skillgrad.models.base import ModelBackend, backend_name, token_counter
 from skillgrad.models.factory import aclose_backend, build_backend
 from skillgrad.models.metering import Budget, MeteredBackend, PriceTable
 from skillgrad.models.ratelimit import LimiterRegistry
 from skillgrad.models.spec import ModelSpec
 from skillgrad.registry import load_task
-from skillgrad.runs.cache import CallCache
+from skillgrad.runs.cache import CallCache, TargetResults
 from skillgrad.runs.rundir import RunDir, find_fresh_root
 from skillgrad.skill import approx_tokens
 from skillgrad.tasks.base import SPLITS, Task, task_abilities
-from skillgrad.train.context import RunContext
+from skillgrad.train.context import CHECK_ROLE, CheckTarget, RunContext
 from skillgrad.train.loop import initial_skill_text, train, write_summary
 from skillgrad.train.progress import NullProgress, Progress
 from skillgrad.train.state import TrainState
@@ -66,6 +73,7 @@ class Session:
     target: MeteredBackend
     prices: PriceTable
     executor: RolloutExecutor = field(default=LOCAL)
+    check_targets: list[CheckTarget] = field(default_factory=list)
 
     @property
     def count_tokens(self) -> Callable[[str], int]:
@@ -75,8 +83,9 @@ class Session:
     async def aclose(self) -> None:
         """Close SDK connection pools while the event loop that used them is still alive, and
         the executor (a Ray cluster it started)."""
+        backends = [self.optimizer, self.target, *(c.backend for c in self.check_targets)]
         try:
-            for backend in {id(b): b for b in (self.optimizer, self.target)}.values():
+            for backend in {id(b): b for b in backends}.values():
                 await aclose_backend(backend)
         finally:
             self.executor.close()
@@ -134,6 +143,18 @@ def build_role_backends(
 ) -> tuple[ModelBackend, ModelBackend]:
     """The two roles' backends before metering. Identical specs share one instance (one model
     load, one connection pool); given backends are used as they are."""
+    opt, tgt, _ = _build_backends(cfg, optimizer, target, ())
+    return opt, tgt
+
+
+def _build_backends(
+    cfg: Config,
+    optimizer: ModelBackend | None,
+    target: ModelBackend | None,
+    checks: Sequence[ModelSpec],
+) -> tuple[ModelBackend, ModelBackend, list[ModelBackend]]:
+    """``build_role_backends`` plus the check targets' backends (sharing instances and
+    limiters with the roles: a check target that is the optimizer's model loads it once)."""
     limiters = LimiterRegistry()
     built: dict[str, ModelBackend] = {}
 
@@ -144,7 +165,32 @@ def build_role_backends(
             built[key] = build_backend(spec, limiters, rng_seed=0)
         return built[key]
 
-    return optimizer or one(cfg.models.optimizer), target or one(cfg.models.target)
+    opt = optimizer or one(cfg.models.optimizer)
+    tgt = target or one(cfg.models.target)
+    return opt, tgt, [one(spec) for spec in checks]
+
+
+def check_targets_of(
+    cfg: Config, store: CallCache, target: ModelBackend, metered: Sequence[MeteredBackend]
+) -> list[CheckTarget]:
+    """The run's check targets from their metered backends; a ConfigError when one answers
+    under the main target's name or another check target's (the call cache keys calls by the
+    backend's name, so they would share answers)."""
+    problems: list[str] = []
+    seen = {backend_name(target): "the main target's"}
+    out = []
+    for i, (spec, backend) in enumerate(zip(cfg.train.check_targets, metered, strict=True)):
+        if backend.name in seen:
+            problems.append(
+                f"  train.check_targets[{i}]: its backend answers as {backend.name!r}, "
+                f"{seen[backend.name]} name; give each target a model of its own"
+            )
+        seen.setdefault(backend.name, f"train.check_targets[{i}]'s")
+        results = TargetResults(store, backend.name)
+        out.append(CheckTarget(backend.name, backend, results, spec.temperature))
+    if problems:
+        raise ConfigError("\n".join(["train.check_targets: invalid configuration", *problems]))
+    return out
 
 
 def open_session(
@@ -155,12 +201,17 @@ def open_session(
     optimizer: ModelBackend | None = None,
     target: ModelBackend | None = None,
     require_test: bool = True,
+    with_check_targets: bool = False,
 ) -> Session:
     """Assemble the run's parts from ``cfg`` (``task``/``optimizer``/``target`` given as objects
-    replace the configured ones)."""
+    replace the configured ones); ``with_check_targets``: also ``train.check_targets`` (only
+    training evaluates on them)."""
     task = task or load_task(cfg.env.task, dict(cfg.env.options), Path(cfg.base_dir))
     items = load_splits(task, require_test=require_test)
-    raw_opt, raw_tgt = build_role_backends(cfg, optimizer, target)
+    checks = cfg.train.check_targets if with_check_targets else []
+    if checks and (problems := check_target_problems(cfg)):  # before any backend is built
+        raise ConfigError("\n".join(["train.check_targets: invalid configuration", *problems]))
+    raw_opt, raw_tgt, raw_checks = _build_backends(cfg, optimizer, target, checks)
     prices = PriceTable({**PriceTable().prices, **cfg.budget.prices})
     budget = Budget(cfg.budget.max_cost_usd, cfg.budget.max_tokens, cfg.budget.max_calls)
     session = Session(
@@ -172,6 +223,8 @@ def open_session(
         target=MeteredBackend(raw_tgt, store, "target", prices, budget),
         prices=prices,
     )
+    metered = [MeteredBackend(b, store, CHECK_ROLE, prices, budget) for b in raw_checks]
+    session.check_targets = check_targets_of(cfg, store, raw_tgt, metered) if checks else []
     abilities = task_abilities(task)
     # an LLM-judge scorer uses the optimizer model, metered (and budgeted) as the optimizer
     abilities.bind_judge(session.optimizer)
@@ -242,11 +295,25 @@ async def arun_training(
     try:
         task = task or load_task(cfg.env.task, dict(cfg.env.options), Path(cfg.base_dir))
         items = load_splits(task, require_test=require_test)
-        run.create_or_check(cfg.redacted_json(), items)  # takes the run directory's writer lock
+        # takes the run directory's writer lock
+        resumed = run.create_or_check(cfg.redacted_json(), items, defaults=config_defaults())
         store = CallCache(run.paths.calls_db)
-        session = open_session(
-            cfg, store, task=task, optimizer=optimizer, target=target, require_test=require_test
-        )
+        try:
+            session = open_session(
+                cfg,
+                store,
+                task=task,
+                optimizer=optimizer,
+                target=target,
+                require_test=require_test,
+                with_check_targets=True,
+            )
+        except SkillgradError:
+            if not resumed:  # nothing ran: a corrected config starts here afresh
+                store.close()
+                store = None
+                run.discard_new()
+            raise
         if cfg.trackers:
             from skillgrad.trackers import build_trackers
 
@@ -267,6 +334,7 @@ async def arun_training(
             progress=progress,
             count_tokens=session.count_tokens,
             prices=session.prices,
+            check_targets=session.check_targets,
         )
         try:
             if skill is None:

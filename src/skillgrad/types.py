@@ -286,6 +286,103 @@ def _edits(record: str, value: Any) -> tuple[Edit, ...]:
         raise ValueError(f"{record}: an edit has no {exc.args[0]!r}") from None
 
 
+CheckVerdict = Literal["passed", "refused", "not evaluated"]
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """A candidate on one check target (``train.check_targets``) against the incumbent on that
+    target, over the val items (``train/check_targets.py``)."""
+
+    target: str
+    """The check target's ``provider:model``."""
+    verdict: CheckVerdict
+    """``passed``, ``refused`` (it loses more than the tolerance), or ``not evaluated`` (the
+    candidate was refused on an earlier check target, or a better candidate of the step passed)."""
+    incumbent_score: float | None = None
+    """The incumbent's val mean on this target (the items both skills were scored on)."""
+    candidate_score: float | None = None
+    """The candidate's val mean on this target (the items it was evaluated on)."""
+    mean_diff: float | None = None
+    """Mean paired difference candidate minus incumbent on this target."""
+    evaluated: int = 0
+    """Val items the candidate was evaluated on (fewer than ``total`` after an early stop)."""
+    total: int = 0
+    """Val items."""
+    early_rejected: bool = False
+    """Whether the evaluation stopped as soon as the loss could no longer stay in tolerance."""
+    missing: int = 0
+    """Val items left out for both skills (infrastructure failures)."""
+    reason: str = ""
+    """Why, in words (``refused: loses 0.050 on llamacpp:smollm2-135m``)."""
+
+    @classmethod
+    def from_json(cls, data: Any) -> CheckResult:
+        found = _flat_record(cls, "check-target record", data)
+        if found.verdict not in ("passed", "refused", "not evaluated"):
+            raise _field_error(
+                "check-target record", "verdict", "passed | refused | not evaluated", found.verdict
+            )
+        return found
+
+
+@dataclass(frozen=True)
+class CandidateRecord:
+    """One of a step's ``train.candidates_per_step`` candidates (``train/candidates.py``)."""
+
+    k: int
+    """Candidate number (1-based); its files are in ``steps/step_NNNN/candidates/k<k>/``."""
+    seed: int
+    """Sampling seed of its reflection calls."""
+    verdict: str
+    """``kept``, ``accepted`` (not kept: another scored higher), ``rejected``, ``early-rejected``,
+    ``refused ...`` (leak or check target), ``duplicate of k<j>`` or ``no edit applied``."""
+    kept: bool = False
+    """Whether it became the skill in force."""
+    n_applied: int = 0
+    """Edits that applied cleanly to it."""
+    candidate_score: float | None = None
+    """Its val mean (over the items evaluated); None when it was not gated."""
+    incumbent_score: float | None = None
+    """The incumbent's val mean on the same items."""
+    gate_evaluated: int = 0
+    """Val items the gate evaluated it on."""
+    duplicate_of: int | None = None
+    """The earlier candidate with the same text (then it was not gated again)."""
+    reason: str = ""
+    """The gate's reason (or why it was not gated)."""
+
+    @classmethod
+    def from_json(cls, data: Any) -> CandidateRecord:
+        return _flat_record(cls, "candidate record", data)
+
+
+def _flat_record(cls: Any, what: str, data: Any) -> Any:
+    """A record of plain fields (str, int, float, bool, optional numbers) from JSON, each value
+    checked against its declared type; raises ValueError naming the bad field."""
+    d = _object(what, data)
+    kwargs: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):
+        if f.name not in d:
+            if f.default is dataclasses.MISSING:
+                raise ValueError(f"{what}: required field {f.name!r} is missing")
+            continue
+        value, kind = d[f.name], str(f.type)
+        if value is None and kind.endswith("| None"):
+            kwargs[f.name] = None
+        elif kind.startswith("int"):
+            kwargs[f.name] = _number(what, f.name, value, int)
+        elif kind.startswith("float"):
+            kwargs[f.name] = _number(what, f.name, value, float)
+        elif kind == "bool":
+            if not isinstance(value, bool):
+                raise _field_error(what, f.name, "bool", value)
+            kwargs[f.name] = value
+        else:
+            kwargs[f.name] = _text(what, f.name, value)
+    return cls(**kwargs)
+
+
 @dataclass(frozen=True)
 class StepRecord:
     """One entry of ``history.json``: what one step (or slow update) did, decided and cost.
@@ -382,15 +479,24 @@ class StepRecord:
     leak_refused: bool = False
     """Whether the candidate was refused for those leaks before any target call
     (``train.reject_leaks``)."""
+    check_targets: tuple[CheckResult, ...] = ()
+    """The candidate on each check target (``train.check_targets``); empty when none are
+    configured or the main gate refused the candidate first."""
+    candidates: tuple[CandidateRecord, ...] = ()
+    """Every candidate of the step when ``train.candidates_per_step > 1`` (empty with one: the
+    record itself describes it); the fields above describe the kept one (else the first gated)."""
 
     @property
     def verdict(self) -> str:
-        """How the step ended: accepted, refused for copying data, (early-)rejected by the gate,
-        or nothing to gate."""
+        """How the step ended: accepted, refused for copying data or for a loss on a check
+        target, (early-)rejected by the gate, or nothing to gate."""
         if self.accepted:
             return "accepted"
         if self.leak_refused:
             return "refused (leak)"
+        refusal = next((c for c in self.check_targets if c.verdict == "refused"), None)
+        if refusal is not None:
+            return refusal.reason
         if self.early_rejected:
             return "early-rejected"
         return "rejected" if self.gate_evaluated else "no edit applied"
@@ -427,10 +533,10 @@ class StepRecord:
                 if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
                     raise _field_error(what, f.name, "a list of item ids", value)
                 kwargs[f.name] = tuple(value)
-            elif f.name == "leaks":
+            elif f.name in _RECORD_LISTS:
                 if not isinstance(value, list):
-                    raise _field_error(what, f.name, "a list of leak records", value)
-                kwargs[f.name] = tuple(Leak.from_json(v) for v in value)
+                    raise _field_error(what, f.name, "a list of records", value)
+                kwargs[f.name] = tuple(_RECORD_LISTS[f.name](v) for v in value)
             elif f.name == "gate_rule":
                 if value not in ("strict", "paired"):
                     raise _field_error(what, f.name, "'strict' or 'paired'", value)
@@ -444,6 +550,11 @@ class StepRecord:
 _BOOLS = frozenset({"accepted", "early_rejected", "no_gate", "leak_refused"})
 _OPTIONAL_FLOATS = frozenset({"candidate_score", "mean_diff", "diff_low", "diff_high"})
 _ID_LISTS = frozenset({"fixed", "broken"})
+_RECORD_LISTS: dict[str, Any] = {
+    "leaks": lambda v: Leak.from_json(v),  # Leak is defined below
+    "check_targets": CheckResult.from_json,
+    "candidates": CandidateRecord.from_json,
+}
 _PER_ROLE: dict[str, type] = {"calls": int, "tokens": int, "cost": float, "timings": float}
 _INTS = frozenset(
     {"step", "epoch", "k", "n_failures", "n_reflections", "n_failed_reflections", "n_proposed",

@@ -141,7 +141,7 @@ env: {{task: toy, output_root: "{tmp_path / "runs"}", run_name: u}}
     run = tmp_path / "runs" / "u"
     assert (run / "meta_skill" / "epoch_02" / "memo.md").exists()  # both epoch boundaries
     assert RULE in read_text(run / "best_skill.md")
-    assert [r["edit"]["content"] for r in read_jsonl(run / "patch_log.jsonl")] == [RULE]
+    assert [r["edit"]["content"] for r in read_jsonl(run / "patch_log.jsonl")] == [f"- {RULE}"]
     for path in run.rglob("*.jsonl"):  # no raw breaker anywhere a line-oriented tool reads
         assert not set("\u2028\u2029\u0085") & set(path.read_bytes().decode("utf-8")), path
     resumed = _skillgrad("train", str(config))
@@ -150,7 +150,7 @@ env: {{task: toy, output_root: "{tmp_path / "runs"}", run_name: u}}
     assert blamed.returncode == 0, blamed.stderr
     rows = [json.loads(line) for line in jsonl_lines(blamed.stdout)]
     assert len(rows) == len(text_lines(read_text(run / "best_skill.md")))
-    assert any(r["text"] == RULE and r["source"] == "reflect" for r in rows)
+    assert any(r["text"] == f"- {RULE}" and r["source"] == "reflect" for r in rows)
     reported = _skillgrad("report", str(run), "--html")
     assert reported.returncode == 0, reported.stderr
     assert "Ünïcödé 🐍" in read_text(run / "report.html")

@@ -11,7 +11,15 @@ from sweep_helpers import write_config
 from skillgrad import load_config
 from skillgrad.errors import ConfigError, RunDirError
 from skillgrad.registry import load_task
-from skillgrad.sweep.plan import build_plan, check_or_write_plan, parse_grid, run_name
+from skillgrad.runs.io import atomic_write_json, read_json
+from skillgrad.sweep.plan import (
+    PLAN_FILE,
+    build_plan,
+    check_or_write_plan,
+    parse_grid,
+    run_name,
+    split_values,
+)
 
 
 def test_grid_values_are_yaml_scalars() -> None:
@@ -106,6 +114,29 @@ def test_same_plan_resumes_a_different_one_is_refused(tmp_path: Path) -> None:
     ):
         with pytest.raises(RunDirError, match="holds a different sweep"):
             check_or_write_plan(changed)
+
+
+def test_grid_values_may_be_lists_holding_commas() -> None:
+    (axis,) = parse_grid(["train.check_targets=[],[llamacpp:smollm2-135m, x:y],['a,b']"])
+    assert axis.values == ([], ["llamacpp:smollm2-135m", "x:y"], ["a,b"])
+    assert split_values("a,{b: 1, c: 2},'d,e'") == ["a", "{b: 1, c: 2}", "'d,e'"]
+    assert split_values("2,4.5") == ["2", "4.5"]
+
+
+def test_a_sweep_from_before_a_setting_existed_resumes_while_it_is_default(
+    tmp_path: Path,
+) -> None:
+    config = write_config(tmp_path)
+    out = tmp_path / "sw"
+    assert check_or_write_plan(build_plan(config, seeds=2, out=out)) is False
+    record = read_json(out / PLAN_FILE)
+    for key in ("check_targets", "check_targets_tolerance", "candidates_per_step"):
+        del record["config"]["train"][key]  # as written by a version without them
+    atomic_write_json(out / PLAN_FILE, record)
+    assert check_or_write_plan(build_plan(config, seeds=2, out=out)) is True
+    changed = build_plan(config, seeds=2, out=out, sets=["train.candidates_per_step=3"])
+    with pytest.raises(RunDirError, match=re.escape("train.candidates_per_step: None -> 3")):
+        check_or_write_plan(changed)
 
 
 def test_a_folder_that_is_not_a_sweep_is_refused(tmp_path: Path) -> None:

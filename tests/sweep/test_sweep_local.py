@@ -76,6 +76,32 @@ def test_killed_worker_then_rerun_finishes_without_paying_twice(
     assert_nothing_paid_twice(calls(tmp_path), paid)
 
 
+def test_a_grid_over_check_targets_and_candidates_per_step(tmp_path: Path) -> None:
+    """Both options work from --grid: a list of models (commas inside it) and K; the sweep
+    summary and its report give each check target's test scores over seeds."""
+    from skillgrad.report.sweep import render_sweep_text
+
+    config = write_config(tmp_path, latency=0.0, epochs=1)
+    e2e = Path(__file__).parents[1] / "fakes_e2e.py"
+    model = f'{{provider: function, model: "{e2e}:FakeCheckTarget", options: {{breaks_on: X}}}}'
+    grid = ["--grid", f"train.check_targets=[],[{model}]"]
+    grid += ["--grid", "train.candidates_per_step=1,2"]
+    done = run_sweep(sweep_cmd(config, tmp_path / "sweep", *grid, *LOCAL))
+    assert done.returncode == 0, done.stderr
+    data = json.loads((tmp_path / "sweep" / "sweep_summary.json").read_text())
+    assert data["runs_finished"] == 4
+    name = "function:fake-check-X-0"
+    for c in data["configs"]:
+        if c["params"]["train.check_targets"]:
+            stats = c["check_targets"][name]
+            # the check target answers right with or without the learned rule (no "X" in it)
+            assert stats["test_initial"]["values"] == stats["test_best"]["values"] == [1.0]
+        else:
+            assert c["check_targets"] == {}
+        assert c["test_gain"]["values"] == [1.0]
+    assert f"| check {name}: test_change | 0 (1 seed) | 0 |" in render_sweep_text(data)
+
+
 def test_a_different_sweep_in_the_same_directory_is_refused(
     reference: tuple[Path, Reference],
 ) -> None:

@@ -49,6 +49,17 @@ def test_paired_rule_known_answers() -> None:
     assert not shifted.accepts([1.0] * 4 + [0.0] * 8)
 
 
+def test_tolerance_rule_known_answers() -> None:
+    """The check-target rule: a loss up to the tolerance passes (at exactly it too)."""
+    tol = GateRule("tolerance", min_delta=-0.25)
+    assert tol.accepts([-1.0, 0.0, 0.0, 0.0])  # loses exactly 0.25
+    assert tol.accepts([-1.0, -0.5, 0.0, 0.5])  # wins and losses: a mean loss of 0.25
+    assert not tol.accepts([-1.0, -0.5, 0.0, 0.0])  # loses 0.375
+    assert tol.accepts([]) and GateRule("tolerance").accepts([0.0, 0.0])
+    assert not GateRule("tolerance").accepts([0.0, -0.5])
+    assert GateRule("tolerance", min_delta=-0.02).accepts([-1.0] + [0.0] * 49)  # 0.02 of 50
+
+
 # --- a table-driven task: scores per (skill, item, sample); None = infrastructure failure ------
 
 
@@ -106,6 +117,8 @@ RULES = [
     GateRule("strict", min_delta=0.2),
     GateRule("paired", 0.8),
     GateRule("paired", 0.8, min_delta=0.1),
+    GateRule("tolerance", min_delta=-0.25),  # the check-target rule (train/check_targets.py)
+    GateRule("tolerance", min_delta=0.0),
 ]
 LEVELS: list[float | None] = [0.0, 0.5, 1.0, None]
 INCUMBENTS: list[list[float | None]] = [
@@ -138,7 +151,11 @@ async def test_early_rejection_is_lossless_exhaustively(rule: GateRule, workers:
     assert saved > 0  # the early rejection does stop early
 
 
-@pytest.mark.parametrize("rule", [STRICT, GateRule("paired", 0.7)], ids=["strict", "paired"])
+@pytest.mark.parametrize(
+    "rule",
+    [STRICT, GateRule("paired", 0.7), GateRule("tolerance", min_delta=-0.3)],
+    ids=["strict", "paired", "tolerance"],
+)
 async def test_early_rejection_is_lossless_with_repeated_samples(rule: GateRule) -> None:
     """Two samples per item over {0, 1, missing}: per-sample early stopping stays lossless."""
     inc = {"i0": [1.0, 0.0], "i1": [0.0, 0.0], "i2": [1.0, 1.0]}

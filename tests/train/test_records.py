@@ -8,7 +8,16 @@ import json
 import pytest
 
 from skillgrad.train.state import StepOutcome, TrainState, advance
-from skillgrad.types import Conflict, Edit, EditResult, GateResult, RejectedEdit, StepRecord
+from skillgrad.types import (
+    CandidateRecord,
+    CheckResult,
+    Conflict,
+    Edit,
+    EditResult,
+    GateResult,
+    RejectedEdit,
+    StepRecord,
+)
 
 EDIT = Edit("add", "Rules", "- Never guess.", rationale="fails", trajectory_ids=("step_0001/a",))
 
@@ -57,6 +66,28 @@ def test_step_record_json_keeps_the_history_file_format() -> None:
     assert StepRecord.from_json(data) == rec
 
 
+REFUSED = CheckResult(
+    "llamacpp:smollm2-135m", "refused", 1.0, 0.95, -0.05, 20, 20, False, 0,
+    "refused: loses 0.050 on llamacpp:smollm2-135m",
+).__dict__  # fmt: skip
+KEPT = CandidateRecord(2, 99, "kept", True, 1, 0.75, 0.5, 4, None, "accepted").__dict__
+
+
+def test_check_target_and_candidate_records_round_trip_and_name_the_verdict() -> None:
+    rec = StepRecord(
+        step=3,
+        epoch=1,
+        kind="step",
+        gate_evaluated=20,
+        check_targets=(CheckResult.from_json(REFUSED),),
+        candidates=(CandidateRecord.from_json(KEPT), CandidateRecord(1, 5, "duplicate of k2")),
+    )
+    again = StepRecord.from_json(json.loads(json.dumps(rec.to_json())))
+    assert again == rec
+    assert rec.verdict == "refused: loses 0.050 on llamacpp:smollm2-135m"
+    assert StepRecord.from_json({"step": 1, "epoch": 1, "kind": "step"}).candidates == ()
+
+
 def test_old_records_without_newer_fields_still_load() -> None:
     rec = StepRecord.from_json({"step": 2, "epoch": 1, "kind": "slow_update", "accepted": True})
     assert rec.kind == "slow_update" and rec.gate_reason == "" and rec.no_gate is False
@@ -72,6 +103,23 @@ def test_old_records_without_newer_fields_still_load() -> None:
         ({"step": 1.5, "epoch": 1, "kind": "step"}, "field 'step': expected int"),
         ({"step": 1, "epoch": 1, "kind": "step", "cost": {"target": "x"}}, "'cost.target'"),
         ([1, 2], "expected a JSON object"),
+        ({"step": 1, "epoch": 1, "kind": "step", "check_targets": {}}, "'check_targets'"),
+        (
+            {"step": 1, "epoch": 1, "kind": "step", "check_targets": [{"target": "x"}]},
+            "check-target record: required field 'verdict'",
+        ),
+        (
+            {"step": 1, "epoch": 1, "kind": "step", "check_targets": [REFUSED | {"verdict": "?"}]},
+            "check-target record field 'verdict'",
+        ),
+        (
+            {"step": 1, "epoch": 1, "kind": "step", "candidates": [KEPT | {"kept": 1}]},
+            "candidate record field 'kept': expected bool",
+        ),
+        (
+            {"step": 1, "epoch": 1, "kind": "step", "candidates": [KEPT | {"seed": "7"}]},
+            "candidate record field 'seed': expected int",
+        ),
     ],
 )
 def test_damaged_step_records_name_the_field(data: object, message: str) -> None:

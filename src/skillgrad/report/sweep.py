@@ -56,6 +56,10 @@ def render_sweep_text(summary: dict[str, Any]) -> str:
             stat = c.get(key) or {}
             per_seed = ", ".join(fmt(v) for v in stat.get("values", []))
             lines.append(f"| {key} | {interval_text(stat)} | {per_seed} |")
+        for target, stats in (c.get("check_targets") or {}).items():
+            for key, stat in stats.items():
+                per_seed = ", ".join(fmt(v) for v in stat.get("values", []))
+                lines.append(f"| check {target}: {key} | {interval_text(stat)} | {per_seed} |")
         lines += ["", f"test best vs initial: {paired_text(c.get('paired_test') or {})}"]
         unfinished = {k: v for k, v in (c.get("status") or {}).items() if v != "finished"}
         if unfinished:

@@ -20,9 +20,13 @@ def fmt(value: Any, digits: int = 3) -> str:
 
 
 def verdict(record: dict[str, Any]) -> str:
-    """How a step ended: accepted, (early-)rejected by the gate, or nothing to gate."""
+    """How a step ended: accepted, refused on a check target, (early-)rejected by the gate, or
+    nothing to gate."""
     if record.get("accepted"):
         return "accepted"
+    for check in record.get("check_targets") or []:
+        if isinstance(check, dict) and check.get("verdict") == "refused":
+            return str(check.get("reason") or "refused on a check target")
     if record.get("early_rejected"):
         return "early-rejected"
     return "rejected" if record.get("gate_evaluated") else "no edit applied"

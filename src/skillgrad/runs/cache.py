@@ -10,7 +10,9 @@ each new ``calls`` row, so budget checks and progress bars cost the same at call
 call 1 (``totals()`` without a filter reads an in-memory mirror of it).
 
 ``results``: per-(skill hash, item id) scored trajectories, so a skill is never re-run on an item
-it has already been scored on.
+it has already been scored on. They are the main target's; another target's
+(``train.check_targets``) go through ``TargetResults``, whose keys name that target, so two
+targets never share an entry.
 
 A file that is not a readable SQLite database is a RunDirError naming it, never a traceback.
 Every row passes through ``redact.redact_text`` (as every file does, ``runs/io.py``), and what a
@@ -29,8 +31,9 @@ import sqlite3
 import stat
 import threading
 import time
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from skillgrad.errors import RunDirError
 from skillgrad.redact import redact_text
@@ -296,6 +299,43 @@ class CallCache:
         return Trajectory.from_json(json.loads(data)) if redacted else trajectory
 
 
+class ResultStore(Protocol):
+    """Where scored trajectories are cached per (skill hash, item id): a ``CallCache`` (the main
+    target's entries) or a ``TargetResults`` view (another target's)."""
+
+    def get_result(self, skill_hash: str, item_id: str) -> Trajectory | None: ...
+
+    def put_result(self, trajectory: Trajectory) -> Trajectory:
+        """Store a scored trajectory; return it as stored (secrets redacted)."""
+        ...
+
+
+def target_key(target: str, skill_hash: str) -> str:
+    """The ``results`` key of (another target, skill): a hash of both, the same length as a
+    skill hash (sha256 prefix), so it can equal neither a skill hash nor another target's key
+    short of a hash collision."""
+    return hashlib.sha256(f"target:{target}\n{skill_hash}".encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class TargetResults:
+    """The ``results`` of one other target (a check target) inside the run's store: entries
+    keyed ``target_key(target, skill hash)``; trajectories come back with their real skill
+    hash, as the main target's do."""
+
+    store: CallCache
+    target: str
+
+    def get_result(self, skill_hash: str, item_id: str) -> Trajectory | None:
+        found = self.store.get_result(target_key(self.target, skill_hash), item_id)
+        return None if found is None else replace(found, skill_hash=skill_hash)
+
+    def put_result(self, trajectory: Trajectory) -> Trajectory:
+        key = target_key(self.target, trajectory.skill_hash)
+        stored = self.store.put_result(replace(trajectory, skill_hash=key))
+        return replace(stored, skill_hash=trajectory.skill_hash)
+
+
 def corrupt_ledger(path: Path, exc: Exception) -> RunDirError:
     return RunDirError(
         f"{path}: the call ledger is not a readable SQLite database ({exc}). Restore it from a "
@@ -303,4 +343,11 @@ def corrupt_ledger(path: Path, exc: Exception) -> RunDirError:
     )
 
 
-__all__ = ["CallCache", "call_key", "corrupt_ledger"]
+__all__ = [
+    "CallCache",
+    "ResultStore",
+    "TargetResults",
+    "call_key",
+    "corrupt_ledger",
+    "target_key",
+]

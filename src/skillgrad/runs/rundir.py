@@ -82,11 +82,20 @@ def _epochs(config: dict[str, Any]) -> int | None:
     return value if isinstance(value, int) else None
 
 
-def _flat_diff(a: Any, b: Any, prefix: str = "") -> list[str]:
+_ABSENT = object()
+
+
+def _flat_diff(a: Any, b: Any, prefix: str = "", defaults: Any = None) -> list[str]:
+    """Differences from the stored record ``a`` to ``b``, one line per leaf. A key ``a`` lacks
+    (a setting added by a later version) is no difference while ``b`` has its value in
+    ``defaults`` (the config's defaults): runs and sweeps started before it still resume."""
     if isinstance(a, dict) and isinstance(b, dict):
         out: list[str] = []
         for key in sorted(set(a) | set(b)):
-            out += _flat_diff(a.get(key), b.get(key), f"{prefix}{key}.")
+            default = defaults.get(key, _ABSENT) if isinstance(defaults, dict) else _ABSENT
+            if key not in a and default is not _ABSENT and b.get(key) == default:
+                continue
+            out += _flat_diff(a.get(key), b.get(key), f"{prefix}{key}.", default)
         return out
     return [] if a == b else [f"{prefix.rstrip('.')}: {a!r} -> {b!r}"]
 
@@ -103,9 +112,15 @@ class RunDir:
     def exists(self) -> bool:
         return self.paths.config.exists()
 
-    def create_or_check(self, config: dict[str, Any], data: Mapping[str, Sequence[Any]]) -> bool:
+    def create_or_check(
+        self,
+        config: dict[str, Any],
+        data: Mapping[str, Sequence[Any]],
+        defaults: dict[str, Any] | None = None,
+    ) -> bool:
         """Take the writer lock, then write config.json for a new run, or check a resumed run's
-        config and data (``{split: items}``) against what it started with. True if resuming."""
+        config and data (``{split: items}``) against what it started with (a setting its
+        config.json lacks may only have its value in ``defaults``). True if resuming."""
         integrity.check_no_links(self.root)  # before the lock file is opened or written
         if self.lock is None or not self.lock.held:
             self.lock = RunLock.acquire(self.root)
@@ -126,7 +141,9 @@ class RunDir:
                 f"{integrity.FRESH}."
             )
         integrity.check_data(self.paths, data)
-        diffs = _flat_diff(_comparable(stored), _comparable(config))
+        diffs = _flat_diff(
+            _comparable(stored), _comparable(config), defaults=_comparable(defaults or {})
+        )
         before, after = _epochs(stored), _epochs(config)
         if before is not None and after is not None and after < before:
             diffs.append(f"train.num_epochs: {before!r} -> {after!r} (it may only grow)")
@@ -188,6 +205,21 @@ class RunDir:
         write_best_folder(self.root, state["best_skill"])  # a package: best_skill/
         atomic_write_json(self.paths.history, list(state["history"]))
         atomic_write_json(self.paths.conflicts, list(state["conflicts"]))
+
+    def discard_new(self) -> None:
+        """Undo ``create_or_check`` of a new run that never started (its models could not be
+        assembled): remove the files it and the call store wrote, and the folder if that
+        leaves it empty, so a corrected config starts afresh instead of meeting "a different
+        config". Never touches anything else in the folder. Releases the lock."""
+        p = self.paths
+        db = p.calls_db
+        sidecars = [db.with_name(db.name + x) for x in ("-wal", "-shm", "-journal")]
+        made = [p.config, p.splits, p.data_digest, p.events, db, *sidecars]
+        for path in made:
+            path.unlink(missing_ok=True)
+        self.close()
+        with contextlib.suppress(OSError):
+            self.root.rmdir()  # only when empty
 
     def close(self) -> None:
         """Release the writer lock (idempotent); the directory stays readable."""

@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from skillgrad.config import Config, load_config, load_yaml
+from skillgrad.config import Config, config_defaults, load_config, load_yaml
 from skillgrad.errors import ConfigError, RunDirError
 from skillgrad.runs.io import atomic_write_json, private_dirs, read_json
 from skillgrad.runs.rundir import _comparable, _flat_diff
@@ -85,7 +85,8 @@ class SweepPlan:
 
 
 def parse_grid(specs: Sequence[str]) -> tuple[GridAxis, ...]:
-    """``["train.lr_scheduler=constant,cosine"]`` -> axes; values are YAML scalars."""
+    """``["train.lr_scheduler=constant,cosine"]`` -> axes; values are YAML (a list or mapping
+    may hold commas: ``split_values``)."""
     axes: list[GridAxis] = []
     for spec in specs:
         key, sep, raw = spec.partition("=")
@@ -102,11 +103,31 @@ def parse_grid(specs: Sequence[str]) -> tuple[GridAxis, ...]:
             )
         if any(a.key == key for a in axes):
             raise ConfigError(f"{where}: {key} appears in two --grid options; give it once")
-        values = tuple(load_yaml(v, where) if v.strip() else "" for v in raw.split(","))
+        values = tuple(load_yaml(v, where) if v.strip() else "" for v in split_values(raw))
         if len({json.dumps(v, sort_keys=True) for v in values}) != len(values):
             raise ConfigError(f"{where}: a value is listed twice")
         axes.append(GridAxis(key, values))
     return tuple(axes)
+
+
+def split_values(raw: str) -> list[str]:
+    """``a,[b, c],{d: 1}`` -> ``["a", "[b, c]", "{d: 1}"]``: the commas between values, not
+    those inside a YAML list or mapping or a quoted string (a grid over lists of models,
+    e.g. ``train.check_targets=[],[llamacpp:smollm2-135m, llamacpp:qwen2.5-coder-1.5b]``)."""
+    parts, depth, quote, start = [], 0, "", 0
+    for i, ch in enumerate(raw):
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch in "[{":
+            depth += 1
+        elif ch in "]}":
+            depth = max(0, depth - 1)
+        elif ch == "," and depth == 0:
+            parts.append(raw[start:i])
+            start = i + 1
+    return [*parts, raw[start:]]
 
 
 def _slug(value: Any) -> str:
@@ -215,6 +236,7 @@ def check_or_write_plan(plan: SweepPlan) -> bool:
     diffs = _flat_diff(
         {k: stored.get(k) for k in ("seeds", "grid", "vary_split", "config")},
         plan.identity(),
+        defaults={"config": _comparable(config_defaults())},
     )
     if diffs:
         raise RunDirError(
@@ -247,4 +269,5 @@ __all__ = [
     "load_plan_record",
     "parse_grid",
     "run_name",
+    "split_values",
 ]

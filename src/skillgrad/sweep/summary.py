@@ -1,6 +1,6 @@
 """``sweep_summary.json``: per grid configuration, mean and 95% interval of each metric over
 seeds, the per-seed values, and a paired test of the best vs the initial skill on the test split
-pooled over seeds.
+pooled over seeds; with check targets, the same intervals of each one's test scores.
 
 Only finished runs count; ``runs_finished`` / ``runs_total`` say how many that is. The per-item
 test scores of the initial and the best skill come from each run's result cache (calls.sqlite,
@@ -32,6 +32,9 @@ METRICS = (
     "skill_tokens", "calls", "cost_usd",
 )  # fmt: skip
 LEVEL = 0.95
+CHECK_METRICS = ("test_initial", "test_best", "test_change")
+"""Per check target (``train.check_targets``): the initial and the best skill on the test split
+on that target, and the change (does training for the main target hurt the others?)."""
 
 
 def run_metrics(summary: dict[str, Any]) -> dict[str, float | None]:
@@ -126,6 +129,7 @@ def _unique_params(jobs: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def _config_summary(sweep_dir: Path, params: dict[str, Any], runs: list[dict[str, Any]]) -> dict:
     values: dict[str, list[float]] = {m: [] for m in METRICS}
+    checks: dict[str, dict[str, list[float]]] = {}  # per check target: its test metrics
     seeds, statuses, diffs, missing = [], {}, [], 0
     finished_runs: list[tuple[int, Path]] = []  # for the edits accepted in several seeds
     for job in runs:
@@ -142,6 +146,11 @@ def _config_summary(sweep_dir: Path, params: dict[str, Any], runs: list[dict[str
         for key, value in run_metrics(summary).items():
             if value is not None and math.isfinite(float(value)):
                 values[key].append(float(value))
+        for row in check_rows(summary):
+            for key in CHECK_METRICS:
+                checks.setdefault(row["target"], {m: [] for m in CHECK_METRICS})[key].append(
+                    float(row[key])
+                )
         run_diffs, run_missing = test_pairs(run_dir)
         diffs += run_diffs
         missing += run_missing
@@ -165,7 +174,25 @@ def _config_summary(sweep_dir: Path, params: dict[str, Any], runs: list[dict[str
             "missing_pairs": missing,
         },
         "repeated_edits": repeated_edits(finished_runs),
+        "check_targets": {
+            target: {m: metric_stats(v) for m, v in stats.items()}
+            for target, stats in checks.items()
+        },
     }
+
+
+def check_rows(summary: dict[str, Any]) -> list[dict[str, Any]]:
+    """A run's check-target test scores (``summary.json`` -> ``check_targets.targets``) with
+    every metric a finite number; none for a run without check targets."""
+    checks = summary.get("check_targets")
+    rows = checks.get("targets", []) if isinstance(checks, dict) else []
+    return [
+        r
+        for r in rows
+        if isinstance(r, dict)
+        and isinstance(r.get("target"), str)
+        and all(isinstance(r.get(m), (int, float)) and math.isfinite(r[m]) for m in CHECK_METRICS)
+    ]
 
 
 def write_sweep_summary(sweep_dir: Path) -> dict[str, Any]:
@@ -180,8 +207,10 @@ def load_sweep_summary(sweep_dir: Path) -> dict[str, Any] | None:
 
 
 __all__ = [
+    "CHECK_METRICS",
     "METRICS",
     "build_sweep_summary",
+    "check_rows",
     "load_sweep_summary",
     "metric_stats",
     "run_metrics",

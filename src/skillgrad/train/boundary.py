@@ -9,20 +9,15 @@ from typing import Any
 from skillgrad.models.context import call_context
 from skillgrad.runs.io import read_jsonl
 from skillgrad.skill import Skill
+from skillgrad.train.check_targets import gate_candidate
 from skillgrad.train.context import RunContext
+from skillgrad.train.evaluate import attribution_json, gate_json
+from skillgrad.train.leak_check import LeakCheck, check_leaks, leak_refusal
 from skillgrad.train.rollout import mean_score
 from skillgrad.train.slow import GUIDANCE_BLOCK, meta_skill_memo, slow_update_guidance
 from skillgrad.train.state import StepOutcome, TrainState
-from skillgrad.train.step import (
-    LeakCheck,
-    attribution_json,
-    check_leaks,
-    commit,
-    evaluate_candidate,
-    gate_json,
-    leak_refusal,
-)
-from skillgrad.types import Edit, EditResult, GateResult
+from skillgrad.train.step import commit
+from skillgrad.types import CheckResult, Edit, EditResult, GateResult
 
 
 async def epoch_boundary(ctx: RunContext, state: TrainState) -> TrainState:
@@ -61,11 +56,12 @@ async def slow_update(ctx: RunContext, state: TrainState) -> TrainState:
         note = "; made safe: " + "; ".join(fixes) if fixes else ""
         applied = (EditResult(edit, "applied", "protected block written" + note),)
     outcome, gate_result, leaks, refused = None, None, LeakCheck(), ""
+    checks: tuple[CheckResult, ...] = ()
     if applied:  # the answer-leak check, as for a step's candidate (train/leaks.py)
         leaks = check_leaks(ctx, state, candidate)
         refused = leak_refusal(ctx, step, leaks.new)
     if applied and not refused and ctx.cfg.train.slow_update_gate:
-        outcome = await evaluate_candidate(ctx, step, candidate, state.skill, "slow_update")
+        outcome, checks = await gate_candidate(ctx, step, candidate, state.skill, "slow_update")
         gate_result = outcome.result
     elif (
         applied and not refused
@@ -95,7 +91,7 @@ async def slow_update(ctx: RunContext, state: TrainState) -> TrainState:
             "categories.json": {"counts": counts, "items": items},
             "guidance.json": reply.to_json(),
             "candidate.md": candidate,
-            "gate.json": gate_json(outcome, refused)
+            "gate.json": gate_json(outcome, refused, checks)
             if outcome or refused
             else {"result": gate_result},
             **({"attribution.json": attribution_json(outcome)} if outcome else {}),
@@ -124,6 +120,7 @@ async def slow_update(ctx: RunContext, state: TrainState) -> TrainState:
         candidate_tokens=ctx.count_tokens(candidate),
         leaks=leaks.new,
         refused=refused,
+        checks=checks,
     )
     return commit(ctx, state, out)
 

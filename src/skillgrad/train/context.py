@@ -1,7 +1,8 @@
 """RunContext: what every stage of a run needs, assembled once by ``skillgrad.session``.
 
 It holds no training state (that is ``TrainState``); it is the config, the task and its splits,
-the two metered backends, the run directory, the call store, callbacks and progress.
+the two metered backends (and the check targets'), the run directory, the call store, callbacks
+and progress.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from skillgrad.callbacks import Callback, Control, describe_event
 from skillgrad.config import Config
 from skillgrad.models.base import ModelBackend, backend_name
 from skillgrad.models.metering import PriceTable
-from skillgrad.runs.cache import CallCache
+from skillgrad.runs.cache import CallCache, ResultStore
 from skillgrad.runs.rundir import RunDir
 from skillgrad.skill import approx_tokens
 from skillgrad.tasks.base import Task, task_abilities
@@ -27,7 +28,20 @@ from skillgrad.train.select import Schedule
 from skillgrad.types import Item, Trajectory
 
 ROLES = ("optimizer", "target")
+CHECK_ROLE = "check_target"
+"""The ledger role of every check target's calls (``train.check_targets``)."""
 events_log = logging.getLogger("skillgrad.events")
+
+
+@dataclass(frozen=True)
+class CheckTarget:
+    """One check target (``train.check_targets``): its metered backend (role ``CHECK_ROLE``),
+    its own view of the result cache, and its sampling temperature for repeated val samples."""
+
+    name: str
+    backend: ModelBackend
+    results: ResultStore
+    temperature: float = 0.0
 
 
 @dataclass
@@ -45,6 +59,7 @@ class RunContext:
     count_tokens: Callable[[str], int] = approx_tokens
     control: Control = field(default_factory=Control)
     prices: PriceTable = field(default_factory=PriceTable)
+    check_targets: Sequence[CheckTarget] = ()
 
     @property
     def schedule(self) -> Schedule:
@@ -98,19 +113,26 @@ class RunContext:
         for cb in self.callbacks:
             cb.on_event(record, self.control)
 
+    @property
+    def roles(self) -> tuple[str, ...]:
+        """The ledger roles of this run: the two of every run, and ``CHECK_ROLE`` with check
+        targets."""
+        return (*ROLES, CHECK_ROLE) if self.check_targets else ROLES
+
     def usage(self, step: int) -> dict[str, Any]:
         """Calls, tokens and cost per role for ``step`` (from the ledger) and running totals."""
         now = self.store.totals("step=?", (step,))
         total = self.store.totals()["all"]
+        roles = self.roles
 
         def pick(key: str) -> dict[str, float]:
-            return {r: now.get(r, {}).get(key, 0.0) for r in ROLES}
+            return {r: now.get(r, {}).get(key, 0.0) for r in roles}
 
         tokens = {
             r: int(
                 now.get(r, {}).get("prompt_tokens", 0) + now.get(r, {}).get("completion_tokens", 0)
             )
-            for r in ROLES
+            for r in roles
         }
         return {
             "calls": {r: int(v) for r, v in pick("calls").items()},
@@ -121,4 +143,4 @@ class RunContext:
         }
 
 
-__all__ = ["ROLES", "RunContext"]
+__all__ = ["CHECK_ROLE", "ROLES", "CheckTarget", "RunContext"]

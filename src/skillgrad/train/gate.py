@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from skillgrad.models.base import ModelBackend
-from skillgrad.runs.cache import CallCache
+from skillgrad.runs.cache import ResultStore
 from skillgrad.stats import sign_flip_interval, sign_flip_p_greater, sign_flip_rejects
 from skillgrad.tasks.base import Task
 from skillgrad.train.progress import NullProgress, Progress
@@ -43,13 +43,17 @@ from skillgrad.types import GateResult, Item, Score, Trajectory
 EPS = 1e-9
 _ZERO = Trajectory("", "", (), "", Score(0.0, False))  # a unit scored 0 (what-if only)
 MAX_SCORE = 1.0  # scores are in [0, 1]: the best an unscored sample can come back
-GateRuleName = Literal["strict", "paired"]
+GateRuleName = Literal["strict", "paired", "tolerance"]
 
 
 @dataclass(frozen=True)
 class GateRule:
     """The decision on the paired differences (candidate minus incumbent) of the items both
-    skills were scored on. ``accepts`` is monotone in every difference (see the module doc)."""
+    skills were scored on. ``accepts`` is monotone in every difference (see the module doc).
+
+    ``tolerance`` is the check-target rule (``train/check_targets.py``): accept unless the mean
+    difference is below ``min_delta`` (negative: minus ``train.check_targets_tolerance``), i.e.
+    a loss of exactly the tolerance still passes."""
 
     rule: GateRuleName = "strict"
     confidence: float = 0.9
@@ -63,6 +67,8 @@ class GateRule:
         shifted = [d - self.min_delta for d in diffs]
         if self.rule == "strict":
             return math.fsum(shifted) > EPS
+        if self.rule == "tolerance":
+            return math.fsum(shifted) >= -EPS
         return sign_flip_rejects(shifted, self.alpha)
 
     def best_case(self, incumbent: float, seen: Sequence[float], unseen: int) -> float:
@@ -76,6 +82,8 @@ class GateRule:
     def describe(self) -> str:
         if self.rule == "strict":
             return f"strict (mean difference > {self.min_delta:g})"
+        if self.rule == "tolerance":
+            return f"tolerance (mean difference >= {self.min_delta:g})"
         return (
             f"paired ({self.confidence:.0%} lower bound of the mean difference "
             f"> {self.min_delta:g}, exact sign-flip)"
@@ -115,7 +123,7 @@ async def gate(
     samples: int = 1,
     seed: int = 0,
     temperature: float | None = None,
-    store: CallCache | None = None,
+    store: ResultStore | None = None,
     progress: Progress | None = None,
     early_stop: bool = True,
     require_improvement: bool = True,

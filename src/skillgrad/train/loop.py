@@ -5,7 +5,7 @@
         for step in the epoch:  rollout -> reflect -> aggregate -> select -> update -> gate
                                 (train/step.py; one file per phase)
         epoch boundary:         slow update (from epoch 2), meta skill  (train/boundary.py)
-    finally: test split, initial skill vs best skill; summary and report
+    finally: test split, initial skill vs best skill (and on each check target); summary, report
 
 State lives in one TrainState, advanced by ``state.advance`` and checkpointed after every step;
 every model call goes through the run's content-addressed cache, so a run killed at any instant
@@ -20,12 +20,14 @@ from typing import Any
 from skillgrad.models.context import call_context
 from skillgrad.skill import Skill
 from skillgrad.train.boundary import epoch_boundary
+from skillgrad.train.check_targets import test_scores
 from skillgrad.train.context import RunContext
+from skillgrad.train.evaluate import gate_rule, val_scores
 from skillgrad.train.power import PowerCheck, power_check
 from skillgrad.train.preflight import estimate, large_skill_warning
 from skillgrad.train.rollout import cached_item_scores, mean_item_score, mean_score
 from skillgrad.train.state import TrainState
-from skillgrad.train.step import gate_rule, training_step, val_scores
+from skillgrad.train.step import training_step
 from skillgrad.train.summary import build_summary, render_report, warnings_for
 
 
@@ -102,12 +104,15 @@ async def finish(ctx: RunContext, state: TrainState) -> dict[str, Any]:
     """Held-out test of the initial and the best skill, then summary.json and report.md."""
     test = ctx.items["test"]
     scores: dict[str, float] | None = None
+    checks: list[dict[str, Any]] = []
     if test:  # the test split is optional (``skillgrad.fit`` without a testset)
         scores = {}
         with call_context("test", state.global_step + 1):
             for name, skill in (("initial", state.initial_skill), ("best", state.best_skill)):
                 scores[name] = mean_score(await ctx.rollout(test, skill, f"test ({name})"))
-    summary = write_summary(ctx, state, scores)
+        step = state.global_step + 1
+        checks = await test_scores(ctx, step, state.initial_skill, state.best_skill)
+    summary = write_summary(ctx, state, scores, check_tests=checks)
     ctx.emit("run_end", summary=summary)
     return summary
 
@@ -118,8 +123,10 @@ def write_summary(
     test_scores: dict[str, float] | None,
     status: str | None = None,
     stop_reason: str | None = None,
+    check_tests: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """summary.json and report.md from the state, the ledger and the test scores (if any)."""
+    """summary.json and report.md from the state, the ledger and the test scores (if any;
+    ``check_tests``: each check target's, from ``check_targets.test_scores``)."""
     summary = build_summary(
         ctx.cfg,
         state,
@@ -134,6 +141,7 @@ def write_summary(
         by_stage=ctx.store.by_stage(),
         power=run_power_check(ctx, state.initial_skill).to_json(),
         leaks=ctx.leak_index.find(state.best_skill, exempt=state.initial_skill),
+        check_tests=check_tests or [],
     )
     ctx.run.write_summary(summary, render_report(summary, list(state.history)))
     return summary

@@ -1,8 +1,9 @@
 """The preflight estimate printed before training: an upper bound on calls, tokens and cost.
 
 Counts assume the worst case (every gate evaluates the whole selection split, each item
-``samples_per_item`` times, every reflection is re-asked once); the run's cache and the gate's
-early rejection make the real numbers lower. The power check (what gain the gate can detect)
+``samples_per_item`` times, for each of ``candidates_per_step`` candidates, and on every check
+target; every reflection is re-asked once); the run's cache and the gate's early rejection make
+the real numbers lower. The power check (what gain the gate can detect)
 is printed next to it once the baseline's per-item scores exist (``train/power.py``, event
 ``power_check``). Tokens are rough: skill + prompt lengths from the target's tokenizer,
 completions at their ``max_tokens``.
@@ -15,7 +16,7 @@ from typing import Any
 
 from skillgrad.models.metering import PriceTable
 from skillgrad.tasks.base import task_abilities
-from skillgrad.train.context import RunContext
+from skillgrad.train.context import CHECK_ROLE, RunContext
 from skillgrad.types import Usage
 
 # Above this the starting skill is almost surely the wrong file (skill documents are usually a
@@ -29,17 +30,21 @@ def estimate(ctx: RunContext, skill: str, prices: PriceTable) -> dict[str, Any]:
     n_val, n_test, batch = len(items["val"]), len(items["test"]), t.batch_size
     n_val *= t.samples_per_item  # every val item is sampled samples_per_item times
     slow_epochs = max(0, t.num_epochs - 1) if t.use_slow_update else 0
+    cands = t.candidates_per_step
     target_calls = (
         n_val  # baseline
-        + steps * (batch + n_val)  # rollout + gate
+        + steps * (batch + cands * n_val)  # rollout + gate of each candidate
         + slow_epochs * (2 * min(t.slow_update_samples, len(items["train"])) + n_val)
         + 2 * n_test  # final test: initial and best skill
     )
+    # per check target: the incumbent once (later incumbents were scored as candidates), each
+    # gated candidate, the final test
+    check_calls = n_val * (1 + steps * cands + slow_epochs) + 2 * n_test
     reflections = math.ceil(batch / t.minibatch_size) + 1 + int(t.rank_with_optimizer)
     if t.semantic_merge:  # at most one call per (op, section) cluster of two or more edits
         reflections += reflections * t.max_edits_per_reflection // 2
     optimizer_calls = 2 * (
-        steps * reflections + slow_epochs + (t.num_epochs if t.use_meta_skill else 0)
+        steps * cands * reflections + slow_epochs + (t.num_epochs if t.use_meta_skill else 0)
     )
     skill_now = ctx.count_tokens(skill)
     skill_tokens = skill_now + t.max_edit_tokens * 2
@@ -48,7 +53,7 @@ def estimate(ctx: RunContext, skill: str, prices: PriceTable) -> dict[str, Any]:
     opt_prompt = 600 + skill_tokens + t.minibatch_size * 150
     opt_usage = Usage(opt_prompt * optimizer_calls, t.optimizer_max_tokens * optimizer_calls)
     names = ctx.model_names
-    return {
+    out: dict[str, Any] = {
         "steps": steps,
         "calls": {"optimizer": optimizer_calls, "target": target_calls},
         "tokens": {"optimizer": opt_usage.total_tokens, "target": target_usage.total_tokens},
@@ -57,12 +62,21 @@ def estimate(ctx: RunContext, skill: str, prices: PriceTable) -> dict[str, Any]:
             "target": round(prices.cost(names[1], target_usage), 4),
         },
         "priced": {"optimizer": prices.is_priced(names[0]), "target": prices.is_priced(names[1])},
+    }
+    if ctx.check_targets:  # each check target answers the same prompts as the target
+        n = len(ctx.check_targets)
+        per = Usage((skill_tokens + 80) * check_calls, target_out * check_calls)
+        out["calls"][CHECK_ROLE] = n * check_calls
+        out["tokens"][CHECK_ROLE] = n * per.total_tokens
+        cost = sum(prices.cost(c.name, per) for c in ctx.check_targets)
+        out["cost_usd"][CHECK_ROLE] = round(cost, 4)
+        out["priced"][CHECK_ROLE] = all(prices.is_priced(c.name) for c in ctx.check_targets)
+    all_calls = sum(out["calls"].values())
+    all_tokens = sum(out["tokens"].values())
+    return {
+        **out,
         "skill_tokens": skill_now,
-        "skill_share_of_tokens": round(
-            (skill_now * (target_calls + optimizer_calls))
-            / max(1, target_usage.total_tokens + opt_usage.total_tokens),
-            3,
-        ),
+        "skill_share_of_tokens": round((skill_now * all_calls) / max(1, all_tokens), 3),
     }
 
 

@@ -41,6 +41,8 @@ class ReflectConfig:
     workers: int
     max_tokens: int
     temperature: float = 0.0
+    seed: int | None = None
+    """Sampling seed of the calls (None: the step number, as with one candidate per step)."""
 
 
 @dataclass
@@ -175,7 +177,7 @@ async def reflect(
                 schema,
                 max_tokens=cfg.max_tokens,
                 temperature=cfg.temperature,
-                seed=step,
+                seed=step if cfg.seed is None else cfg.seed,
                 **common,
                 n_items=len(batch),
                 trajectories=render_trajectories(batch),
@@ -258,7 +260,7 @@ async def _deep(
         schema,
         max_tokens=cfg.max_tokens,
         temperature=cfg.temperature,
-        seed=step,
+        seed=step if cfg.seed is None else cfg.seed,
         **common,
         pattern=pattern[:300],
         share=f"{share:.0%}",

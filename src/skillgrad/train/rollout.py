@@ -30,7 +30,7 @@ from functools import cached_property
 
 from skillgrad.errors import SystemicFailure
 from skillgrad.models.base import ModelBackend
-from skillgrad.runs.cache import CallCache
+from skillgrad.runs.cache import ResultStore
 from skillgrad.skill import skill_hash
 from skillgrad.tasks.base import Task
 from skillgrad.train.progress import NullProgress, Progress
@@ -90,7 +90,7 @@ async def rollout_item(
     skill: str,
     backend: ModelBackend,
     *,
-    store: CallCache | None = None,
+    store: ResultStore | None = None,
     sample: int = 0,
     seed: int = 0,
     temperature: float | None = None,
@@ -120,7 +120,7 @@ async def rollout(
     backend: ModelBackend,
     *,
     workers: int,
-    store: CallCache | None = None,
+    store: ResultStore | None = None,
     progress: Progress | None = None,
     stage: str = "rollout",
     seed: int = 0,
@@ -199,7 +199,7 @@ async def score_items(
     *,
     samples: int,
     workers: int,
-    store: CallCache | None = None,
+    store: ResultStore | None = None,
     progress: Progress | None = None,
     stage: str = "rollout",
     seed: int = 0,
@@ -226,7 +226,7 @@ async def score_items(
 
 
 def cached_item_scores(
-    store: CallCache, items: Sequence[Item], skill: str, samples: int
+    store: ResultStore, items: Sequence[Item], skill: str, samples: int
 ) -> list[ItemScore]:
     """The item scores of ``skill`` as far as the result cache has them (no model call); an
     item none of whose samples is cached comes back with no samples (missing)."""

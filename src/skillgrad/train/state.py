@@ -12,6 +12,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from skillgrad.types import (
+    CandidateRecord,
+    CheckResult,
     Conflict,
     EditResult,
     GateResult,
@@ -100,6 +102,12 @@ class StepOutcome:
     """Lines of the candidate copying train/val data that the skill in force did not have."""
     refused: str = ""
     """Why the candidate was refused before the gate ran (``""``: it was not)."""
+    checks: tuple[CheckResult, ...] = ()
+    """The candidate on each check target (empty when the main gate refused it first)."""
+    candidates: tuple[CandidateRecord, ...] = ()
+    """Every candidate of the step when ``train.candidates_per_step > 1``."""
+    also_rejected: tuple[RejectedEdit, ...] = ()
+    """The other candidates' rejected edits (``candidates_per_step > 1``), for the buffer."""
 
 
 def advance(state: TrainState, out: StepOutcome, *, patience: int, buffer_size: int) -> TrainState:
@@ -111,16 +119,11 @@ def advance(state: TrainState, out: StepOutcome, *, patience: int, buffer_size: 
     improved = accepted and new_score > state.best_score
     applied_edits = [r.edit for r in out.applied if r.status == "applied"]
     buffer = state.rejected_buffer
-    entry = None
-    if out.gate is not None and not accepted and applied_edits:
-        entry = RejectedEdit(
-            step, tuple(applied_edits), out.gate.incumbent_score, out.gate.candidate_score
-        )
-    elif out.refused and applied_edits:
-        score = state.current_score
-        entry = RejectedEdit(step, tuple(applied_edits), score, score, refused=out.refused)
-    if entry is not None:
-        buffer = (*buffer, entry)[-buffer_size:] if buffer_size else ()
+    current = state.current_score
+    entry = rejected_entry(step, out.gate, out.applied, out.refused, out.checks, current)
+    entries = (*out.also_rejected, *((entry,) if entry is not None else ()))
+    if entries:
+        buffer = (*buffer, *entries)[-buffer_size:] if buffer_size else ()
     ever = dict(state.val_ever_passed)
     for t in out.gate_trajectories:
         ever[t.item_id] = ever.get(t.item_id, False) or t.score.passed
@@ -150,6 +153,30 @@ def advance(state: TrainState, out: StepOutcome, *, patience: int, buffer_size: 
         status=status,
         stop_reason=reason,
     )
+
+
+def rejected_entry(
+    step: int,
+    gate: GateResult | None,
+    applied: tuple[EditResult, ...],
+    refused: str,
+    checks: tuple[CheckResult, ...],
+    current_score: float,
+) -> RejectedEdit | None:
+    """The rejected-edit buffer entry of one candidate (None: it was accepted or had no edit).
+    A candidate refused on a check target carries that target's scores (the loss that refused
+    it); one refused before evaluation carries the reason."""
+    edits = tuple(r.edit for r in applied if r.status == "applied")
+    if not edits:
+        return None
+    if gate is not None and not gate.accepted:
+        lost = next((c for c in checks if c.verdict == "refused"), None)
+        if lost is not None and lost.incumbent_score is not None:
+            return RejectedEdit(step, edits, lost.incumbent_score, lost.candidate_score or 0.0)
+        return RejectedEdit(step, edits, gate.incumbent_score, gate.candidate_score)
+    if refused:
+        return RejectedEdit(step, edits, current_score, current_score, refused=refused)
+    return None
 
 
 def _record(
@@ -205,7 +232,9 @@ def _record(
         broken=g.broken if g else (),
         leaks=out.leaks,
         leak_refused=bool(out.refused),
+        check_targets=out.checks,
+        candidates=out.candidates,
     )
 
 
-__all__ = ["StepOutcome", "TrainState", "advance"]
+__all__ = ["StepOutcome", "TrainState", "advance", "rejected_entry"]

@@ -49,8 +49,10 @@ def build_summary(
     by_stage: dict[str, dict[str, float]] | None = None,
     power: dict[str, Any] | None = None,
     leaks: Sequence[Leak] = (),
+    check_tests: Sequence[dict[str, Any]] = (),
 ) -> dict[str, Any]:
-    """``leaks``: lines of the best skill copying train/val data (``train/leaks.py``)."""
+    """``leaks``: lines of the best skill copying train/val data (``train/leaks.py``);
+    ``check_tests``: each check target's test scores (``train/check_targets.py``)."""
     history = list(state.history)
     counts = _edit_counts(history)
     steps = [r for r in history if r.kind == "step"]
@@ -88,6 +90,8 @@ def build_summary(
         **({"skill_files": files} if files else {}),
         **gate_summary(cfg, history, power),
         "leaks": leak_summary(cfg, history, leaks),
+        "candidates_per_step": cfg.train.candidates_per_step,
+        "check_targets": check_summary(cfg, history, check_tests),
         "best_skill_excerpt": skill_excerpt(state.best_skill),
     }
 
@@ -133,6 +137,28 @@ def leak_summary(
             for r in history
             if r.leaks
         ],
+    }
+
+
+def check_summary(
+    cfg: Config, history: Sequence[StepRecord], tests: Sequence[dict[str, Any]]
+) -> dict[str, Any] | None:
+    """The check targets' part of summary.json (None without check targets): the tolerance,
+    each target's initial vs best test score (none when the run has no test scores), and the
+    steps whose candidate a check target refused."""
+    t = cfg.train
+    if not t.check_targets:
+        return None
+    refused = [
+        {"step": r.step, "kind": r.kind, "target": c.target, "reason": c.reason}
+        for r in history
+        for c in r.check_targets
+        if c.verdict == "refused"
+    ]
+    return {
+        "tolerance": t.check_targets_tolerance,
+        "targets": [dict(row) for row in tests],
+        "refused_steps": refused,
     }
 
 
@@ -237,6 +263,8 @@ def render_report(
             f"{r.n_applied} | {r.verdict} | {r.val_score:.3f} | {r.skill_tokens} |"
         )
     lines += gate_lines(s)
+    lines += check_lines(s)
+    lines += candidate_lines(s, history)
     lines += leak_lines(s)
     lines += ["", "## Persistent failures", "", persistent_failures_text(s)]
     if s.get("nondeterministic_scorers"):
@@ -316,6 +344,53 @@ def _ids(ids: list[str], shown: int = 4) -> str:
     return head if len(ids) <= shown else f"{len(ids)}: {head}, …"
 
 
+def check_lines(s: dict[str, Any]) -> list[str]:
+    """The report's check-target section: the tolerance, the refusals, and each check target's
+    test score of the initial and the best skill (absent without check targets)."""
+    checks = s.get("check_targets")
+    if not checks:
+        return []
+    lines = [
+        "",
+        "## Check targets",
+        "",
+        f"- a candidate the main gate accepts is refused when it loses more than "
+        f"{checks['tolerance']:g} (val mean) on any check target",
+    ]
+    refused = checks["refused_steps"]
+    if refused:
+        lines.append("- refused on a check target: " + "; ".join(
+            f"step {x['step']} ({x['reason'].removeprefix('refused: ')})" for x in refused
+        ))  # fmt: skip
+    else:
+        lines.append("- no candidate was refused on a check target")
+    if not checks["targets"]:
+        return [*lines, "- no test scores (the run has no test split or did not finish)"]
+    lines += ["", "| check target | test initial | test best | change |", "|---|---:|---:|---:|"]
+    lines += [
+        f"| {x['target']} | {_fmt(x['test_initial'])} | {_fmt(x['test_best'])} | "
+        f"{_num(x['test_change'])} |"
+        for x in checks["targets"]
+    ]
+    return lines
+
+
+def candidate_lines(s: dict[str, Any], history: Sequence[StepRecord]) -> list[str]:
+    """The report's per-step candidates (``train.candidates_per_step > 1``): how each ended."""
+    if s.get("candidates_per_step", 1) < 2:
+        return []
+    lines = ["", f"## Candidates ({s['candidates_per_step']} per step)", ""]
+    for r in history:
+        if r.candidates:
+            parts = [
+                f"k{c.k} {c.verdict}"
+                + (f" ({c.candidate_score:.3f})" if c.candidate_score is not None else "")
+                for c in r.candidates
+            ]
+            lines.append(f"- step {r.step}: " + "; ".join(parts))
+    return lines
+
+
 def leak_lines(s: dict[str, Any]) -> list[str]:
     """The report's answer-leak section: the best skill's lines that copy train/val data
     verbatim, and the steps whose candidates did (absent from older summaries)."""
@@ -384,6 +459,9 @@ def persistent_failures_text(summary: dict[str, Any]) -> str:
 
 __all__ = [
     "build_summary",
+    "candidate_lines",
+    "check_lines",
+    "check_summary",
     "gate_lines",
     "gate_summary",
     "leak_lines",

@@ -1,0 +1,62 @@
+"""The answer-leak check of a candidate inside a run (the detection itself: ``train/leaks.py``).
+
+Run on every candidate with an applied edit, before any target call: its new lines copying
+train/val data are flagged (a warning event, the step record) and, under
+``train.reject_leaks``, the candidate is refused without being scored.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from skillgrad.train.context import RunContext
+from skillgrad.train.leaks import describe, new_leaks
+from skillgrad.train.state import TrainState
+from skillgrad.types import Leak, to_json
+
+
+@dataclass(frozen=True)
+class LeakCheck:
+    """The answer-leak check of one candidate: the lines copying train/val data that the skill
+    in force did not have (``new``) and those it already had (``inherited``)."""
+
+    new: tuple[Leak, ...] = ()
+    inherited: tuple[Leak, ...] = ()
+
+    def to_json(self, refused: str) -> dict[str, Any]:
+        """``leaks.json`` of a step (or slow update) whose candidate had an edit applied."""
+        return {
+            "refused": bool(refused),
+            "new": to_json(self.new),
+            "inherited": to_json(self.inherited),
+        }
+
+
+def check_leaks(ctx: RunContext, state: TrainState, candidate: str) -> LeakCheck:
+    """Leaks of ``candidate`` against the run's train and val items, the initial skill's own
+    text exempt (``train/leaks.py``). No model call: linear in the skill's length."""
+    index = ctx.leak_index
+    found = index.find(candidate, exempt=state.initial_skill)
+    new = new_leaks(found, index.find(state.skill, exempt=state.initial_skill))
+    return LeakCheck(new, tuple(x for x in found if x not in new))
+
+
+def leak_refusal(ctx: RunContext, step: int, leaks: tuple[Leak, ...], who: str = "") -> str:
+    """Flag a candidate's new leaks (a warning event); under ``train.reject_leaks`` return the
+    reason it is refused before any target call, else ``""``. ``who``: which candidate of the
+    step (``candidates_per_step > 1``), for the warning."""
+    if not leaks:
+        return ""
+    reject = ctx.cfg.train.reject_leaks
+    n = len(leaks)
+    what = f"{n} line{'s copy' if n != 1 else ' copies'} train/val data verbatim"
+    action = "refused (train.reject_leaks)" if reject else "flagged (train.reject_leaks is off)"
+    name = f"candidate {who}" if who else "candidate"
+    ctx.emit("warning", message=f"step {step}: {name}: {what}: {describe(leaks)}; {action}")
+    if not reject:
+        return ""
+    return f"refused before evaluation: {what} ({describe(leaks, limit=1)})"
+
+
+__all__ = ["LeakCheck", "check_leaks", "leak_refusal"]
