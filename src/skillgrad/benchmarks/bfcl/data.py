@@ -111,8 +111,9 @@ def category_of(name: str) -> tuple[str, str, Kind]:
     return canonical, stem, kind
 
 
-def read_entries(category: str) -> list[Entry]:
-    """Every entry of ``category`` in file order, gold attached, unsatisfiable ones left out."""
+def read_entries(category: str, *, unsatisfiable: bool = False) -> list[Entry]:
+    """Every entry of ``category`` in file order, gold attached; those in ``UNSATISFIABLE``
+    only when ``unsatisfiable`` is set (the tests check that no answer can pass them)."""
     _, stem, kind = category_of(category)
     rows = _json_lines(dataset_file(DATASET, f"BFCL_v4_{stem}.json"))
     gold: dict[str, Any] = {}
@@ -128,7 +129,7 @@ def read_entries(category: str) -> list[Entry]:
                 _check_gold(entry)
         except (KeyError, IndexError, TypeError, ValueError) as exc:
             raise DataError(f"{path} line {line}: not a BFCL question ({exc!r})") from exc
-        if entry.id not in UNSATISFIABLE:
+        if unsatisfiable or entry.id not in UNSATISFIABLE:
             entries.append(entry)
     return entries
 
