@@ -28,7 +28,6 @@ from skillgrad.datasets import pull_dataset
 from skillgrad.errors import AssetError, ConfigError
 from skillgrad.registry import load_task
 from skillgrad.testing import FunctionBackend
-from skillgrad.types import Score
 
 CALL_CATEGORIES = [c for c, (_, kind) in CATEGORIES.items() if kind == "calls"]
 SIZES = {  # BFCL v4's file sizes, minus the items no answer can pass

@@ -83,10 +83,10 @@ def _calls(calls: list[Call], strict: bool, gold: Gold, docs: dict[str, dict[str
     value = total / max(len(expected), len(calls), 1)
     passed = strict and right == len(expected) == len(calls)
     notes = [f"{right} of {len(expected)} expected call(s) right"]
-    notes += _call_notes(calls, expected, grid, dict(pairs))
-    if not strict:
+    if not strict:  # first: the optimizer reads only the start of long feedback
         value *= FENCE_FACTOR
         notes.append(_fence_note())
+    notes += _call_notes(calls, expected, grid, dict(pairs))
     if passed:
         return Score(1.0, True, "right: " + "; ".join(c.render() for c in calls))
     return Score(min(value, 0.99), False, _clip("; ".join(notes)))
