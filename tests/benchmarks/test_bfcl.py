@@ -258,3 +258,6 @@ def test_changed_data_is_a_clear_error_and_exit_2(
     config = _eval_config(tmp_path)
     result = CliRunner().invoke(app, ["eval", str(config), "--skill", str(tmp_path / "skill.md")])
     assert result.exit_code == 2 and "pull bfcl --force" in result.output
+    listed = CliRunner().invoke(app, ["data", "list"])
+    assert listed.exit_code == 0 and "damaged" in listed.output
+    assert "bfcl: possible_answer/BFCL_v4_simple_python.json is changed" in listed.output
