@@ -1,11 +1,12 @@
 """Scoring one BFCL reply: order-free matching of calls, partial credit, feedback in words.
 
 Three kinds of item. ``calls``: the reply's calls are paired with the expected ones (any order,
-one to one, the pairing with the most credit); each pair earns the share of its parameters that
-are right; the value is the sum over ``max(expected, given)`` calls, 1.0 only when BFCL itself
-would accept the reply. ``no_call`` (irrelevance): 1.0 when the reply holds no call, else 0.
-``any_call`` (relevance): 1.0 for at least one call. A reply whose calls BFCL cannot read
-because they sit in a code fence gets half of what they would earn, and says so.
+one to one, the pairing with the most credit); each pair earns the share of its units (the
+name, and each parameter that must be or was given) that are right; the value is the sum over
+``max(expected, given)`` calls, 1.0 only when BFCL itself would accept the reply. ``no_call``
+(irrelevance): 1.0 when the reply holds no call, else 0. ``any_call`` (relevance): 1.0 for at
+least one call. A reply whose calls BFCL cannot read because they sit in a code fence gets half
+of what they would earn, and says so.
 """
 
 from __future__ import annotations

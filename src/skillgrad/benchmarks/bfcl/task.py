@@ -13,7 +13,7 @@ import copy
 import json
 import random
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from skillgrad.benchmarks.bfcl.data import Entry, category_of, read_entries
 from skillgrad.benchmarks.bfcl.score import Kind, score_reply
@@ -21,7 +21,7 @@ from skillgrad.errors import ConfigError
 from skillgrad.skill_package import prompt_text
 from skillgrad.tasks.base import SPLITS, Split
 from skillgrad.tasks.chat import ChatTask
-from skillgrad.types import Item, Message, Score
+from skillgrad.types import Item, Message, Role, Score
 
 # BFCL's default system prompt (bfcl_eval/constants/default_prompts.py, "classic" style, Python
 # calls, JSON docs, plain text), reproduced as BFCL renders it, missing space included.
@@ -118,7 +118,8 @@ class BfclBenchmark(ChatTask):
         system = [prompt_text(skill).strip()] if skill.strip() else []
         system.append(bfcl_system_prompt(item.input["functions"]))
         system += [str(t["content"]) for t in turns if t["role"] == "system"]
-        rest = [Message(t["role"], str(t["content"])) for t in turns if t["role"] != "system"]  # type: ignore[arg-type]
+        rest = [Message(cast(Role, t["role"]), str(t["content"])) for t in turns]
+        rest = [m for m in rest if m.role != "system"]
         return (Message("system", "\n\n".join(system)), *rest)
 
     def prompt(self, item: Item) -> str:
