@@ -183,8 +183,12 @@ def test_option_errors_name_the_fix() -> None:
         load_task("bfcl", {"category": "simpel"})
     with pytest.raises(ConfigError, match="'live_parallel' has 16 usable items"):
         BfclBenchmark(category="live_parallel", n_train=10, n_val=10, n_test=10).load_split("val")
-    with pytest.raises(ConfigError, match="n_val must be >= 0"):
+    with pytest.raises(ConfigError, match=r"n_val must be an integer >= 0 \(got -1\)"):
         BfclBenchmark(n_val=-1)
+    with pytest.raises(ConfigError, match=r"n_train must be an integer >= 0 \(got '5'\)"):
+        load_task("bfcl", {"n_train": "5"})
+    with pytest.raises(ConfigError, match="seed must be an integer"):
+        load_task("bfcl", {"seed": 1.5})
     with pytest.raises(ConfigError, match="unknown split"):
         BfclBenchmark().load_split("dev")  # type: ignore[arg-type]
     assert category_of("simple_python")[0] == "simple"

@@ -78,10 +78,14 @@ class BfclBenchmark(ChatTask):
 
     def __post_init__(self) -> None:
         self.category, _, self._kind = category_of(self.category)
-        sizes = {"n_train": self.n_train, "n_val": self.n_val, "n_test": self.n_test or 0}
-        for key, n in sizes.items():
-            if n < 0:
-                raise ConfigError(f"bfcl: env.options.{key} must be >= 0 (got {n})")
+        least = {"n_train": 0, "n_val": 0, "n_test": 0, "seed": None, "max_tokens": 1}
+        for key, minimum in least.items():
+            value = getattr(self, key)
+            if key == "n_test" and value is None:
+                continue
+            if type(value) is not int or (minimum is not None and value < minimum):
+                bound = "an integer" if minimum is None else f"an integer >= {minimum}"
+                raise ConfigError(f"bfcl: env.options.{key} must be {bound} (got {value!r})")
 
     def load_split(self, split: Split) -> list[Item]:
         if split not in SPLITS:
