@@ -82,10 +82,11 @@ def main_options(
 
 
 def _print_markdown(text: str) -> None:
-    """A Markdown report as formatted terminal text (Rich Markdown: brackets stay literal)."""
+    """A Markdown report as formatted terminal text (Rich Markdown: brackets stay literal),
+    word-wrapped at the console's width (80 columns when not a terminal), never cropped."""
     from rich.markdown import Markdown
 
-    out.print(Markdown(text))
+    out.print(Markdown(text), soft_wrap=False)
 
 
 def _config(path: Path | None, sets: list[str] | None, opt: str | None, tgt: str | None) -> Config:

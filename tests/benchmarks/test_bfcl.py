@@ -16,15 +16,14 @@ from typer.testing import CliRunner
 
 from skillgrad.benchmarks.bfcl import BfclBenchmark
 from skillgrad.benchmarks.bfcl.data import (
+    BUNDLE,
     CATEGORIES,
-    DATASET,
     UNSATISFIABLE,
     category_of,
     read_entries,
 )
 from skillgrad.benchmarks.bfcl.score import score_reply
 from skillgrad.cli import app
-from skillgrad.datasets import pull_dataset
 from skillgrad.errors import AssetError, ConfigError
 from skillgrad.registry import load_task
 from skillgrad.testing import FunctionBackend
@@ -47,7 +46,7 @@ SIZES = {  # BFCL v4's file sizes, minus the items no answer can pass
 
 @pytest.fixture(scope="module", autouse=True)
 def bfcl_data() -> Path:
-    return pull_dataset(DATASET)
+    return BUNDLE.pull()
 
 
 @pytest.mark.parametrize("category", list(CATEGORIES))
@@ -220,7 +219,7 @@ async def test_rollout_scores_the_reply() -> None:
 
 def _cache_copy(tmp_path: Path, bfcl_data: Path) -> Path:
     cache = tmp_path / "cache"
-    shutil.copytree(bfcl_data, cache / "skillgrad/data/bfcl" / DATASET.wheel.version)
+    shutil.copytree(bfcl_data, cache / "skillgrad/data/bfcl" / BUNDLE.version)
     return cache
 
 
@@ -240,7 +239,7 @@ def test_missing_data_is_a_clear_error_and_exit_2(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "empty"))
-    with pytest.raises(AssetError, match=r"'bfcl' is not installed.*skillgrad data pull bfcl"):
+    with pytest.raises(AssetError, match=r"bfcl data is not installed.*`skillgrad data pull bfcl`"):
         BfclBenchmark().load_split("train")
     config = _eval_config(tmp_path)
     result = CliRunner().invoke(app, ["eval", str(config), "--skill", str(tmp_path / "skill.md")])
@@ -254,14 +253,36 @@ def test_changed_data_is_a_clear_error_and_exit_2(
     cache = _cache_copy(tmp_path, bfcl_data)
     monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
     assert len(BfclBenchmark().load_split("val")) == 40  # the intact copy loads
-    answers = cache / "skillgrad/data/bfcl" / DATASET.wheel.version / "possible_answer"
+    intact = CliRunner().invoke(app, ["data", "list"])
+    assert intact.exit_code == 0 and "bfcl: " not in intact.output  # no note: the copy is ok
+    answers = cache / "skillgrad/data/bfcl" / BUNDLE.version / "possible_answer"
     target = answers / "BFCL_v4_simple_python.json"
     target.write_text(target.read_text().replace('"base": [10]', '"base": [11]', 1))
-    with pytest.raises(AssetError, match=r"has changed since it was pulled.*pull bfcl --force"):
+    with pytest.raises(
+        AssetError,
+        match=r"not the pinned copy.*simple_python.json changed.*"
+        r"`skillgrad data pull bfcl --force`",
+    ):
         BfclBenchmark().load_split("train")
     config = _eval_config(tmp_path)
     result = CliRunner().invoke(app, ["eval", str(config), "--skill", str(tmp_path / "skill.md")])
     assert result.exit_code == 2 and "pull bfcl --force" in result.output
     listed = CliRunner().invoke(app, ["data", "list"])
     assert listed.exit_code == 0 and "damaged" in listed.output
-    assert "bfcl: possible_answer/BFCL_v4_simple_python.json is changed" in listed.output
+    assert "bfcl: possible_answer/BFCL_v4_simple_python.json changed (sha256" in listed.output
+    assert "bfcl: restore it with: skillgrad data pull bfcl --force" in listed.output
+
+
+def test_pull_force_fetches_again_and_a_failed_fetch_keeps_the_copy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bfcl_data: Path
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(_cache_copy(tmp_path, bfcl_data)))
+    monkeypatch.setenv("PIP_NO_INDEX", "1")  # an index with nothing in it
+    monkeypatch.setenv("PIP_FIND_LINKS", str(tmp_path / "cache"))
+    runner = CliRunner()
+    again = runner.invoke(app, ["data", "pull", "bfcl"])
+    assert again.exit_code == 0 and "already installed and intact" in again.output
+    forced = runner.invoke(app, ["data", "pull", "bfcl", "--force"])
+    assert forced.exit_code == 2 and "could not fetch bfcl-eval==2026.3.23" in forced.output
+    assert "Traceback" not in forced.output
+    assert BUNDLE.verify() == BUNDLE.default_root()  # the intact copy is still in place

@@ -14,8 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from skillgrad.benchmarks.bfcl.data import DATASET
-from skillgrad.datasets import pull_dataset
+from skillgrad.benchmarks.bfcl.data import BUNDLE
 
 pytestmark = pytest.mark.slow
 llama_cpp = pytest.importorskip("llama_cpp", reason="install with: pip install 'skillgrad[local]'")
@@ -24,7 +23,7 @@ SMOL = "{provider: llamacpp, model: smollm2-135m, n_threads: 1}"
 
 
 def test_eval_of_the_shipped_bfcl_config_on_the_embedded_model(tmp_path: Path) -> None:
-    pull_dataset(DATASET)
+    BUNDLE.pull()
     skill = tmp_path / "skill.md"
     skill.write_text("# Function calls\n\nReply only with the calls, e.g. [f(a=1)].\n")
     out = tmp_path / "result.json"

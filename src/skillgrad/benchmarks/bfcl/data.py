@@ -1,10 +1,10 @@
 """BFCL's single-turn Python categories, read from the pinned ``bfcl-eval`` wheel's data files.
 
-The data set ``bfcl`` (registered under ``skillgrad.datasets``) is 19 files of
-``bfcl-eval`` 2026.3.23 (Apache-2.0, Berkeley Gorilla team): ``BFCL_v4_<category>.json``
-(one question per line: id, chat messages, function docs) and, for the categories that have
-gold calls, ``possible_answer/BFCL_v4_<category>.json``. Pulled by ``skillgrad data pull bfcl``;
-each file is checked against its SHA-256 here before it is read.
+The data bundle ``bfcl`` (registered under ``skillgrad.data``) is 19 files of ``bfcl-eval``
+2026.3.23 (Apache-2.0, Berkeley Gorilla team): ``BFCL_v4_<category>.json`` (one question per
+line: id, chat messages, function docs) and, for the categories that have gold calls,
+``possible_answer/BFCL_v4_<category>.json``. Pulled by ``skillgrad data pull bfcl``; every file
+is checked against its SHA-256 (``DataBundle.verify``) before any is read.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any
 
 from skillgrad.assets import PinnedWheel
 from skillgrad.benchmarks.bfcl.score import Kind
-from skillgrad.datasets import PinnedDataset, dataset_file
+from skillgrad.benchmarks.bundles import BundleFile, DataBundle
 from skillgrad.errors import ConfigError, DataError
 
 # SHA-256 of each file, by category file stem: questions, then gold answers
@@ -46,18 +46,19 @@ _ANSWERS = {
 _FILES = {f"BFCL_v4_{k}.json": v for k, v in _QUESTIONS.items()} | {
     f"possible_answer/BFCL_v4_{k}.json": v for k, v in _ANSWERS.items()
 }
+_WHEEL = PinnedWheel(
+    "bfcl-eval", "2026.3.23", "3bb6dfa5f0c68ad403c9ec50b00db2bb3b4cc9b38ab1ff33f48fe30d853d3a0a"
+)
 
-DATASET = PinnedDataset(
+BUNDLE = DataBundle(
     name="bfcl",
-    wheel=PinnedWheel(
-        "bfcl-eval",
-        "2026.3.23",
-        "3bb6dfa5f0c68ad403c9ec50b00db2bb3b4cc9b38ab1ff33f48fe30d853d3a0a",
-    ),
-    prefix="bfcl_eval/data",
-    files=_FILES,
+    version="2026.3.23",
+    summary="wheel bfcl-eval 2026.3.23 from the package index, 1.9 MB",
     license="Apache-2.0",
-    description="Berkeley Function Calling Leaderboard v4: single-turn Python categories",
+    files=tuple(
+        BundleFile(_WHEEL, f"bfcl_eval/data/{path}", path, digest)
+        for path, digest in _FILES.items()
+    ),
 )
 
 # category -> (file stem after BFCL_v4_, kind). BFCL v4 calls ``simple`` ``simple_python``.
@@ -115,10 +116,11 @@ def read_entries(category: str, *, unsatisfiable: bool = False) -> list[Entry]:
     """Every entry of ``category`` in file order, gold attached; those in ``UNSATISFIABLE``
     only when ``unsatisfiable`` is set (the tests check that no answer can pass them)."""
     _, stem, kind = category_of(category)
-    rows = _json_lines(dataset_file(DATASET, f"BFCL_v4_{stem}.json"))
+    root = BUNDLE.verify()  # a missing or changed file stops here, naming the pull command
+    rows = _json_lines(root / f"BFCL_v4_{stem}.json")
     gold: dict[str, Any] = {}
     if kind == "calls":
-        answers = dataset_file(DATASET, f"possible_answer/BFCL_v4_{stem}.json")
+        answers = root / f"possible_answer/BFCL_v4_{stem}.json"
         gold = {str(row["id"]): row["ground_truth"] for _, row in _json_lines(answers)}
     entries = []
     for (path, line), row in rows:
@@ -157,8 +159,8 @@ def _json_lines(path: Path) -> list[tuple[tuple[Path, int], dict[str, Any]]]:
 
 __all__ = [
     "ALIASES",
+    "BUNDLE",
     "CATEGORIES",
-    "DATASET",
     "UNSATISFIABLE",
     "Entry",
     "category_of",
