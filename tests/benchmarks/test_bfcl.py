@@ -182,6 +182,8 @@ def test_option_errors_name_the_fix() -> None:
         load_task("bfcl", {"category": "simpel"})
     with pytest.raises(ConfigError, match="'live_parallel' has 16 usable items"):
         BfclBenchmark(category="live_parallel", n_train=10, n_val=10, n_test=10).load_split("val")
+    with pytest.raises(ConfigError, match=r"16 usable items; n_train \+ n_val = 20 is more"):
+        BfclBenchmark(category="live_parallel", n_train=10, n_val=10, n_test=None).load_split("val")
     with pytest.raises(ConfigError, match=r"n_val must be an integer >= 0 \(got -1\)"):
         BfclBenchmark(n_val=-1)
     with pytest.raises(ConfigError, match=r"n_train must be an integer >= 0 \(got '5'\)"):

@@ -136,7 +136,7 @@ def test_splits_are_disjoint_seeded_and_stable(root: Path) -> None:
     assert first == ["ifbench-93", "ifbench-78", "ifbench-185"]
     rest = IFBenchTask(n_train=40, n_val=40, n_test=None, seed=0)
     assert len(rest.load_split("test")) == 287 - 80
-    with pytest.raises(ConfigError, match="must be <= 287 prompts"):
+    with pytest.raises(ConfigError, match="ifbench has 287 usable items"):
         IFBenchTask(n_train=200, n_val=100, n_test=0).load_split("train")
     with pytest.raises(ConfigError, match="unknown split"):
         task.load_split("dev")  # type: ignore[arg-type]
@@ -147,8 +147,12 @@ def test_options_are_checked(root: Path) -> None:
         IFBenchTask(mode="lenient")
     with pytest.raises(ConfigError, match="n_trian"):
         load_task("ifbench", {"n_trian": 3})
-    with pytest.raises(ConfigError, match="n_val must be >= 0"):
+    with pytest.raises(ConfigError, match=r"n_val must be an integer >= 0 \(got -1\)"):
         IFBenchTask(n_val=-1)
+    with pytest.raises(ConfigError, match=r"n_train must be an integer >= 0 \(got '5'\)"):
+        IFBenchTask(n_train="5")  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match=r"max_tokens must be an integer >= 1 \(got 0\)"):
+        IFBenchTask(max_tokens=0)
 
 
 def test_scorer_matches_the_official_verdicts_on_the_sample_responses(

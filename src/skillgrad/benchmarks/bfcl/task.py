@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import copy
 import json
-import random
 from dataclasses import dataclass, field
 from typing import Any, cast
 
 from skillgrad.benchmarks.bfcl.data import Entry, category_of, read_entries
 from skillgrad.benchmarks.bfcl.score import Kind, score_reply
+from skillgrad.benchmarks.splits import check_int, check_sizes, seeded_cut
 from skillgrad.errors import ConfigError
 from skillgrad.skill_package import prompt_text
 from skillgrad.tasks.base import SPLITS, Split
@@ -78,33 +78,18 @@ class BfclBenchmark(ChatTask):
 
     def __post_init__(self) -> None:
         self.category, _, self._kind = category_of(self.category)
-        least = {"n_train": 0, "n_val": 0, "n_test": 0, "seed": None, "max_tokens": 1}
-        for key, minimum in least.items():
-            value = getattr(self, key)
-            if key == "n_test" and value is None:
-                continue
-            if type(value) is not int or (minimum is not None and value < minimum):
-                bound = "an integer" if minimum is None else f"an integer >= {minimum}"
-                raise ConfigError(f"bfcl: env.options.{key} must be {bound} (got {value!r})")
+        check_sizes("bfcl", self.n_train, self.n_val, self.n_test, self.seed)
+        check_int("bfcl", "max_tokens", self.max_tokens, 1)
 
     def load_split(self, split: Split) -> list[Item]:
         if split not in SPLITS:
             raise ConfigError(f"unknown split {split!r}; use one of {', '.join(SPLITS)}")
         if not self._splits:
-            self._splits = self._cut([self._item(e) for e in read_entries(self.category)])
+            items = [self._item(e) for e in read_entries(self.category)]
+            key = f"bfcl:{self.category}:{self.seed}"
+            what = f"bfcl: category {self.category!r}"
+            self._splits = seeded_cut(items, key, self.n_train, self.n_val, self.n_test, what=what)
         return list(self._splits[split])
-
-    def _cut(self, items: list[Item]) -> dict[str, list[Item]]:
-        random.Random(f"bfcl:{self.category}:{self.seed}").shuffle(items)
-        a, b = self.n_train, self.n_train + self.n_val
-        end = len(items) if self.n_test is None else b + self.n_test
-        if end > len(items):
-            raise ConfigError(
-                f"bfcl: category {self.category!r} has {len(items)} usable items; "
-                f"n_train + n_val + n_test = {end} is more (lower them, or n_test: null for "
-                "the rest)"
-            )
-        return {"train": items[:a], "val": items[a:b], "test": items[b:end]}
 
     def _item(self, entry: Entry) -> Item:
         reference: Any = entry.gold if self._kind == "calls" else REFERENCE_WORDS[self._kind]
