@@ -163,6 +163,7 @@ def eval_(
 ) -> None:
     """Zero-shot evaluation of any skill on a split (no training)."""
     from skillgrad.evaluate import evaluate_skill
+    from skillgrad.runs.io import atomic_write_json
 
     if split not in ("val", "test", "train"):
         raise _fail(ValueError(f"--split must be val or test, got {split!r}"), 2)
@@ -177,7 +178,10 @@ def eval_(
         markup=False,
     )
     if output:
-        output.write_text(json.dumps(result, indent=2), encoding="utf-8")
+        try:
+            atomic_write_json(output, result)  # redacted and private, as every run file
+        except OSError as exc:
+            raise _fail(SkillgradError(f"--out {output}: cannot write it ({exc})"), 2) from None
     if min_score is not None and result["mean_score"] < min_score:
         print_error(
             SkillgradError(
@@ -230,21 +234,29 @@ def report(
         _sweep_report(run_dir, html)
         return
     from skillgrad.report.load import load_history
+    from skillgrad.runs.integrity import check_no_links
     from skillgrad.runs.io import read_json, read_jsonl
     from skillgrad.train.summary import render_report
 
-    summary = read_json(run_dir / "summary.json")
-    history = load_history(run_dir / "history.json")
-    if summary is None:
-        raise _fail(SkillgradError(f"{run_dir} has no summary.json (not a finished run?)"), 2)
-    transfer = read_jsonl(run_dir / "transfer.jsonl")  # skillgrad eval of this run's skills
+    try:
+        check_no_links(run_dir)
+        summary = read_json(run_dir / "summary.json")
+        history = load_history(run_dir / "history.json")
+        if summary is None:
+            raise SkillgradError(f"{run_dir} has no summary.json (not a finished run?)")
+        transfer = read_jsonl(run_dir / "transfer.jsonl")  # skillgrad eval of this run's skills
+    except SkillgradError as exc:
+        raise _fail(exc, 2) from None
     _print_markdown(render_report(summary, history, transfer))
     if html:
         try:
             from skillgrad.report.html import write_html_report
         except ImportError as exc:
             raise _fail(missing_extra(exc, "report"), 2) from None
-        out.print(f"HTML report: {write_html_report(run_dir)}")
+        try:
+            out.print(f"HTML report: {write_html_report(run_dir)}")
+        except SkillgradError as exc:
+            raise _fail(exc, 2) from None
 
 
 def _sweep_report(sweep_dir: Path, html: bool) -> None:

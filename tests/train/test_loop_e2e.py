@@ -167,7 +167,7 @@ MARKERS = {  # a phrase of each call kind's user template -> the kind
     "## Failed tasks": "reflect",
     "with the same feedback": "deep_reflect",
     "Group the indices": "merge",
-    "Rank the candidate edits": "rank",
+    "Order the proposed changes": "rank",
     "The same ": "slow_update",
     "Revise the memo": "meta_skill",
 }

@@ -205,9 +205,9 @@ def feedback_key(feedback: str) -> str:
     return " ".join(_QUOTED.sub("_", feedback.lower()).split())[:300]
 
 
-def dominant_pattern(failures: Sequence[Trajectory]) -> tuple[str, set[str]] | None:
-    """The failure pattern covering most failures: the scorer's feedback, clustered by text
-    similarity once quoted values and numbers are masked. Returns (a feedback, item ids)."""
+def feedback_clusters(failures: Sequence[Trajectory]) -> list[tuple[str, set[str]]]:
+    """Failure patterns: the scorer's feedback clustered by text similarity once quoted values
+    and numbers are masked; (a feedback of the cluster, its item ids), largest first."""
     clusters: list[tuple[str, str, set[str]]] = []
     for t in failures:
         key = feedback_key(t.score.feedback)
@@ -217,10 +217,21 @@ def dominant_pattern(failures: Sequence[Trajectory]) -> tuple[str, set[str]] | N
                 break
         else:
             clusters.append((key, t.score.feedback, {t.item_id}))
-    if not clusters:
-        return None
-    _, shown, ids = max(clusters, key=lambda c: (len(c[2]), c[0]))
-    return shown, ids
+    clusters.sort(key=lambda c: (-len(c[2]), c[0]))
+    return [(shown, ids) for _, shown, ids in clusters]
+
+
+def dominant_pattern(failures: Sequence[Trajectory]) -> tuple[str, set[str]] | None:
+    """The failure pattern covering most failures (``feedback_clusters``), or None."""
+    clusters = feedback_clusters(failures)
+    return clusters[0] if clusters else None
+
+
+def feedback_summary(trajectories: Sequence[Trajectory], limit: int = 3) -> str:
+    """The most common feedback of the failed trajectories, one line per pattern."""
+    failures = [t for t in trajectories if not t.score.passed and t.infra_error is None]
+    rows = [f"- {shown[:300]} ({len(ids)} tasks)" for shown, ids in feedback_clusters(failures)]
+    return "\n".join(rows[:limit]) or "(no failures)"
 
 
 async def _deep(
@@ -263,7 +274,9 @@ __all__ = [
     "ReflectConfig",
     "ReflectResult",
     "dominant_pattern",
+    "feedback_clusters",
     "feedback_key",
+    "feedback_summary",
     "reflect",
     "render_trajectories",
     "trajectory_id",
