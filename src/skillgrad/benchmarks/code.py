@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from skillgrad.benchmarks.generated import GeneratedTask
+from skillgrad.benchmarks.splits import check_sizes, seeded_cut
 from skillgrad.errors import ConfigError, DataError
 from skillgrad.sandbox import preflight
 from skillgrad.tasks.base import SPLITS, Split
@@ -222,6 +223,7 @@ class HumanEvalBenchmark(CodeTask):
     _splits: dict[str, list[Item]] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
+        check_sizes("humaneval", self.n_train, self.n_val, self.n_test, self.seed)
         self.sandbox = preflight(self.sandbox)
 
     def load_split(self, split: Split) -> list[Item]:
@@ -229,14 +231,8 @@ class HumanEvalBenchmark(CodeTask):
             raise ConfigError(f"unknown split {split!r}; use one of {', '.join(SPLITS)}")
         if not self._splits:
             items = read_humaneval(Path(self.path) if self.path else humaneval_data_path())
-            random.Random(f"humaneval:{self.seed}").shuffle(items)
-            a, b = self.n_train, self.n_train + self.n_val
-            end = len(items) if self.n_test is None else b + self.n_test
-            if min(a, b - a, end - b) < 0 or end > len(items):
-                raise ConfigError(
-                    f"humaneval: n_train + n_val + n_test must be <= {len(items)} problems"
-                )
-            self._splits = {"train": items[:a], "val": items[a:b], "test": items[b:end]}
+            key, sizes = f"humaneval:{self.seed}", (self.n_train, self.n_val, self.n_test)
+            self._splits = seeded_cut(items, key, *sizes, what="humaneval")
         return list(self._splits[split])
 
     def prompt(self, item: Item) -> str:

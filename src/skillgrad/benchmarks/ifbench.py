@@ -11,13 +11,13 @@ not followed, in the checker's own words.
 from __future__ import annotations
 
 import json
-import random
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from skillgrad.benchmarks.ifbench_checkers import UNCHECKABLE, OfficialCheckers, load_checkers
 from skillgrad.benchmarks.ifbench_data import BUNDLE, PROMPTS_FILE
+from skillgrad.benchmarks.splits import check_int, check_sizes, seeded_cut
 from skillgrad.errors import ConfigError, DataError
 from skillgrad.tasks.base import SPLITS, Split
 from skillgrad.tasks.chat import ChatTask
@@ -104,10 +104,8 @@ class IFBenchTask(ChatTask):
             raise ConfigError(
                 f"ifbench: env.options.mode must be loose or strict, not {self.mode!r}"
             )
-        for key in ("n_train", "n_val", "n_test"):
-            n = getattr(self, key)
-            if n is not None and n < 0:
-                raise ConfigError(f"ifbench: env.options.{key} must be >= 0 (got {n})")
+        check_sizes("ifbench", self.n_train, self.n_val, self.n_test, self.seed)
+        check_int("ifbench", "max_tokens", self.max_tokens, 1)
         # checked now, so a missing or edited file stops the run before any model call
         self._root = BUNDLE.verify(self._data_root())
         load_checkers(self._root)
@@ -127,15 +125,8 @@ class IFBenchTask(ChatTask):
         if split not in SPLITS:
             raise ConfigError(f"unknown split {split!r}; use one of {', '.join(SPLITS)}")
         if not self._splits:
-            items = self.all_items()
-            random.Random(f"ifbench:{self.seed}").shuffle(items)
-            a, b = self.n_train, self.n_train + self.n_val
-            end = len(items) if self.n_test is None else b + self.n_test
-            if end > len(items):
-                raise ConfigError(
-                    f"ifbench: n_train + n_val + n_test must be <= {len(items)} prompts (got {end})"
-                )
-            self._splits = {"train": items[:a], "val": items[a:b], "test": items[b:end]}
+            key, sizes = f"ifbench:{self.seed}", (self.n_train, self.n_val, self.n_test)
+            self._splits = seeded_cut(self.all_items(), key, *sizes, what="ifbench")
         return list(self._splits[split])
 
     def prompt(self, item: Item) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import random
 import re
 import sys
 import types
@@ -37,6 +38,7 @@ _NLTK_RESOURCES = {  # nltk.download ids the checkers ask for -> where nltk.data
     "stopwords": "corpora/stopwords",
     "averaged_perceptron_tagger_eng": "taggers/averaged_perceptron_tagger_eng/",
 }
+_DESCRIBE_SEEDS = (0, 1)
 _LOADED: list[OfficialCheckers] = []  # at most one: every verified bundle holds the same files
 
 
@@ -148,10 +150,21 @@ class OfficialCheckers:
         the checker replaced by random draws (some test ``if not value``, so a 0 counts as
         missing): for those the official verdict is random."""
         given = _given(kwargs)
-        checker = self._classes[instruction_id](instruction_id)
-        text = _plain_numbers(str(checker.build_description(**given)))
-        used = checker.get_instruction_args() or {}
-        return text, sorted(k for k, v in given.items() if k in used and used[k] != v)
+        replaced: set[str] = set()
+        state = random.getstate()  # the checkers draw from the global stream: leave it as found
+        try:
+            # A random draw can equal the given value, which would hide the replacement on one
+            # build and so make the splits differ from run to run. Two builds from fixed seeds
+            # make the text and the finding the same on every run.
+            for seed in _DESCRIBE_SEEDS:
+                random.seed(seed)
+                checker = self._classes[instruction_id](instruction_id)
+                text = _plain_numbers(str(checker.build_description(**given)))
+                used = checker.get_instruction_args() or {}
+                replaced |= {k for k, v in given.items() if k in used and used[k] != v}
+        finally:
+            random.setstate(state)
+        return text, sorted(replaced)
 
     def follows(
         self, prompt: str, instruction_id: str, kwargs: Mapping[str, Any], response: str

