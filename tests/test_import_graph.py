@@ -8,8 +8,8 @@ not import each other in a cycle either.
 
 The layers, lowest first, and why each sits where it does:
 
-- foundations: ``errors``, ``types``, ``importing``, ``stats``, ``redact`` — plain data and
-  helpers;
+- foundations: ``errors``, ``types``, ``importing``, ``stats``, ``redact``, ``assets`` (pinned
+  registry files) — plain data and helpers;
 - ``prompts`` (the .md templates and their renderer), ``skill_match``;
 - ``skill_package``, then ``skill`` (the skill document; ``skill_hash`` lives here), then
   ``transcript`` (renders skills and steps);
@@ -26,7 +26,8 @@ The layers, lowest first, and why each sits where it does:
 - ``session``, ``evaluate``, ``fit``, ``trackers`` — assembling and running a run;
 - the package's ``__init__`` (the public API, also what a sweep worker calls);
 - ``sweep``, then ``report`` (reads runs and sweeps), then ``dashboard``;
-- ``cli_views`` and ``cli_sweep`` (commands registered on the app), then ``cli`` and ``__main__``.
+- ``cli_views``, ``cli_sweep`` and ``cli_models`` (commands registered on the app), then ``cli``
+  and ``__main__``.
 
 ``skillgrad.testing`` (the shipped fakes) sits above everything: no production module imports it.
 """
@@ -46,7 +47,7 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 
 # Lowest first; units in one inner tuple share a layer.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("errors", "types", "importing", "stats", "redact"),
+    ("errors", "types", "importing", "stats", "redact", "assets"),
     ("prompts", "skill_match"),
     ("skill_package",),
     ("skill",),
@@ -67,7 +68,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("sweep",),
     ("report",),
     ("dashboard",),
-    ("cli_views", "cli_sweep"),
+    ("cli_views", "cli_sweep", "cli_models"),
     ("cli", "__main__"),
     ("testing",),
 )
