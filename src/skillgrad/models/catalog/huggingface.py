@@ -133,7 +133,7 @@ def _get(
             part.reset()  # the server ignored Range: it sends the whole file
             progress.begin(f"{entry.name} from Hugging Face", entry.bytes, 0)
         _check_length(resp, part.size, entry, url)
-        for block in resp.iter_bytes(1 << 20):
+        for block in resp.iter_bytes():  # as it arrives: a cut keeps every byte received
             if part.size + len(block) > entry.bytes:
                 part.reset()
                 raise SourceFailed(f"{url} sent more than the pinned {entry.bytes:,} bytes")

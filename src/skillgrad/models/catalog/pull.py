@@ -33,7 +33,9 @@ class PullResult:
 
 
 def size_text(n: int) -> str:
-    return f"{n / 1e9:.2f} GB" if n >= 1e9 else f"{n / 1e6:.0f} MB"
+    if n >= 1e9:
+        return f"{n / 1e9:.2f} GB"
+    return f"{n / 1e6:.0f} MB" if n >= 1e6 else f"{n / 1e3:.0f} kB"
 
 
 def present_copy(entry: CatalogEntry, store: ModelStore, progress: PullProgress) -> Path | None:
