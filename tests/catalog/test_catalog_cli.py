@@ -17,7 +17,7 @@ import pytest
 from typer.testing import CliRunner
 
 from fake_hub import FakeHub
-from fixtures_catalog import REPO, leftovers, write_user_catalog
+from fixtures_catalog import REPO, closed_port_endpoint, leftovers, write_user_catalog
 from skillgrad.cli import app
 from skillgrad.config import load_config
 from skillgrad.errors import AssetError, PermanentModelError
@@ -47,7 +47,7 @@ def test_pull_then_list_then_pull_again(
     hub.add(REPO, entry.file, content)
     first = _cli("models", "pull", entry.name)
     assert first.returncode == 0, first.stderr
-    assert f"{entry.name}: pulled from huggingface" in first.stdout and "verified" in first.stdout
+    assert f"{entry.name}: pulled from Hugging Face" in first.stdout and "verified" in first.stdout
     listed = runner.invoke(app, ["models", "list"])
     assert listed.exit_code == 0
     row = next(line for line in listed.output.splitlines() if line.startswith(entry.name))
@@ -68,6 +68,29 @@ def test_hash_mismatch_exits_2_without_traceback_or_file(
     assert "\nerror: could not pull tiny-test" in done.stderr
     assert "another SHA-256" in done.stderr and "Traceback" not in done.stderr
     assert leftovers(store) == []
+
+
+@pytest.mark.parametrize("how", ["offline", "unreachable"])
+def test_no_reachable_source_exits_2_and_says_why(
+    how: str,
+    hub: FakeHub,
+    env: dict[str, Path],
+    store: ModelStore,
+    entry: CatalogEntry,
+    content: bytes,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    write_user_catalog(env["config"], entry)
+    hub.add(REPO, entry.file, content)
+    if how == "offline":
+        monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    else:
+        monkeypatch.setenv("HF_ENDPOINT", closed_port_endpoint())
+    result = runner.invoke(app, ["models", "pull", entry.name])
+    assert result.exit_code == 2
+    why = "skipped, HF_HUB_OFFLINE is set" if how == "offline" else "Hugging Face is unreachable"
+    assert why in result.output and "could not pull tiny-test" in result.output
+    assert hub.requests == [] and leftovers(store) == []
 
 
 def test_unknown_name_exits_2_before_any_download(hub: FakeHub, entry: CatalogEntry) -> None:

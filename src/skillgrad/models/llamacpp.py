@@ -5,8 +5,9 @@ resolved to a verified file by ``models.catalog``; ``model_path`` runs any other
 One ``Llama`` instance is not thread-safe, so its calls are serialised by a lock and run in a
 worker thread; llama.cpp reuses the KV cache of the longest matching token prefix of the
 previous prompt, so rollouts that share a skill (the system prompt) skip its prefill. Every call
-holds one machine-wide CPU slot per thread (``cpu_slots``): however many models, workers and
-processes, the embedded models never run more threads than the machine has cores.
+holds one machine-wide CPU slot per thread it runs (``cpu_slots``): however many models, workers
+and processes, the embedded models never run more threads than the machine has cores. Without
+an explicit ``n_threads`` a call runs on as many cores as it finds free.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any
 
 from skillgrad.errors import PermanentModelError
 from skillgrad.models.catalog import Catalog
-from skillgrad.models.cpu_slots import CpuSlots, available_cores
+from skillgrad.models.cpu_slots import CpuSlots
 from skillgrad.models.provider import Provider
 from skillgrad.models.spec import ModelSpec
 from skillgrad.types import ChatRequest, Completion, Usage
@@ -48,8 +49,9 @@ def check(spec: ModelSpec) -> None:
 
 
 class LlamaCppBackend:
-    """In-process llama.cpp backend on ``model_file(spec)``; ``spec.n_threads`` threads (default:
-    every core this process may use), each call holding that many CPU slots."""
+    """In-process llama.cpp backend on ``model_file(spec)``. Each call holds CPU slots and runs
+    one thread per slot: ``spec.n_threads`` of them when set, else the free cores (at least
+    one), so a lone model uses the whole machine and two models share it."""
 
     def __init__(
         self,
@@ -67,8 +69,9 @@ class LlamaCppBackend:
         path = model_file(spec, catalog)
         self.name = spec.name
         self.spec = spec
-        self.threads = spec.n_threads or available_cores()
         self._slots = slots or _slots()
+        self.threads = spec.n_threads or self._slots.cores
+        self._running = self.threads  # the thread count the context is set to
         self._lock = threading.Lock()
         self._llm = Llama(
             model_path=str(path),
@@ -79,6 +82,14 @@ class LlamaCppBackend:
             verbose=False,
             seed=0,
         )
+
+    def _run_on(self, threads: int) -> None:
+        """Set the threads of the next computation to the slots this call holds."""
+        if threads != self._running:
+            from llama_cpp import llama_set_n_threads
+
+            llama_set_n_threads(self._llm.ctx, threads, threads)
+            self._running = threads
 
     def count_tokens(self, text: str) -> int:
         with self._lock:
@@ -99,7 +110,9 @@ class LlamaCppBackend:
         if request.response_schema is not None:
             # grammar-constrained decoding: the output always parses against the schema
             kwargs["response_format"] = {"type": "json_object", "schema": request.response_schema}
-        with self._lock, self._slots.hold(self.threads):
+        exact = self.spec.n_threads is not None
+        with self._lock, self._slots.hold(self.threads, exact=exact) as held:
+            self._run_on(held if not exact else self.threads)
             try:
                 out: Any = self._llm.create_chat_completion(**kwargs)
             except ValueError as exc:  # e.g. prompt longer than the context window
