@@ -1,7 +1,7 @@
 """Machine-wide CPU slots: in-process models never run more threads than the machine has cores.
 
 llama.cpp's threads wait for each other at every layer; when they outnumber the cores they lose
-their turns and generation collapses (on 2 cores: 0.3-0.4 tokens/s instead of ~17-26). So every
+their turns and generation collapses (two processes on 2 cores: 0.4 tokens/s each, not 7-10). Every
 compute holds one slot per thread it runs. A slot is an exclusive ``flock`` on one of ``cores``
 files in a per-user runtime folder: the same rule binds the threads of one process (optimizer
 and target, rollout workers) and the processes of one machine (a sweep's local pool), with no
