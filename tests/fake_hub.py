@@ -3,13 +3,14 @@
 Serves ``GET /{owner}/{repo}/resolve/{revision}/{file}`` as the hub does: a 302 redirect to a
 CDN path (like the hub's LFS redirect), then the bytes, with HTTP ``Range`` support (206 and
 ``Content-Range``). Injectable misbehaviour: cut a response after N bytes (the connection closes
-mid-body), ignore ``Range``; every request is recorded (path, Range header).
+mid-body), ignore ``Range``, a slow link; every request is recorded (path, Range header).
 """
 
 from __future__ import annotations
 
 import re
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -28,6 +29,8 @@ class FakeHub:
     cut_after: list[int] = field(default_factory=list)
     """For the next responses, in order: close the connection after this many body bytes."""
     ignore_range: bool = False
+    pace_s: float = 0.0
+    """Pause this long after every 16 kB of body (a slow link, to interrupt a pull mid-way)."""
     requests: list[dict[str, Any]] = field(default_factory=list)
     _server: ThreadingHTTPServer | None = None
 
@@ -112,4 +115,13 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.flush()
             self.close_connection = True
             return
-        self.wfile.write(body)
+        if not self.hub.pace_s:
+            self.wfile.write(body)
+            return
+        for i in range(0, len(body), 16_384):
+            try:
+                self.wfile.write(body[i : i + 16_384])
+                self.wfile.flush()
+            except OSError:  # the client went away
+                return
+            time.sleep(self.hub.pace_s)

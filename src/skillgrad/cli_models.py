@@ -3,7 +3,8 @@
 list: every catalog model with its size, licence, whether a verified copy is here, and where.
 pull: fetch, verify and store each named model (a Rich bar per transfer); a verified copy makes
 it a fast no-op. Exit 0: every model is here and verified; 2: a model could not be pulled or
-the name is unknown (nothing half-written is left under a model's name).
+the name is unknown (nothing half-written is left under a model's name); 130: Ctrl-C (the
+partial download is kept and resumed by the next pull).
 """
 
 from __future__ import annotations
@@ -114,6 +115,9 @@ def pull_cmd(
         try:
             with _bars() as bars:
                 result = catalog.pull(entry.name, RichPullProgress(bars))
+        except KeyboardInterrupt:
+            print_error(KeyboardInterrupt("interrupted; the same command resumes the download"))
+            raise typer.Exit(130) from None
         except SkillgradError as exc:
             print_error(exc)
             failed += 1

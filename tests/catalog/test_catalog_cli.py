@@ -9,8 +9,10 @@ stops before creating anything.
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -56,6 +58,35 @@ def test_pull_then_list_then_pull_again(
     again = _cli("models", "pull", entry.name)
     assert again.returncode == 0 and "already here, verified" in again.stdout
     assert len([r for r in hub.requests if r["path"].startswith("/cdn/")]) == 1
+
+
+def test_ctrl_c_keeps_the_partial_and_the_same_command_resumes(
+    hub: FakeHub, env: dict[str, Path], store: ModelStore, entry: CatalogEntry, content: bytes
+) -> None:
+    write_user_catalog(env["config"], entry)
+    hub.add(REPO, entry.file, content)
+    hub.pace_s = 0.05  # ~18 s for the whole file: time to interrupt it
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "skillgrad", "models", "pull", entry.name],
+        stderr=subprocess.PIPE,
+        text=True,
+        env=dict(os.environ),
+    )
+    partial = store.partial(entry, "hf")
+    deadline = time.monotonic() + 60
+    while not (partial.exists() and partial.stat().st_size > 50_000):
+        assert time.monotonic() < deadline and proc.poll() is None
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and "the same command resumes" in err
+    assert "Traceback" not in err and not store.path(entry).exists()
+    kept = partial.stat().st_size
+    hub.pace_s = 0.0
+    again = _cli("models", "pull", entry.name)
+    assert again.returncode == 0, again.stderr
+    assert store.path(entry).read_bytes() == content and leftovers(store) == [entry.file]
+    assert hub.requests[-1]["range"] == f"bytes={kept}-"
 
 
 def test_hash_mismatch_exits_2_without_traceback_or_file(
