@@ -16,6 +16,7 @@ import tempfile
 from typing import Any
 
 import skillgrad
+from skillgrad.testing import rules_reply
 from skillgrad.types import ChatRequest
 
 WORDS = "apple river stone cloud maple tiger pencil garden silver rocket lemon candle".split()
@@ -30,18 +31,9 @@ def target(request: ChatRequest) -> str:
 
 
 def optimizer(request: ChatRequest) -> dict[str, Any]:
-    """A fake optimizer: every reflection proposes the one rule that fixes the failures."""
-    return {
-        "failure_patterns": [{"pattern": "answer not in upper case", "item_ids": []}],
-        "edits": [
-            {
-                "op": "add",
-                "section": "Output format",
-                "content": RULE,
-                "rationale": "every expected answer is the word in upper case",
-            }
-        ],
-    }
+    """A fake optimizer: every reflection proposes the one rule that fixes the failures
+    (the reply format every reflection asks for: rules first)."""
+    return rules_reply(RULE)
 
 
 def exact(output: str, item: skillgrad.Item) -> bool:

@@ -15,7 +15,13 @@ import re
 from typing import Any
 
 from skillgrad.errors import TransientModelError
-from skillgrad.testing import FunctionBackend, system_text, user_text
+from skillgrad.testing import (
+    FunctionBackend,
+    optimizer_call_kind,
+    rules_reply,
+    system_text,
+    user_text,
+)
 from skillgrad.types import ChatRequest
 
 GOOD_RULE = "Always answer with the word in UPPERCASE."
@@ -33,34 +39,23 @@ def target_reply(request: ChatRequest) -> str:
 
 
 def _rejected_section(prompt: str) -> str:
-    m = re.search(r"## Edits rejected earlier.*?\n(.*?)\n## ", prompt, re.DOTALL)
+    m = re.search(r"## Rules rejected before.*?\n(.*?)\n## ", prompt, re.DOTALL)
     return m.group(1) if m else ""
 
 
 def optimizer_reply(request: ChatRequest) -> dict[str, Any] | str:
     prompt = user_text(request)
-    if "Group the indices" in prompt:  # semantic merge: every edit is its own group
+    kind = optimizer_call_kind(request)
+    if kind == "merge":  # semantic merge: every edit is its own group
         return {"groups": [[i] for i in range(len(re.findall(r"^\[\d+\]", prompt, re.M)))]}
-    if "Rank the candidate edits" in prompt:
+    if kind == "rank":
         return {"order": [0, 1, 2, 3]}
-    if "Longitudinal comparison" in prompt:
-        return {"guidance": "Keep answering with the single word in upper case."}
-    if "Revise the memo" in prompt:
+    if kind == "slow_update":
+        return {"rules": ["Keep answering with the single word in upper case."]}
+    if kind == "meta_skill":
         return {"memo": "Format rules about letter case helped; lowercase rules hurt."}
-    if "Scored trajectories" in prompt or "systemic failure pattern" in prompt:
-        failed = re.findall(r"### item (\S+): score [0-9.]+ \(FAIL\)", prompt)
-        rule = GOOD_RULE if BAD_RULE in _rejected_section(prompt) else BAD_RULE
-        return {
-            "failure_patterns": [{"pattern": "answer not in upper case", "item_ids": failed}],
-            "edits": [
-                {
-                    "op": "add",
-                    "section": "Output format",
-                    "content": rule,
-                    "rationale": "the expected answers are upper case",
-                }
-            ],
-        }
+    if kind in ("reflect", "deep_reflect"):
+        return rules_reply(GOOD_RULE if BAD_RULE in _rejected_section(prompt) else BAD_RULE)
     raise AssertionError(f"unexpected optimizer prompt: {prompt[:300]}")
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fakes_e2e import optimizer_reply
-from skillgrad.testing import FunctionBackend
+from skillgrad.testing import FunctionBackend, optimizer_call_kind
 from skillgrad.types import ChatRequest
 
 OPEN_FENCE = "\n```text\nEXAMPLE OUTPUT"
@@ -20,11 +20,12 @@ OPEN_FENCE = "\n```text\nEXAMPLE OUTPUT"
 
 def fenced_reply(request: ChatRequest) -> dict[str, Any] | str:
     reply = optimizer_reply(request)
-    if isinstance(reply, dict) and "guidance" in reply:
-        return {"guidance": reply["guidance"] + OPEN_FENCE}
-    if isinstance(reply, dict) and "edits" in reply:
-        edits = [{**e, "content": e["content"] + OPEN_FENCE} for e in reply["edits"]]
-        return {**reply, "edits": edits}
+    kind = optimizer_call_kind(request)
+    if kind == "slow_update" and isinstance(reply, dict):
+        return {"rules": [r + OPEN_FENCE for r in reply["rules"]]}
+    if kind in ("reflect", "deep_reflect") and isinstance(reply, dict):
+        rules = [{**r, "rule": r["rule"] + OPEN_FENCE} for r in reply["rules"]]
+        return {**reply, "rules": rules}
     return reply
 
 

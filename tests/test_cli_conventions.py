@@ -122,3 +122,17 @@ def test_report_is_formatted_text_and_brackets_in_paths_survive(tmp_path: Path) 
     assert report.exit_code == 0, report.output
     assert "##" not in report.output  # Markdown headings are rendered, not shown raw
     assert "validation score" in report.output
+
+
+def test_report_off_a_terminal_wraps_long_lines_and_never_crops_them(tmp_path: Path) -> None:
+    cfg = _config(tmp_path)
+    assert runner.invoke(app, ["train", str(cfg), "--quiet"]).exit_code == 0
+    run = tmp_path / "runs/toy"
+    report = runner.invoke(app, ["report", str(run)], terminal_width=80)
+    assert report.exit_code == 0, report.output
+    shown = " ".join(report.output.split())
+    bullets = [x[2:] for x in (run / "report.md").read_text().splitlines() if x.startswith("- ")]
+    long = [b for b in bullets if len(b) > 76]
+    assert long  # the report has bullets longer than the width: they must wrap, whole
+    for bullet in long:
+        assert " ".join(bullet.replace("`", "").replace("**", "").split()) in shown, bullet

@@ -1,5 +1,6 @@
-"""The console's one line per step says how the step ended, and on an early rejection how many
-selection items the compared scores cover (they are means over those items only)."""
+"""The console's one line per step says how the step ended, names which score is the
+candidate's and which the incumbent's, and on an early rejection how many selection items the
+compared scores cover (they are means over those items only)."""
 
 from __future__ import annotations
 
@@ -26,13 +27,24 @@ def _record(**changes: Any) -> dict[str, Any]:
 @pytest.mark.parametrize(
     ("changes", "verdict"),
     [
-        ({"accepted": True, "candidate_score": 0.5}, "gate 0.000 vs 0.500 accepted |"),
-        ({"leak_refused": True, "candidate_score": None}, "gate 0.000 vs - refused (leak) |"),
         (
-            {"early_rejected": True, "gate_evaluated": 9},
-            "gate 0.000 vs 0.000 early-rejected at 9/12 items |",
+            {"accepted": True, "candidate_score": 0.5},
+            "| val candidate 0.500 vs incumbent 0.000: accepted |",
         ),
-        ({}, "gate 0.000 vs 0.000 rejected |"),
+        (
+            {"leak_refused": True, "candidate_score": None},
+            "| candidate refused (copies train/val data), not evaluated |",
+        ),
+        (
+            {"early_rejected": True, "gate_evaluated": 9, "incumbent_score": 0.05},
+            "| val candidate 0.000 vs incumbent 0.050 on 9/12 items: rejected early (cannot win) |",
+        ),
+        (
+            {"early_rejected": True, "gate_evaluated": 0, "incumbent_score": 0.969},
+            "| rejected before evaluation (incumbent 0.969: not beatable on val) |",
+        ),
+        ({"candidate_score": None, "n_applied": 0}, "| no candidate (no edit applied) |"),
+        ({}, "| val candidate 0.000 vs incumbent 0.000: rejected |"),
     ],
 )
 def test_step_line_says_how_the_step_ended(changes: dict[str, Any], verdict: str) -> None:

@@ -8,8 +8,8 @@ not import each other in a cycle either.
 
 The layers, lowest first, and why each sits where it does:
 
-- foundations: ``errors``, ``types``, ``importing``, ``stats``, ``redact``, ``assets`` (pinned
-  registry files) — plain data and helpers;
+- foundations: ``errors``, ``types``, ``importing``, ``stats``, ``redact``, ``assets`` — plain
+  data and helpers (``assets``: pinned registry files, used by models and benchmarks);
 - ``prompts`` (the .md templates and their renderer), ``skill_match``;
 - ``skill_package``, then ``skill`` (the skill document; ``skill_hash`` lives here), then
   ``transcript`` (renders skills and steps);
@@ -26,8 +26,8 @@ The layers, lowest first, and why each sits where it does:
 - ``session``, ``evaluate``, ``fit``, ``trackers`` — assembling and running a run;
 - the package's ``__init__`` (the public API, also what a sweep worker calls);
 - ``sweep``, then ``report`` (reads runs and sweeps), then ``dashboard``;
-- ``cli_views``, ``cli_sweep`` and ``cli_models`` (commands registered on the app), then ``cli``
-  and ``__main__``.
+- ``cli_views``, ``cli_sweep``, ``cli_data`` and ``cli_models`` (commands registered on the
+  app), then ``cli`` and ``__main__``.
 
 ``skillgrad.testing`` (the shipped fakes) sits above everything: no production module imports it.
 """
@@ -68,7 +68,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("sweep",),
     ("report",),
     ("dashboard",),
-    ("cli_views", "cli_sweep", "cli_models"),
+    ("cli_views", "cli_sweep", "cli_data", "cli_models"),
     ("cli", "__main__"),
     ("testing",),
 )
@@ -84,8 +84,10 @@ def module_name(path: Path, root: Path) -> str:
 
 def imported_modules(tree: ast.AST, module: str, is_package: bool, known: set[str]) -> set[str]:
     """The modules of ``known`` that ``tree`` imports anywhere. ``from pkg import name`` counts
-    as importing ``pkg.name`` when that is a module, else ``pkg``; relative imports are resolved
-    against ``module``."""
+    as importing ``pkg`` (it reads the package's namespace, half-built while ``pkg/__init__``
+    is still importing the caller) and also ``pkg.name`` when that is a module; relative imports
+    are resolved against ``module``. ``import pkg.sub`` counts ``pkg.sub`` only: every module
+    implicitly imports its parent packages, and that alone is no cycle."""
     out: set[str] = set()
     package = module if is_package else module.rpartition(".")[0]
     for node in ast.walk(tree):
@@ -99,8 +101,8 @@ def imported_modules(tree: ast.AST, module: str, is_package: bool, known: set[st
                 anchor = anchor[: len(anchor) - (node.level - 1)]
                 base = ".".join([*anchor, base] if base else anchor)
             for alias in node.names:
-                full = f"{base}.{alias.name}"
-                out.add(full if full in known else base)
+                out.add(base)
+                out.add(f"{base}.{alias.name}")
     return {m for m in out if m in known}
 
 
@@ -242,8 +244,8 @@ def test_checker_finds_a_cycle_hidden_in_a_function(tmp_path: Path) -> None:
         },
     )
     graph = build_graph(root, top="pkg")
-    assert graph["pkg.high"] == {"pkg.low"}
-    assert graph["pkg.mid.a"] == {"pkg.mid.b"}  # relative imports resolve
+    assert graph["pkg.high"] == {"pkg", "pkg.low"}
+    assert graph["pkg.mid.a"] == {"pkg.mid", "pkg.mid.b"}  # relative imports resolve
     assert graph["pkg.mid.b"] == {"pkg.low"}
     assert find_cycles(graph) == [["pkg.high", "pkg.low"]]
 
@@ -263,3 +265,24 @@ def test_checker_flags_an_upward_import(tmp_path: Path) -> None:
     assert upward_edges(graph, layers) == ["pkg.base -> pkg.top.thing"]
     assert upward_edges({"pkg.top.thing": {"pkg.base"}}, layers) == []
     assert find_cycles(graph) == [["pkg.base", "pkg.top.thing"]]
+
+
+def test_checker_finds_a_package_importing_itself_through_a_submodule(tmp_path: Path) -> None:
+    """``pkg/__init__`` imports ``pkg.app``, which reads ``data`` from the half-built ``pkg``
+    (``from pkg import data``): the cycle ``skillgrad.dashboard`` had. Importing the submodule
+    itself (``from pkg.data import x``) is no cycle."""
+    root = _package(
+        tmp_path,
+        {
+            "__init__.py": "from pkg.app import serve\n",
+            "app.py": "from pkg import data\n\ndef serve():\n    return data.rows()\n",
+            "data.py": "def rows():\n    return []\n",
+        },
+    )
+    graph = build_graph(root, top="pkg")
+    assert graph["pkg.app"] == {"pkg", "pkg.data"}
+    assert find_cycles(graph) == [["pkg", "pkg.app"]]
+    (root / "pkg" / "app.py").write_text("from pkg.data import rows\n")
+    assert find_cycles(build_graph(root, top="pkg")) == []
+    (root / "pkg" / "app.py").write_text("import pkg\n")
+    assert find_cycles(build_graph(root, top="pkg")) == [["pkg", "pkg.app"]]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -95,3 +96,65 @@ def test_message_patterns() -> None:
     )
     assert "pa55word" not in text and "abcdefghijkl0123" not in text
     assert "bob:" in text and "host/v1" in text
+
+
+def _not_private(root: Path) -> list[str]:
+    """Folders under ``root`` (``root`` included) that are not 0700 and files not 0600."""
+    bad = []
+    for path in [root, *root.rglob("*")]:
+        mode = path.stat().st_mode & 0o777
+        if mode != (0o700 if path.is_dir() else 0o600):
+            bad.append(f"{oct(mode)} {path}")
+    return bad
+
+
+def test_a_key_echoed_in_replies_reaches_no_file_and_every_file_is_private(tmp_path: Path) -> None:
+    """A target endpoint that answers with the Authorization header it received: the call cache
+    (request, response, results) holds ``***`` like every other file, ``skillgrad eval --out``
+    too, and every file of the run directory is 0600 in folders of 0700."""
+    fakes = Path(__file__).with_name("fakes_e2e.py")
+    runs, out = tmp_path / "runs", tmp_path / "out" / "eval.json"
+    with serve(api_key=KEY, echo_authorization=True) as server:
+        target = {"provider": "openai_compatible", "base_url": server.base_url, "model": "tgt",
+                  "api_key_env": "MY_LLM_KEY", "max_retries": 0}  # fmt: skip
+        config = tmp_path / "echo.yaml"
+        config.write_text(
+            json.dumps(
+                {
+                    "env": {"task": "toy", "output_root": str(runs), "run_name": "echo"},
+                    "train": {"num_epochs": 1, "batch_size": 2},
+                    "models": {
+                        "optimizer": {"provider": "function", "model": f"{fakes}:FakeOptimizer"},
+                        "target": target,
+                    },
+                }
+            )
+        )
+        env = {**os.environ, "MY_LLM_KEY": KEY}
+        run = runs / "echo"
+        commands = (
+            ["train", str(config)],
+            ["train", str(config)],  # resumed: replays the redacted cache
+            ["eval", str(config), "--skill", str(run / "best_skill.md"), "--out", str(out)],
+        )
+        for command in commands:
+            proc = subprocess.run(
+                [sys.executable, "-m", "skillgrad", *command],
+                env=env, capture_output=True, text=True, timeout=180,
+            )  # fmt: skip
+            assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+            assert KEY not in proc.stdout + proc.stderr
+    assert server.requests and all(
+        r.headers.get("authorization") == f"Bearer {KEY}" for r in server.requests
+    )
+    assert KEY not in _all_text(runs) and KEY not in out.read_text(encoding="utf-8")
+    echoed = "(you sent Authorization: Bearer ***)"
+    with sqlite3.connect(run / "calls.sqlite") as db:
+        target_calls = "SELECT response FROM calls WHERE role = 'target'"
+        responses = [r for (r,) in db.execute(target_calls)]
+        results = [t for (t,) in db.execute("SELECT trajectory FROM results")]
+    assert responses and all(echoed in r for r in responses)
+    assert results and all(echoed in t for t in results)
+    trajectories = (run / "steps" / "step_0001" / "trajectories.jsonl").read_text(encoding="utf-8")
+    assert echoed in trajectories
+    assert _not_private(runs) == [] and _not_private(out.parent) == []

@@ -84,18 +84,32 @@ def _preflight_line(e: dict[str, Any]) -> str:
     )
 
 
+def _gate_text(r: dict[str, Any]) -> str:
+    """The gate's verdict with both scores named: which one is the candidate's matters."""
+    cand, inc = r.get("candidate_score"), r["incumbent_score"]
+    if r.get("leak_refused"):
+        return "candidate refused (copies train/val data), not evaluated"
+    if cand is None:
+        return "no candidate (no edit applied)" if not r.get("n_applied") else "not evaluated"
+    if r.get("early_rejected"):
+        done, total = r.get("gate_evaluated"), r.get("gate_total")
+        if not done:
+            return f"rejected before evaluation (incumbent {inc:.3f}: not beatable on val)"
+        return (
+            f"val candidate {cand:.3f} vs incumbent {inc:.3f} on {done}/{total} items: "
+            "rejected early (cannot win)"
+        )
+    return f"val candidate {cand:.3f} vs incumbent {inc:.3f}: " + (
+        "accepted" if r["accepted"] else "rejected"
+    )
+
+
 def _step_line(r: dict[str, Any]) -> str:
-    verdict = "accepted" if r["accepted"] else "refused (leak)" if r.get("leak_refused") else ""
-    if not verdict:  # an early rejection compared only the items it evaluated
-        early = f" at {r.get('gate_evaluated')}/{r.get('gate_total')} items"
-        verdict = f"early-rejected{early}" if r.get("early_rejected") else "rejected"
     tokens = sum(r.get("tokens", {}).values())
-    cand = r.get("candidate_score")
-    cand_text = "-" if cand is None else f"{cand:.3f}"
     return (
         f"step {r['step']:>3} ep {r['epoch']} {r['kind']:<11} lr {r['lr']:.2f} "
-        f"train {r['train_score']:.3f} | edits {r['n_proposed']}->{r['n_applied']} | gate "
-        f"{r['incumbent_score']:.3f} vs {cand_text} {verdict} | best {r['best_score']:.3f} | "
+        f"train {r['train_score']:.3f} | edits {r['n_proposed']}->{r['n_applied']} | "
+        f"{_gate_text(r)} | best {r['best_score']:.3f} | "
         f"{r['skill_tokens']} tok skill | {tokens} tok | ${r.get('cum_cost', 0):.4f}"
     )
 

@@ -6,6 +6,7 @@ skillgrad eval CONFIG --skill FILE --split val|test [--min-score X]
 skillgrad config [CONFIG] [--schema | --markdown]
 skillgrad report RUN_DIR [--html]
 skillgrad diff | blame | compare | dashboard   (see cli_views.py)
+skillgrad data list | pull NAME                (see cli_data.py)
 skillgrad models list | pull NAME...           (see cli_models.py)
 
 Output goes through the ``skillgrad`` logger (``console.setup_logging``): ``-v`` shows debug
@@ -83,10 +84,11 @@ def main_options(
 
 
 def _print_markdown(text: str) -> None:
-    """A Markdown report as formatted terminal text (Rich Markdown: brackets stay literal)."""
+    """A Markdown report as formatted terminal text (Rich Markdown: brackets stay literal),
+    word-wrapped at the console's width (80 columns when not a terminal), never cropped."""
     from rich.markdown import Markdown
 
-    out.print(Markdown(text))
+    out.print(Markdown(text), soft_wrap=False)
 
 
 def _config(path: Path | None, sets: list[str] | None, opt: str | None, tgt: str | None) -> Config:
@@ -163,6 +165,7 @@ def eval_(
 ) -> None:
     """Zero-shot evaluation of any skill on a split (no training)."""
     from skillgrad.evaluate import evaluate_skill
+    from skillgrad.runs.io import atomic_write_json
 
     if split not in ("val", "test", "train"):
         raise _fail(ValueError(f"--split must be val or test, got {split!r}"), 2)
@@ -177,7 +180,10 @@ def eval_(
         markup=False,
     )
     if output:
-        output.write_text(json.dumps(result, indent=2), encoding="utf-8")
+        try:
+            atomic_write_json(output, result)  # redacted and private, as every run file
+        except OSError as exc:
+            raise _fail(SkillgradError(f"--out {output}: cannot write it ({exc})"), 2) from None
     if min_score is not None and result["mean_score"] < min_score:
         print_error(
             SkillgradError(
@@ -230,21 +236,29 @@ def report(
         _sweep_report(run_dir, html)
         return
     from skillgrad.report.load import load_history
+    from skillgrad.runs.integrity import check_no_links
     from skillgrad.runs.io import read_json, read_jsonl
     from skillgrad.train.summary import render_report
 
-    summary = read_json(run_dir / "summary.json")
-    history = load_history(run_dir / "history.json")
-    if summary is None:
-        raise _fail(SkillgradError(f"{run_dir} has no summary.json (not a finished run?)"), 2)
-    transfer = read_jsonl(run_dir / "transfer.jsonl")  # skillgrad eval of this run's skills
+    try:
+        check_no_links(run_dir)
+        summary = read_json(run_dir / "summary.json")
+        history = load_history(run_dir / "history.json")
+        if summary is None:
+            raise SkillgradError(f"{run_dir} has no summary.json (not a finished run?)")
+        transfer = read_jsonl(run_dir / "transfer.jsonl")  # skillgrad eval of this run's skills
+    except SkillgradError as exc:
+        raise _fail(exc, 2) from None
     _print_markdown(render_report(summary, history, transfer))
     if html:
         try:
             from skillgrad.report.html import write_html_report
         except ImportError as exc:
             raise _fail(missing_extra(exc, "report"), 2) from None
-        out.print(f"HTML report: {write_html_report(run_dir)}")
+        try:
+            out.print(f"HTML report: {write_html_report(run_dir)}")
+        except SkillgradError as exc:
+            raise _fail(exc, 2) from None
 
 
 def _sweep_report(sweep_dir: Path, html: bool) -> None:
@@ -265,9 +279,10 @@ def _sweep_report(sweep_dir: Path, html: bool) -> None:
 
 
 def _register_views() -> None:
-    from skillgrad import cli_views
+    from skillgrad import cli_data, cli_views
 
     cli_views.register(app)
+    cli_data.register(app)
 
 
 _register_views()

@@ -6,7 +6,6 @@ directories; errors are printed as one clear line and exit with status 2.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
@@ -19,6 +18,8 @@ from rich.text import Text
 
 from skillgrad.console import missing_extra, print_error
 from skillgrad.errors import SkillgradError
+from skillgrad.runs.io import atomic_write_text, json_line
+from skillgrad.skill import text_lines
 
 F = TypeVar("F", bound=Callable[..., Any])
 RunDirArg = Annotated[Path, typer.Argument(help="A run directory (<output_root>/<run_name>).")]
@@ -32,7 +33,7 @@ def _fail(exc: Exception) -> typer.Exit:
 def color_diff(text: str) -> Text:
     """Rich-colored unified diff: additions green, removals red, hunk headers cyan."""
     out = Text()
-    for line in text.splitlines():
+    for line in text_lines(text):
         style = ""
         if line.startswith(("+++", "---")):
             style = "bold"
@@ -58,7 +59,7 @@ def diff_cmd(
     try:
         text = skill_diff(run_dir, step_a, step_b)
         if html is not None:
-            html.write_text(skill_diff_html(run_dir, step_a, step_b), encoding="utf-8")
+            atomic_write_text(html, skill_diff_html(run_dir, step_a, step_b))
     except SkillgradError as exc:
         raise _fail(exc) from exc
     Console().print(color_diff(text) if text else "[dim]no differences[/]")
@@ -77,7 +78,7 @@ def blame_cmd(
         raise _fail(exc) from exc
     if as_json:
         for b in lines:
-            typer.echo(json.dumps(asdict(b), ensure_ascii=False))
+            typer.echo(json_line(asdict(b)), nl=False)
         return
     table = Table(show_header=True, box=None, pad_edge=False)
     for col in ("#", "origin", "step", "edit", "line"):

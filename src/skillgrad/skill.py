@@ -69,10 +69,21 @@ def approx_tokens(text: str) -> int:
     return max(pieces, -(-len(text) // CHARS_PER_TOKEN))
 
 
+def text_lines(text: str, keepends: bool = False) -> list[str]:
+    """The lines of a skill (or any Markdown) text, split on ``\\n`` only, Markdown's line end:
+    ``str.splitlines`` also splits on U+2028, U+2029, U+0085 and the ASCII separators, which a
+    model may write inside a line."""
+    lines = text.split("\n")
+    last = lines.pop()
+    if keepends:
+        return [line + "\n" for line in lines] + ([last] if last else [])
+    return [*lines, last] if last else lines
+
+
 def unified_diff(a: str, b: str, a_name: str = "a", b_name: str = "b") -> str:
     """A unified diff of two texts ('' when equal), git-style about a missing final newline."""
     lines = difflib.unified_diff(
-        a.splitlines(keepends=True), b.splitlines(keepends=True), a_name, b_name
+        text_lines(a, keepends=True), text_lines(b, keepends=True), a_name, b_name
     )
     return "".join(
         ln if ln.endswith("\n") else ln + "\n\\ No newline at end of file\n" for ln in lines
@@ -520,5 +531,6 @@ __all__ = [
     "normalise",
     "parse_section_path",
     "skill_hash",
+    "text_lines",
     "unified_diff",
 ]

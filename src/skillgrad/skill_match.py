@@ -102,7 +102,7 @@ def _fuzzy_candidates(text: str, anchor: str, scope: Span) -> list[Span]:
     """Windows of whole lines with about as many lines as the anchor; for a one-line anchor also
     runs of words inside each line with about as many words (anchors often quote half a line)."""
     lines = _line_spans(text, scope)
-    n_lines = max(1, len([ln for ln in anchor.splitlines() if ln.strip()]))
+    n_lines = max(1, len([ln for ln in anchor.split("\n") if ln.strip()]))
     out: list[Span] = []
     for size in range(max(1, n_lines - 1), n_lines + 2):
         out.extend((lines[i][0], lines[i + size - 1][1]) for i in range(len(lines) - size + 1))

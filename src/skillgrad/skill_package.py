@@ -22,6 +22,7 @@ edits to files is ``Skill.apply`` (skill.py, the layer above).
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -164,26 +165,25 @@ class SkillPackage:
 
     @classmethod
     def load(cls, folder: str | Path) -> SkillPackage:
-        """Read every file under ``folder`` (UTF-8 text; line endings normalised)."""
+        """Read every file under ``folder`` (UTF-8 text; line endings normalised). The folder
+        may be named through a link, but nothing inside it may be one: a symlink, or anything
+        that is not a regular file or folder, is a SkillError naming it (a package's text goes
+        into prompts and run directories, so a link must not pull in a file from elsewhere)."""
         root = Path(folder)
-        if not (root / SKILL_FILE).is_file():
+        base = root.resolve()
+        if not (base / SKILL_FILE).is_file():
             raise SkillError(
                 f"{root} is not a skill package: it has no {SKILL_FILE} "
                 "(a package is a folder with SKILL.md and optional references/)"
             )
         files: dict[str, str] = {}
-        for p in sorted(root.rglob("*")):
-            rel = p.relative_to(root).as_posix()
-            if not p.is_file() or any(part.startswith(".") for part in rel.split("/")):
+        for p in sorted(base.rglob("*")):  # rglob never descends into a linked folder
+            rel = p.relative_to(base).as_posix()
+            if any(part.startswith(".") for part in rel.split("/")):
                 continue
-            try:
-                text = p.read_bytes().decode("utf-8-sig")
-            except UnicodeDecodeError:
-                raise SkillError(
-                    f"{p}: not UTF-8 text; skillgrad trains text packages only — move binary "
-                    "assets out of the package folder"
-                ) from None
-            files[rel] = text.replace("\r\n", "\n").replace("\r", "\n")
+            _check_entry(root, rel, p, base)
+            if p.is_file():
+                files[rel] = _read_text_file(p)
         try:
             return cls.from_files(files)
         except SkillError as exc:
@@ -271,6 +271,39 @@ class SkillPackage:
         return self.with_file(SKILL_FILE, _with_description(self.file_map()[SKILL_FILE], new)), (
             "description replaced"
         )
+
+
+def _check_entry(root: Path, rel: str, path: Path, base: Path) -> None:
+    """Refuse a symlink, a special file, or a path that resolves outside the package."""
+    fix = "copy the file into the package, or remove it"
+    if path.is_symlink():
+        raise SkillError(
+            f"skill package {root}: {rel} is a symlink (to {os.readlink(path)}); skillgrad does "
+            f"not follow links out of a package: {fix}"
+        )
+    if not (path.is_file() or path.is_dir()):
+        raise SkillError(f"skill package {root}: {rel} is not a regular file or folder: {fix}")
+    if not path.resolve().is_relative_to(base):
+        raise SkillError(f"skill package {root}: {rel} resolves outside the package: {fix}")
+
+
+def _read_text_file(path: Path) -> str:
+    """A package file's text, opened without following a link (one swapped in after the check
+    fails with ELOOP)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        with os.fdopen(fd, "rb") as fh:
+            data = fh.read()
+    except OSError as exc:
+        raise SkillError(f"{path}: cannot read it ({exc.strerror or exc})") from None
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise SkillError(
+            f"{path}: not UTF-8 text; skillgrad trains text packages only — move binary "
+            "assets out of the package folder"
+        ) from None
+    return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
 def has_file_marker(text: str) -> bool:

@@ -5,6 +5,8 @@
 - ``FunctionBackend``: answers every call with a Python function of the request (it lives in
   ``skillgrad.models.function``; re-exported here).
 - ``ToyTask``: a tiny seeded task (echo a word in upper case) with an exact-match scorer.
+- ``optimizer_call_kind`` and ``rules_reply``: what a fake optimizer needs to answer each call
+  the way the training loop expects, without matching on the prompts' wording.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Any, ClassVar
 
 from skillgrad.benchmarks.generated import GeneratedTask
 from skillgrad.models.function import FunctionBackend, as_completion
+from skillgrad.prompts import render_prompt
 from skillgrad.tasks.base import Split
 from skillgrad.tasks.chat import ChatTask
 from skillgrad.types import ChatRequest, Completion, Item, Score
@@ -39,6 +42,33 @@ def system_text(request: ChatRequest) -> str:
 def user_text(request: ChatRequest) -> str:
     """The last user message of a request, or ''."""
     return next((m.content for m in reversed(request.messages) if m.role == "user"), "")
+
+
+OPTIMIZER_CALL_KINDS = ("reflect", "deep_reflect", "merge", "rank", "slow_update", "meta_skill")
+
+
+def optimizer_call_kind(request: ChatRequest) -> str | None:
+    """Which optimizer call ``request`` is (one of ``OPTIMIZER_CALL_KINDS``), told by its system
+    prompt; None for any other request (a target rollout, a judge call)."""
+    system = system_text(request)
+    for kind in OPTIMIZER_CALL_KINDS:
+        if system.startswith(render_prompt(f"{kind}_system").strip()):
+            return kind
+    return None
+
+
+def rules_reply(*rules: str, replaces: str = "", section: str = "") -> dict[str, Any]:
+    """A reflection reply proposing ``rules`` (the first one may rewrite the skill's line
+    ``replaces`` and go under heading ``section``): ``{"rules": [{"rule": ...}, ...]}``."""
+    out: list[dict[str, str]] = []
+    for i, rule in enumerate(rules):
+        entry = {"rule": rule}
+        if i == 0 and replaces:
+            entry["replaces"] = replaces
+        if i == 0 and section:
+            entry["section"] = section
+        out.append(entry)
+    return {"rules": out}
 
 
 @dataclass
@@ -146,11 +176,14 @@ class ToyTask(GeneratedTask, ChatTask):
 
 
 __all__ = [
+    "OPTIMIZER_CALL_KINDS",
     "FunctionBackend",
     "ScriptedBackend",
     "ToyTask",
     "UnexpectedCall",
+    "optimizer_call_kind",
     "request_text",
+    "rules_reply",
     "system_text",
     "user_text",
 ]

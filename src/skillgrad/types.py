@@ -168,6 +168,7 @@ class Edit:
     ``anchor`` is the text to replace / delete / insert after (ignored by ``add``).
     ``file`` is the file of a skill package the edit acts on ('' means ``SKILL.md``); the op
     ``description`` replaces the package's frontmatter description with ``content``.
+    ``support`` is how many proposals (reflection calls) the edit stands for after merging.
     """
 
     op: EditOp

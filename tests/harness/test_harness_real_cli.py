@@ -13,6 +13,7 @@ from tests.servers.agent_llm import Turn, request_text, serve_agent
 from skillgrad.skill_package import SkillPackage
 from skillgrad.tasks.harness_rollout import INFRA_PREFIX, HarnessTask
 from skillgrad.testing import FunctionBackend
+from skillgrad.types import to_json
 
 pytestmark = pytest.mark.slow
 
@@ -146,3 +147,25 @@ async def test_command_harness_runs_any_cli(tmp_path: Path) -> None:
     assert not traj.output.endswith(" as 0")  # the box runs as an unprivileged user
     exit_step = next(s for s in traj.steps if s["type"] == "agent_exit")
     assert exit_step["isolation"].startswith("bubblewrap")
+
+
+async def test_an_agent_flooding_its_output_and_files_is_bounded(tmp_path: Path) -> None:
+    """Everything that comes out of an agent's box is bounded, with a marker saying what was
+    cut: its output (here 40 MB of text on stdout and stderr) and the files it leaves."""
+    script = (
+        "head -c 40000000 /dev/zero | tr '\\0' P\n"
+        "head -c 40000000 /dev/zero | tr '\\0' E >&2\n"
+        "for i in $(seq 1 150); do echo $i > f$i.txt; done\n"
+        "echo FROG > answer.txt\n"
+    )
+    harness = {"argv": ["/bin/sh", "-c", script], "skills_dir": "{workdir}/.agents/skills"}
+    task = make_task(tmp_path, harness, "http://127.0.0.1:9")
+    traj = await task.rollout(task.load_split("val")[0], bundle(), FunctionBackend(lambda r: ""))
+    assert traj.score.passed, traj.score.feedback
+    assert len(traj.output) <= 64_000 + 60 and "characters cut]..." in traj.output
+    exit_step = next(s for s in traj.steps if s["type"] == "agent_exit")
+    assert len(exit_step["stderr_tail"]) <= 2_000 + 60
+    assert "characters cut]..." in exit_step["stderr_tail"]
+    files = next(s for s in traj.steps if s["type"] == "files")["changes"]
+    assert len(files) == 101 and files["..."] == {"status": "not listed", "files": 51}
+    assert len(json.dumps(to_json(traj))) < 200_000

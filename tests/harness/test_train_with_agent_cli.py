@@ -18,7 +18,7 @@ from skillgrad.config import load_config
 from skillgrad.runs.io import read_json, read_jsonl
 from skillgrad.session import run_training
 from skillgrad.skill_package import SkillPackage
-from skillgrad.testing import FunctionBackend, user_text
+from skillgrad.testing import FunctionBackend, optimizer_call_kind, rules_reply, user_text
 from skillgrad.types import ChatRequest, Trajectory
 
 pytestmark = pytest.mark.slow
@@ -37,13 +37,11 @@ RULE = "ANSWER-WORD: FROG"
 
 def optimizer(request: ChatRequest) -> Any:
     prompt = user_text(request)
-    if "Scored trajectories" in prompt:
+    kind = optimizer_call_kind(request)
+    if kind == "reflect":
         assert 'expected exactly \\"FROG\\"; got \\"unknown' in json.dumps(prompt)
-        return {
-            "failure_patterns": [{"pattern": "wrong word", "item_ids": ["train-0"]}],
-            "edits": [{"op": "add", "section": "Rules", "content": RULE}],
-        }
-    if "Rank the candidate edits" in prompt:
+        return rules_reply(RULE, section="Rules")
+    if kind == "rank":
         return {"order": [0]}
     raise AssertionError(f"unexpected optimizer call: {prompt[:200]}")
 
@@ -98,7 +96,7 @@ def test_one_training_step_with_claude_code(
     assert history[0]["accepted"], history[0]
     assert result.summary["val_initial"] == 0.0 and result.summary["val_best"] == 1.0
     assert RULE in SkillPackage.load(run / "best_skill").file_map()["SKILL.md"]
-    assert [r["edit"]["content"] for r in read_jsonl(run / "patch_log.jsonl")] == [RULE]
+    assert [r["edit"]["content"] for r in read_jsonl(run / "patch_log.jsonl")] == [f"- {RULE}"]
     # the agent's steps are in the stored trajectories, untruncated
     with sqlite3.connect(run / "calls.sqlite") as db:
         rows = [json.loads(r[0]) for r in db.execute("SELECT trajectory FROM results")]

@@ -34,13 +34,13 @@ class RuleOptimizer:
     name = "function:rule-optimizer"
 
     async def complete(self, request: ChatRequest):  # type: ignore[no-untyped-def]
+        from skillgrad.testing import rules_reply
         from skillgrad.types import Completion
 
         text = user_text(request)
         if "Revise the memo" in text:
             return Completion(json.dumps({"memo": "number-only rules helped"}))
-        edit = {"op": "add", "section": "Answer format", "content": "Reply with only the number."}
-        return Completion(json.dumps({"edits": [edit], "failure_patterns": []}))
+        return Completion(json.dumps(rules_reply("Reply with only the number.")))
 
 
 def test_user_task_file_trains_through_the_cli(tmp_path: Path) -> None:

@@ -5,7 +5,6 @@ stopped mid-way and resumed ends where an uninterrupted one does."""
 from __future__ import annotations
 
 import json
-import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -19,7 +18,7 @@ from skillgrad.runs.io import read_json, read_jsonl
 from skillgrad.session import run_training
 from skillgrad.skill import Skill
 from skillgrad.skill_package import SkillPackage, prompt_text
-from skillgrad.testing import FunctionBackend, system_text, user_text
+from skillgrad.testing import FunctionBackend, optimizer_call_kind, system_text, user_text
 from skillgrad.types import ChatRequest
 
 sys.path.insert(0, str(Path(__file__).parents[1]))
@@ -50,28 +49,18 @@ def package_optimizer(request: ChatRequest) -> Any:
     """Reflection proposes one edit to each of SKILL.md, a reference file and the description;
     every other call kind is answered like the single-file fakes."""
     prompt = user_text(request)
-    if "Scored trajectories" in prompt and "UPPERCASE" not in prompt:
+    kind = optimizer_call_kind(request)
+    if kind == "reflect" and "UPPERCASE" not in prompt:
         assert "<!-- skillgrad:file references/casing.md -->" in prompt  # it sees every file
-        failed = re.findall(r"### item (\S+): score [0-9.]+ \(FAIL\)", prompt)
         return {
-            "failure_patterns": [{"pattern": "not upper case", "item_ids": failed}],
-            "edits": [
-                {"op": "add", "section": "Output format", "content": GOOD_RULE},
-                {
-                    "op": "replace",
-                    "file": "references/casing.md",
-                    "section": "Casing",
-                    "anchor": "Keep each letter as it is.",
-                    "content": REF_RULE,
-                },
-                {"op": "description", "content": DESCRIPTION},
+            "rules": [
+                {"rule": GOOD_RULE, "section": "Output format"},
+                {"rule": REF_RULE, "replaces": "Keep each letter as it is."},
             ],
+            "description": DESCRIPTION,
         }
-    if "Scored trajectories" in prompt:
-        return {
-            "failure_patterns": [],
-            "edits": [{"op": "add", "section": "Notes", "content": "x"}],
-        }
+    if kind == "reflect":
+        return {"rules": [{"rule": "x", "section": "Notes"}]}
     return optimizer_reply(request)
 
 

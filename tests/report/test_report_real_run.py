@@ -71,9 +71,9 @@ def test_interrupted_then_resumed_run_is_reported(tmp_path: Path) -> None:
     assert "http://" not in page and "https://" not in page
     assert (run / "figures" / "scores.png").exists()
     diff = skill_diff(run)
-    assert f"+{GOOD_RULE}" in diff and BAD_RULE not in diff
+    assert f"+- {GOOD_RULE}" in diff and BAD_RULE not in diff
     lines = {b.text: b for b in blame(run)}
-    rule = lines[GOOD_RULE]
+    rule = lines[f"- {GOOD_RULE}"]
     assert (rule.source, rule.step, rule.epoch, rule.op) == ("reflect", 2, 1, "add")
     assert rule.trajectory_ids and all(t.startswith("step_0002/") for t in rule.trajectory_ids)
     assert not [b for b in lines.values() if b.source == "unattributed"]

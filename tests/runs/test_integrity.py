@@ -211,3 +211,43 @@ def test_test_data_replaced_between_stop_and_resume_is_refused(tmp_path: Path, c
     proc = train(config)
     assert_clean_refusal(proc, "the task's data changed since this run started", says)
     assert not (tmp_path / "runs/run/summary.json").exists()
+
+
+def _plant(run: Path, name: str, outside: Path) -> None:
+    """Move ``run/name`` to ``outside`` and leave a symlink to it in its place."""
+    shutil.move(run / name, outside)
+    (run / name).symlink_to(outside, target_is_directory=outside.is_dir())
+
+
+def _snapshot(path: Path) -> dict[str, bytes]:
+    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
+    return {str(p): p.read_bytes() for p in files}
+
+
+@pytest.mark.parametrize(
+    "name", ["events.jsonl", "steps", "patch_log.jsonl", "calls.sqlite", "skills/skill_v0000.md"]
+)
+def test_a_planted_symlink_is_refused_and_nothing_is_written_through_it(
+    run: Path, name: str, tmp_path: Path
+) -> None:
+    outside = tmp_path / "outside" / Path(name).name
+    outside.parent.mkdir()
+    _plant(run, name, outside)
+    before = _snapshot(outside)
+    config = run.parents[1] / "config.yaml"
+    write_config(config.parent, epochs=2)  # a resume with more epochs writes new steps
+    proc = _resume(run)
+    assert_clean_refusal(proc, f"{run / name} is a symlink", "skillgrad never makes one")
+    assert _snapshot(outside) == before
+    report = subprocess.run(
+        [sys.executable, "-m", "skillgrad", "report", str(run)], capture_output=True, text=True
+    )
+    assert_clean_refusal(report, f"{run / name} is a symlink")
+
+
+def test_a_planted_lock_symlink_is_refused_and_its_target_kept(run: Path, tmp_path: Path) -> None:
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me")
+    (run / "run.lock").symlink_to(victim)
+    assert_clean_refusal(_resume(run), f"{run / 'run.lock'} is a symlink")
+    assert victim.read_text() == "keep me"  # the lock would have truncated it

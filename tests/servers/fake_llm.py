@@ -77,6 +77,9 @@ class FakeLLMServer:
     api_key: str | None = None
     reject_modes: tuple[str, ...] = ()
     tool_call: dict[str, Any] | None = None
+    echo_authorization: bool = False
+    """Every OpenAI reply ends with the request's ``Authorization`` header, key included (a
+    misconfigured gateway or a hostile endpoint)."""
     azure_deployment: str = "my-deployment"
     azure_api_version: str = "2024-10-21"
     faults: deque[Fault] = field(default_factory=deque)
@@ -245,6 +248,8 @@ class _Handler(BaseHTTPRequestHandler):
             finish = "tool_calls"
         else:
             message["content"] = self._answer(body)
+            if fake.echo_authorization:
+                message["content"] += f" (you sent Authorization: {headers.get('authorization')})"
         usage = {"prompt_tokens": _words(body.get("messages")), "completion_tokens": 3}
         usage["total_tokens"] = usage["prompt_tokens"] + 3
         self._send(200, {

@@ -12,7 +12,8 @@ def test_aggregate_merges_near_duplicates_with_support_and_ids() -> None:
     c = Edit("add", "Output format", "Keep answers short.", trajectory_ids=("s/4",))
     out = aggregate([a, b, c], threshold=0.85, step=1)
     assert len(out.edits) == 2
-    assert out.edits[0].support == 3 and out.edits[0].trajectory_ids == ("s/1", "s/2", "s/3")
+    # support counts the proposals merged (two reflection calls agreed), ids are united
+    assert out.edits[0].support == 2 and out.edits[0].trajectory_ids == ("s/1", "s/2", "s/3")
     assert out.edits[1].support == 1
     assert out.conflicts == []
 

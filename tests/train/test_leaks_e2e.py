@@ -29,7 +29,14 @@ from skillgrad.report.html import write_html_report
 from skillgrad.runs.io import read_json
 from skillgrad.session import run_training
 from skillgrad.tasks.base import Split
-from skillgrad.testing import FunctionBackend, ToyTask, system_text, user_text
+from skillgrad.testing import (
+    FunctionBackend,
+    ToyTask,
+    optimizer_call_kind,
+    rules_reply,
+    system_text,
+    user_text,
+)
 from skillgrad.types import ChatRequest, Item, Score
 
 RULE = "Always answer in UPPERCASE."
@@ -66,20 +73,17 @@ def _target(request: ChatRequest) -> str:
 def _optimizer(paste: str, guidance: str = "Keep answering in upper case.") -> FunctionBackend:
     def reply(request: ChatRequest) -> Any:
         prompt = user_text(request)
-        if "Longitudinal comparison" in prompt:  # the slow update's guidance
-            return {"guidance": guidance}
-        if "Group the indices" in prompt:
+        kind = optimizer_call_kind(request)
+        if kind == "slow_update":  # the slow update's guidance
+            return {"rules": [guidance]}
+        if kind == "merge":
             return {"groups": [[i] for i in range(len(re.findall(r"^\[\d+\]", prompt, re.M)))]}
-        if "Rank the candidate edits" in prompt:
+        if kind == "rank":
             return {"order": [0, 1, 2, 3]}
-        if "Revise the memo" in prompt:
+        if kind == "meta_skill":
             return {"memo": "Upper case helped."}
-        rejected = prompt.split("## Edits rejected earlier")[-1].split("## Scored")[0]
-        content = RULE if paste in rejected else f"{RULE} Example: {paste}"
-        return {
-            "failure_patterns": [{"pattern": "not upper case", "item_ids": []}],
-            "edits": [{"op": "add", "section": "Rules", "content": content, "rationale": "case"}],
-        }
+        rejected = prompt.split("## Rules rejected before")[-1].split("## Failed tasks")[0]
+        return rules_reply(RULE if paste in rejected else f"{RULE} Example: {paste}")
 
     return FunctionBackend(reply, "function:leaky-optimizer")
 

@@ -12,7 +12,7 @@ import pytest
 from skillgrad.config import load_config
 from skillgrad.runs.io import read_json, read_jsonl
 from skillgrad.session import run_training
-from skillgrad.testing import FunctionBackend, user_text
+from skillgrad.testing import FunctionBackend, optimizer_call_kind, user_text
 from skillgrad.train.select import Schedule, effective_lr
 
 sys.path.insert(0, str(Path(__file__).parents[1]))
@@ -52,15 +52,13 @@ def test_loop_learns_the_rule_and_rejects_the_harmful_edit(tmp_path: Path) -> No
     assert first["n_applied"] == 1 and not first["accepted"]
     assert BAD_RULE in (run / "steps/step_0001/candidate.md").read_text()
     # ... and it appears in the rejected-edit buffer of the next reflection call
-    reflect_prompts = [
-        user_text(r) for r in optimizer.calls if "Scored trajectories" in user_text(r)
-    ]
-    buffer_part = reflect_prompts[1].split("## Edits rejected earlier")[1].split("## Scored")[0]
-    assert BAD_RULE in buffer_part and "drop" in buffer_part
+    reflect_prompts = [user_text(r) for r in optimizer.calls if optimizer_call_kind(r) == "reflect"]
+    buffer_part = reflect_prompts[1].split("## Rules rejected before")[1].split("## ")[0]
+    assert BAD_RULE in buffer_part and "validation score 0.000 against" in buffer_part
     assert second["accepted"] and second["val_score"] == 1.0
     # provenance of the accepted line
     log = read_jsonl(run / "patch_log.jsonl")
-    assert [r["edit"]["content"] for r in log] == [GOOD_RULE]
+    assert [r["edit"]["content"] for r in log] == [f"- {GOOD_RULE}"]
     assert log[0]["step"] == 2 and log[0]["edit"]["trajectory_ids"]
     assert all(t.startswith("step_0002/") for t in log[0]["edit"]["trajectory_ids"])
 
@@ -166,11 +164,11 @@ def test_preflight_estimate_bounds_the_real_usage(tmp_path: Path) -> None:
 
 
 MARKERS = {  # a phrase of each call kind's user template -> the kind
-    "Scored trajectories": "reflect",
-    "systemic failure pattern": "deep_reflect",
+    "## Failed tasks": "reflect",
+    "with the same feedback": "deep_reflect",
     "Group the indices": "merge",
-    "Rank the candidate edits": "rank",
-    "Longitudinal comparison": "slow_update",
+    "Order the proposed changes": "rank",
+    "The same ": "slow_update",
     "Revise the memo": "meta_skill",
 }
 
@@ -188,3 +186,12 @@ def test_every_optimizer_call_kind_sends_its_own_system_prompt(tmp_path: Path) -
         assert request.messages[0].content == render_prompt(f"{kind}_system"), kind
         seen.add(kind)
     assert {"reflect", "slow_update", "meta_skill"} <= seen
+
+
+def test_the_report_shows_the_learned_skill(tmp_path: Path) -> None:
+    result = run_training(_cfg(tmp_path), optimizer=make_optimizer(), target=make_target())
+    report = (result.run_dir / "report.md").read_text()
+    section = report.split("## Learned skill")[1].split("## ")[0]
+    assert f"- {GOOD_RULE}" in section and BAD_RULE not in section
+    excerpt = result.summary["best_skill_excerpt"]
+    assert excerpt["text"] == f"- {GOOD_RULE}" and not excerpt["cut"]

@@ -1,19 +1,29 @@
-"""Reflection: schema validation, one re-ask with the error, failed reflections recorded."""
+"""Reflection: rules first, schema validation, one re-ask with the error, failed reflections
+recorded, deep mode chosen from the scorer's feedback (no model call decides it)."""
 
 from __future__ import annotations
 
-from skillgrad.testing import ScriptedBackend
-from skillgrad.train.reflect import ReflectConfig, reflect, trajectory_id
-from skillgrad.types import Message, Score, Trajectory
+import json
+
+from skillgrad.models.structured import request_schema
+from skillgrad.testing import ScriptedBackend, rules_reply
+from skillgrad.train.reflect import (
+    ReflectConfig,
+    dominant_pattern,
+    feedback_key,
+    reflect,
+    trajectory_id,
+)
+from skillgrad.types import ChatRequest, Message, Score, Trajectory
 
 
-def _traj(item: str, passed: bool = False) -> Trajectory:
+def _traj(item: str, passed: bool = False, feedback: str = "") -> Trajectory:
     return Trajectory(
         item_id=item,
         skill_hash="h",
         output="apple",
         messages=(Message("user", "Word: apple"), Message("assistant", "apple")),
-        score=Score(float(passed), passed, "expected 'APPLE', got 'apple'"),
+        score=Score(float(passed), passed, feedback or f"expected '{item.upper()}', got 'apple'"),
         reference="APPLE",
     )
 
@@ -21,14 +31,17 @@ def _traj(item: str, passed: bool = False) -> Trajectory:
 CFG = ReflectConfig(
     minibatch_size=2, max_edits=2, failure_only=True, deep_threshold=0.6, workers=2, max_tokens=200
 )
-GOOD = {"failure_patterns": [], "edits": [{"op": "add", "section": "Rules", "content": "Upper."}]}
+GOOD = rules_reply("Answer in upper case.")
+REFLECT = "## Failed tasks"
 
 
 async def test_valid_output_becomes_edits_with_trajectory_ids() -> None:
-    opt = ScriptedBackend().expect("Scored trajectories", GOOD)
+    opt = ScriptedBackend().expect(REFLECT, GOOD)
     out = await reflect(3, "", [_traj("a"), _traj("b")], opt, CFG)
     opt.assert_done()
-    assert [e.content for e in out.edits] == ["Upper."]
+    assert [(e.op, e.section, e.content) for e in out.edits] == [
+        ("add", "", "- Answer in upper case.")
+    ]
     assert out.edits[0].trajectory_ids == (trajectory_id(3, "a"), trajectory_id(3, "b"))
     assert out.failed_calls == 0
 
@@ -36,12 +49,12 @@ async def test_valid_output_becomes_edits_with_trajectory_ids() -> None:
 async def test_malformed_output_is_reasked_once_with_the_error() -> None:
     opt = (
         ScriptedBackend()
-        .expect("Scored trajectories", '{"edits": [{"op": "rewrite"}]}')
+        .expect(REFLECT, '{"rules": [{"replaces": "x"}]}')
         .expect(lambda r: "Your reply is invalid" in r.messages[-1].content, GOOD)
     )
     out = await reflect(1, "", [_traj("a")], opt, CFG)
     opt.assert_done()
-    assert "op" in opt.calls[1].messages[-1].content  # the validation error is shown
+    assert "rule" in opt.calls[1].messages[-1].content  # the validation error is shown
     assert out.records[0]["reasked"] and out.records[0]["ok"]
     assert len(out.edits) == 1
 
@@ -49,7 +62,7 @@ async def test_malformed_output_is_reasked_once_with_the_error() -> None:
 async def test_still_malformed_output_is_recorded_as_failed_not_replaced() -> None:
     opt = (
         ScriptedBackend()
-        .expect("Scored trajectories", "I think you should add a rule.")
+        .expect(REFLECT, "I think you should add a rule.")
         .expect("Your reply is invalid", "{broken json")
     )
     out = await reflect(1, "", [_traj("a")], opt, CFG)
@@ -61,14 +74,14 @@ async def test_still_malformed_output_is_recorded_as_failed_not_replaced() -> No
     assert out.failed_calls == 1
 
 
-async def test_a_reply_without_any_edit_is_invalid() -> None:
+async def test_a_reply_without_any_rule_is_invalid() -> None:
     opt = (
         ScriptedBackend()
-        .expect("Scored trajectories", {"edits": []})
-        .expect("Your reply is invalid", {"edits": []})
+        .expect(REFLECT, {"rules": []})
+        .expect("Your reply is invalid", {"rules": []})
     )
     out = await reflect(1, "", [_traj("a")], opt, CFG)
-    assert out.failed_calls == 1 and "edits" in out.records[0]["error"]
+    assert out.failed_calls == 1 and "rules" in out.records[0]["error"]
 
 
 async def test_successes_are_skipped_in_failure_only_mode() -> None:
@@ -76,17 +89,78 @@ async def test_successes_are_skipped_in_failure_only_mode() -> None:
     assert out.calls == 0 and out.edits == []
 
 
-async def test_deep_mode_runs_when_one_pattern_dominates() -> None:
-    pattern = {"pattern": "lower case answers", "item_ids": ["a", "b", "c", "d"]}
-    shallow = {
-        "failure_patterns": [pattern],
-        "edits": [{"op": "add", "section": "R", "content": "x"}],
-    }
-    deep = {"failure_patterns": [], "edits": [{"op": "add", "section": "R", "content": "Sys."}]}
+def _schema_of(request: ChatRequest) -> dict[str, object]:
+    assert request.response_schema is not None
+    return request.response_schema
+
+
+async def test_an_empty_skill_offers_no_anchor_and_no_heading() -> None:
+    opt = ScriptedBackend().expect(REFLECT, GOOD)
+    await reflect(1, "", [_traj("a")], opt, CFG)
+    rule = _schema_of(opt.calls[0])["$defs"]["Rule"]  # type: ignore[index]
+    assert set(rule["properties"]) == {"rule"}
+    prompt = opt.calls[0].messages[-1].content
+    assert "replaces" not in prompt and "(empty" in prompt
+
+
+async def test_the_skills_real_lines_and_headings_are_the_only_choices() -> None:
+    skill = "# Format\n\n- Answer in one word.\n\n## Case\n\nUse lower case.\n"
+    opt = ScriptedBackend().expect(REFLECT, GOOD)
+    await reflect(1, skill, [_traj("a")], opt, CFG)
+    props = _schema_of(opt.calls[0])["$defs"]["Rule"]["properties"]  # type: ignore[index]
+    assert props["replaces"]["enum"] == ["", "Answer in one word.", "Use lower case."]
+    assert props["section"]["enum"] == ["", "Format", "Format > Case"]
+    assert 'set "replaces"' in opt.calls[0].messages[-1].content
+
+
+async def test_a_rule_replacing_a_line_becomes_a_replace_keeping_the_list_marker() -> None:
+    skill = "# Format\n\n- Answer in one word.\n"
+    reply = rules_reply("Answer in one upper-case word.", replaces="Answer in one word.")
+    out = await reflect(1, skill, [_traj("a")], ScriptedBackend().expect(REFLECT, reply), CFG)
+    (edit,) = out.edits
+    assert (edit.op, edit.anchor, edit.content) == (
+        "replace",
+        "Answer in one word.",
+        "Answer in one upper-case word.",
+    )
+
+
+async def test_an_empty_rule_with_replaces_deletes_that_line() -> None:
+    skill = "- Answer in one word.\n- Be nice.\n"
+    reply = {"rules": [{"rule": "", "replaces": "Be nice."}]}
+    out = await reflect(1, skill, [_traj("a")], ScriptedBackend().expect(REFLECT, reply), CFG)
+    assert [(e.op, e.anchor) for e in out.edits] == [("delete", "Be nice.")]
+
+
+async def test_a_rule_aimed_at_text_the_skill_lacks_is_added_as_a_new_rule() -> None:
+    skill = "- Answer in one word.\n"
+    reply = rules_reply("Use upper case.", replaces="Dates are ISO.", section="Output format")
+    out = await reflect(1, skill, [_traj("a")], ScriptedBackend().expect(REFLECT, reply), CFG)
+    (edit,) = out.edits
+    # the skill has no heading, so the schema offered none and the named one is not used
+    assert (edit.op, edit.section, edit.content) == ("add", "", "- Use upper case.")
+    assert "not in the skill" in edit.rationale
+
+
+def test_feedback_key_masks_what_differs_between_items() -> None:
+    a = feedback_key("expected 'APPLE', got 'apple' (3 words)")
+    b = feedback_key('expected "PEAR", got "pear" (12 words)')
+    assert a == b
+
+
+def test_the_dominant_pattern_is_the_largest_feedback_cluster() -> None:
+    fails = [_traj(x) for x in "abc"] + [_traj("d", feedback="the reply is empty")]
+    shown, ids = dominant_pattern(fails)  # type: ignore[misc]
+    assert ids == {"a", "b", "c"} and shown.startswith("expected")
+    assert dominant_pattern([]) is None
+
+
+async def test_deep_mode_runs_when_one_feedback_pattern_dominates() -> None:
+    deep = rules_reply("Always use upper case.")
     opt = (
         ScriptedBackend()
-        .expect("Scored trajectories", shallow, times=2)
-        .expect("systemic failure pattern", deep)
+        .expect(REFLECT, rules_reply("x"), times=2)
+        .expect("with the same feedback", deep)
     )
     trajs = [_traj(x) for x in "abcd"]
     out = await reflect(2, "", trajs, opt, CFG)
@@ -94,3 +168,22 @@ async def test_deep_mode_runs_when_one_pattern_dominates() -> None:
     assert [r["mode"] for r in out.records] == ["shallow", "shallow", "deep"]
     deep_edit = out.edits[-1]
     assert deep_edit.source == "deep_reflect" and len(deep_edit.trajectory_ids) == 4
+    assert "Feedback they share: expected" in opt.calls[-1].messages[-1].content
+
+
+async def test_no_deep_mode_when_failures_differ() -> None:
+    opt = ScriptedBackend().expect(REFLECT, rules_reply("x"), times=2)
+    feedbacks = ["the reply is empty", "expected a number", "too long by far", "wrong language"]
+    trajs = [_traj(x, feedback=f) for x, f in zip("abcd", feedbacks, strict=True)]
+    out = await reflect(2, "", trajs, opt, CFG)
+    opt.assert_done()
+    assert [r["mode"] for r in out.records] == ["shallow", "shallow"]
+
+
+def test_the_schema_sent_to_the_model_is_rules_first() -> None:
+    from skillgrad.train.schemas import reflection_model
+
+    schema = request_schema(reflection_model(3, lines=["a"], headings=["H"]))
+    assert next(iter(schema["$defs"]["Rule"]["properties"])) == "rule"
+    assert schema["properties"]["rules"]["maxItems"] == 3
+    json.dumps(schema)  # serialisable as sent

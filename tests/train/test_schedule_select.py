@@ -62,7 +62,7 @@ async def test_select_keeps_top_k_by_support_without_ranking_call() -> None:
 
 
 async def test_select_asks_optimizer_to_rank_only_when_pool_exceeds_k() -> None:
-    opt = ScriptedBackend().expect("Rank the candidate edits", {"order": [2, 0, 1]})
+    opt = ScriptedBackend().expect("Order the proposed changes", {"order": [2, 0, 1]})
     edits = [_edit("a"), _edit("b"), _edit("c")]
     sel = await select(edits, 2, max_edit_tokens=50, skill="", optimizer=opt)
     assert [e.content for e in sel.selected] == ["c", "a"]
@@ -72,8 +72,26 @@ async def test_select_asks_optimizer_to_rank_only_when_pool_exceeds_k() -> None:
     assert len(sel.selected) == 2
 
 
+async def test_an_edit_rejected_before_comes_after_new_ones_whatever_its_support() -> None:
+    old, new = _edit("- Be brief.", 3), _edit("Answer in one word.", 1)
+    rejected = [Edit("add", "", "be brief.")]
+    sel = await select([old, new], 1, max_edit_tokens=50, skill="", rejected=rejected)
+    assert [e.content for e in sel.selected] == ["Answer in one word."]
+    assert sel.dropped[0]["reason"] == "below top-1 (rejected before)"
+
+
+async def test_the_ranking_prompt_shows_the_graders_feedback_and_each_change() -> None:
+    opt = ScriptedBackend().expect("Order the proposed changes", {"order": [1, 0]})
+    edits = [_edit("- Be brief.", 1), Edit("replace", "", "Use ISO dates.", anchor="Use dates.")]
+    await select(edits, 1, max_edit_tokens=50, skill="x", optimizer=opt, feedback="- late (2)")
+    prompt = opt.calls[0].messages[-1].content
+    assert "- late (2)" in prompt
+    assert "[0] '- Be brief.' (proposed 1 times)" in prompt
+    assert "[1] 'Use dates.' -> 'Use ISO dates.'" in prompt
+
+
 async def test_failed_ranking_is_recorded_not_hidden() -> None:
-    opt = ScriptedBackend().expect("Rank", "not json").expect("invalid", "still not json")
+    opt = ScriptedBackend().expect("Order the", "not json").expect("invalid", "still not json")
     sel = await select([_edit("a"), _edit("b")], 1, max_edit_tokens=50, skill="", optimizer=opt)
     assert sel.ranking is not None and sel.ranking["ok"] is False
     assert "fallback" in sel.ranking

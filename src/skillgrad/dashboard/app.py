@@ -4,7 +4,7 @@ Routes: ``/`` runs under the root; ``/run/{name}`` live curve, steps, skills, ed
 ``/run/{name}/diff?a=&b=``; ``/api/runs`` and ``/api/run/{name}`` (polled by the page's script).
 Requests whose ``Host`` header names another host are refused unless remote access was allowed
 (a page on another site must not reach the loopback server through DNS rebinding). Run
-directories are re-read only when their files change (``data.RunCache``).
+directories are re-read only when their files change (``RunCache``).
 """
 
 from __future__ import annotations
@@ -23,7 +23,17 @@ from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from skillgrad.dashboard import data
+from skillgrad.dashboard.data import (
+    RunCache,
+    accepted_edits,
+    gate_steps,
+    leak_view,
+    live_history,
+    run_overview,
+    run_points,
+    step_edits,
+    sweep_overviews,
+)
 from skillgrad.errors import ConfigError, SkillgradError
 from skillgrad.report.load import RunData, list_runs
 from skillgrad.report.provenance import diff_html, skill_at
@@ -115,7 +125,7 @@ class Dashboard:
         self.root = Path(root)
         self.poll_ms = poll_ms
         self.env = _env()
-        self.runs = data.RunCache()
+        self.runs = RunCache()
 
     def _page(self, template: str, **ctx: Any) -> HTMLResponse:
         ctx.setdefault("poll_ms", self.poll_ms)
@@ -141,18 +151,16 @@ class Dashboard:
         return out
 
     async def index(self, request: Request) -> HTMLResponse:
-        return self._page(
-            "index.html", runs=self._overviews(), sweeps=data.sweep_overviews(self.root)
-        )
+        return self._page("index.html", runs=self._overviews(), sweeps=sweep_overviews(self.root))
 
     async def api_runs(self, request: Request) -> JSONResponse:
         return JSONResponse(self._overviews())
 
     async def api_run(self, request: Request) -> JSONResponse:
-        return JSONResponse(data.run_points(self._run(request.path_params["name"])))
+        return JSONResponse(run_points(self._run(request.path_params["name"])))
 
     def _steps(self, run: RunData) -> list[int]:
-        return [0, *(r.step for r in data.live_history(run))]
+        return [0, *(r.step for r in live_history(run))]
 
     async def run_page(self, request: Request) -> HTMLResponse:
         run = self._run(request.path_params["name"])
@@ -160,14 +168,14 @@ class Dashboard:
         return self._page(
             "run.html",
             run=run,
-            overview=data.run_overview(run),
-            history=data.live_history(run),
+            overview=run_overview(run),
+            history=live_history(run),
             current_skill=current,
             steps=self._steps(run),
-            step_edits=data.step_edits(run),
-            accepted=data.accepted_edits(run),
-            gate_steps=data.gate_steps(run),
-            leaks=data.leak_view(run),
+            step_edits=step_edits(run),
+            accepted=accepted_edits(run),
+            gate_steps=gate_steps(run),
+            leaks=leak_view(run),
         )
 
     async def diff_page(self, request: Request) -> HTMLResponse:

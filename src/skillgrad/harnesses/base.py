@@ -18,7 +18,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from skillgrad.errors import ConfigError
-from skillgrad.harnesses.events import PARSERS, Transcript
+from skillgrad.harnesses.events import PARSERS, Transcript, bounded
 from skillgrad.harnesses.process import (
     Access,
     Layout,
@@ -130,7 +130,7 @@ class AgentHarness(BaseModel):
             argv, layout, env, timeout_s, stdin=stdin,
             extra_ro=program_roots(Path(program)), relay=access.relay if access else None,
         )  # fmt: skip
-        return outcome, PARSERS[self.output](outcome.stdout)
+        return outcome, bounded(PARSERS[self.output](outcome.stdout))
 
     def fields(self, layout: Layout, values: dict[str, str], prompt: str = "") -> dict[str, str]:
         inside = {"workdir": str(layout.work(inside=True)), "home": str(layout.home(inside=True))}

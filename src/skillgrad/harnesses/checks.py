@@ -19,6 +19,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from skillgrad.harnesses.process import Layout, base_environment, run_boxed
+from skillgrad.sandbox.bounds import tail
 from skillgrad.types import Score
 
 _SCORE = re.compile(r"^\s*score\s*:\s*([0-9.]+)\s*$", re.MULTILINE | re.IGNORECASE)
@@ -88,13 +89,13 @@ def run_check(check: Check, layout: Layout, final: str, reference: Any) -> tuple
     env = base_environment(layout)
     env["SKILLGRAD_REFERENCE"] = json.dumps(reference)
     out = run_boxed(["/bin/sh", "-c", check.command], layout, env, check.timeout_s)
-    tail = (out.stdout + out.stderr).strip()[-400:]
+    last = tail((out.stdout + out.stderr).strip(), 400)
     if out.timed_out:
         return 0.0, f"FAIL command {check.command!r}: timed out after {check.timeout_s:g}s"
     m = _SCORE.findall(out.stdout)
     value = min(1.0, max(0.0, float(m[-1]))) if m else float(out.returncode == 0)
     verdict = "PASS" if out.returncode == 0 else "FAIL"
-    return value, f"{verdict} command {check.command!r} (exit {out.returncode}): {tail}"
+    return value, f"{verdict} command {check.command!r} (exit {out.returncode}): {last}"
 
 
 def score_checks(checks: list[Check], layout: Layout, final: str, reference: Any) -> Score:

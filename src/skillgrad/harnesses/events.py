@@ -8,13 +8,18 @@ Steps use the same shapes as ``ToolTask`` (``model``, ``tool_call`` with ``obser
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from skillgrad.runs.io import json_objects
+from skillgrad.sandbox.bounds import ERROR_CHARS, cut, cut_strings
 from skillgrad.types import Usage
+
+STEP_CHARS = 20_000  # one text of a step (a tool's output, a message) as kept
+FINAL_CHARS = 64_000  # the agent's final answer
 
 
 @dataclass(frozen=True)
@@ -132,6 +137,16 @@ def parse_text(stdout: str) -> Transcript:
     """A plain CLI: stdout is the final answer."""
     text = stdout.strip()
     return Transcript(({"type": "model", "text": text},), text, Usage(), True)
+
+
+def bounded(transcript: Transcript) -> Transcript:
+    """``transcript`` with every text cut to a bound (a marker says what was cut): each text of a
+    step to ``STEP_CHARS``, the final answer to ``FINAL_CHARS``. The agent's output is the box's
+    to choose, and every step is stored in trajectories, the results cache and prompts."""
+    steps = tuple(cut_strings(step, STEP_CHARS) for step in transcript.steps)
+    error = None if transcript.error is None else cut(transcript.error, ERROR_CHARS)
+    final = cut(transcript.final, FINAL_CHARS)
+    return dataclasses.replace(transcript, steps=steps, final=final, error=error)
 
 
 PARSERS: dict[str, Callable[[str], Transcript]] = {

@@ -4,8 +4,9 @@ Each rollout has a host folder ``root`` holding ``work/`` (the agent's working d
 ``home/`` (its HOME: config files, installed skills). Under bubblewrap ``root`` is bound
 read-write at ``/work`` and nothing else of the host is visible, so the agent sees
 ``/work/work`` and ``/work/home``; unsandboxed (opted into by name) it sees the host paths.
-``Layout`` gives both views. stdout and stderr go to files, never capped: they are the
-agent's full event stream.
+``Layout`` gives both views. stdout and stderr go to files and are read back up to
+``OUTPUT_BYTES`` each (head and tail, with a marker saying how much was cut): the agent's event
+stream is long, but it is the box's to choose.
 """
 
 from __future__ import annotations
@@ -21,9 +22,12 @@ from urllib.parse import urlsplit
 from skillgrad.errors import ConfigError
 from skillgrad.harnesses.proxy import ConnectProxy
 from skillgrad.sandbox import Box, EndpointRelay, Limits, check_mode
+from skillgrad.sandbox.bounds import read_bounded
 from skillgrad.sandbox.box import BOX_WORK, ENDPOINT_SOCKET, finish, inbox_command, returncode
 
 AGENT_PROCESSES = 512  # node agents start many threads and helper processes
+AGENT_OPEN_FILES = 4096  # node and its helpers (ripgrep, shells) hold many descriptors
+OUTPUT_BYTES = 32 << 20  # of the agent's stdout, and of its stderr
 RELAY_PORT = 8080  # the endpoint's port inside a box (each box has its own network namespace)
 
 
@@ -124,7 +128,12 @@ def run_boxed(
     """Run ``argv`` in ``layout.work`` inside a box; kill everything at ``timeout_s``. With a
     ``relay`` the box reaches that one endpoint on ``127.0.0.1:RELAY_PORT``, else nothing."""
     limits = Limits(
-        timeout_s=timeout_s, memory_mb=None, processes=AGENT_PROCESSES, file_mb=256, tmp_mb=512
+        timeout_s=timeout_s,
+        memory_mb=None,
+        processes=AGENT_PROCESSES,
+        file_mb=256,
+        tmp_mb=512,
+        open_files=AGENT_OPEN_FILES,
     )
     mode = check_mode(layout.mode)
     box = Box(limits, mode, layout.host, tuple(extra_ro), {}, env)
@@ -143,10 +152,7 @@ def run_boxed(
             except OSError as exc:
                 return ProcessOutcome(None, "", f"cannot start {argv[0]}: {exc}", False, 0.0)
         timed_out = finish([proc], start + timeout_s)
-        out.seek(0)
-        err.seek(0)
-        stdout = out.read().decode("utf-8", errors="replace")
-        stderr = err.read().decode("utf-8", errors="replace")
+        stdout, stderr = (read_bounded(f, OUTPUT_BYTES) for f in (out, err))
     code = returncode(proc.returncode, mode)
     took = time.monotonic() - start
     return ProcessOutcome(code, stdout, stderr, timed_out, took, box.isolation())

@@ -3,7 +3,8 @@
 ``MeteredBackend`` is the outermost wrapper of each role's backend: a cache hit is free and
 returns at once; a miss checks the budget, calls the inner backend (itself wrapped in retry and
 rate limiting), prices the usage and writes cache entry, ledger line and running totals in one
-transaction. Per-call overhead does not grow with the ledger (``bench/bench_overhead.py``).
+transaction, and returns the completion as stored (a key the server echoed is ``***``).
+Per-call overhead does not grow with the ledger (``bench/bench_overhead.py``).
 """
 
 from __future__ import annotations
@@ -114,7 +115,7 @@ class MeteredBackend:
         started = time.monotonic()
         completion = await self.inner.complete(request)
         ctx = current_context()
-        self.cache.put(
+        stored = self.cache.put(
             key,
             self.name,
             request,
@@ -126,7 +127,7 @@ class MeteredBackend:
             latency_s=time.monotonic() - started,
         )
         self.fresh_calls += 1
-        return completion
+        return stored  # as a resume will read it back: secrets redacted
 
 
 __all__ = ["DEFAULT_PRICES", "Budget", "MeteredBackend", "PriceTable"]

@@ -17,7 +17,7 @@ from matplotlib.ticker import MaxNLocator
 from skillgrad.errors import RunDirError
 from skillgrad.report.load import RunData, load_run
 from skillgrad.report.plots import _png, _series, best_score, val_score
-from skillgrad.runs.io import flatten
+from skillgrad.runs.io import atomic_write_bytes, atomic_write_text, flatten
 
 # Keys that differ between any two runs by construction and say nothing about the setup.
 IGNORED_CONFIG_KEYS = ("run_name", "resolved_at")
@@ -124,8 +124,7 @@ def write_compare_html(result: CompareResult, out: Path) -> Path:
     from skillgrad.report.html import environment  # late: html imports provenance/plots
 
     out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.with_name("compare_curves.png").write_bytes(result.curves_png)
+    atomic_write_bytes(out.with_name("compare_curves.png"), result.curves_png)
     page = (
         environment()
         .get_template("compare.html.j2")
@@ -135,7 +134,7 @@ def write_compare_html(result: CompareResult, out: Path) -> Path:
             columns=list(result.rows[0]) if result.rows else [],
         )
     )
-    out.write_text(page, encoding="utf-8")
+    atomic_write_text(out, page)
     return out
 
 

@@ -16,6 +16,7 @@ from skillgrad.report.load import RunData, load_run
 from skillgrad.report.plots import CATEGORY_COLORS, render_figures
 from skillgrad.report.provenance import blame, diff_html, skill_at
 from skillgrad.report.text import fmt
+from skillgrad.runs.io import atomic_write_text
 
 TEMPLATES = Path(__file__).parent / "templates"
 
@@ -68,8 +69,7 @@ def write_html_report(run_dir: Path, out: Path | None = None) -> Path:
     run = load_run(Path(run_dir))
     figures = render_figures(run, run.root / "figures")
     target = Path(out) if out is not None else run.root / "report.html"
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(render_html_report(run, figures), encoding="utf-8")
+    atomic_write_text(target, render_html_report(run, figures))
     return target
 
 

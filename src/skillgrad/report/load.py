@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from skillgrad.errors import RunDirError
-from skillgrad.runs.io import read_jsonl
+from skillgrad.runs.integrity import check_no_links
+from skillgrad.runs.io import read_jsonl, read_text
 from skillgrad.runs.layout import RunPaths
 from skillgrad.skill import Skill
 from skillgrad.types import StepRecord
@@ -77,7 +78,7 @@ def _read_json_lenient(path: Path, what: str) -> Any:
     if not path.exists():
         return None
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return json.loads(read_text(path))
     except json.JSONDecodeError as exc:
         raise RunDirError(
             f"{path}: {what} is not valid JSON ({exc.msg} at line {exc.lineno}); "
@@ -114,7 +115,7 @@ def load_skills(paths: RunPaths) -> dict[int, str]:
         for p in skills_dir.iterdir():
             m = _VERSION_RE.search(p.name)
             if m:
-                out[int(m.group(1))] = p.read_text(encoding="utf-8")
+                out[int(m.group(1))] = read_text(p)
     return dict(sorted(out.items()))
 
 
@@ -147,9 +148,10 @@ def load_run(run_dir: Path) -> RunData:
             f"{run_dir}: not a skillgrad run directory (no config.json, history.json or "
             "events.jsonl); pass <output_root>/<run_name>."
         )
+    check_no_links(run_dir)  # a planted link would show a file from elsewhere as the run's
     paths = RunPaths(run_dir)
     history = load_history(paths.history)
-    best = paths.best_skill.read_text(encoding="utf-8") if paths.best_skill.exists() else None
+    best = read_text(paths.best_skill) if paths.best_skill.exists() else None
     if (run_dir / "best_skill").is_dir():  # a skill package: every file, as the versions hold it
         best = Skill.load(run_dir / "best_skill").text
     return RunData(

@@ -16,6 +16,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
 from skillgrad.report.load import RunData
+from skillgrad.runs.io import atomic_write_bytes
 from skillgrad.types import StepRecord
 
 Field = Callable[[StepRecord], float | None]
@@ -222,8 +223,7 @@ def render_figures(run: RunData, out_dir: Path | None = None) -> dict[str, bytes
             continue
         out[name] = png
         if out_dir is not None:
-            out_dir.mkdir(parents=True, exist_ok=True)
-            (out_dir / f"{name}.png").write_bytes(png)
+            atomic_write_bytes(out_dir / f"{name}.png", png)
     return out
 
 

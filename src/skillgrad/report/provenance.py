@@ -15,6 +15,7 @@ from typing import Any
 
 from skillgrad.errors import RunDirError
 from skillgrad.report.load import RunData, load_run
+from skillgrad.skill import text_lines
 
 
 @dataclass(frozen=True)
@@ -68,7 +69,7 @@ def skill_diff(run_dir: Path, step_a: int | None = None, step_b: int | None = No
     a, label_a = skill_at(run, step_a, default="initial")
     b, label_b = skill_at(run, step_b, default="best")
     lines = difflib.unified_diff(
-        a.splitlines(), b.splitlines(), fromfile=label_a, tofile=label_b, lineterm=""
+        text_lines(a), text_lines(b), fromfile=label_a, tofile=label_b, lineterm=""
     )
     return "\n".join(lines)
 
@@ -76,7 +77,7 @@ def skill_diff(run_dir: Path, step_a: int | None = None, step_b: int | None = No
 def diff_rows(a: str, b: str) -> list[tuple[str, str]]:
     """A full line diff as ``(tag, line)`` with tag in ``" "``, ``"-"``, ``"+"``."""
     rows: list[tuple[str, str]] = []
-    la, lb = a.splitlines(), b.splitlines()
+    la, lb = text_lines(a), text_lines(b)
     for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, la, lb, autojunk=False).get_opcodes():
         if op == "equal":
             rows += [(" ", x) for x in la[i1:i2]]
@@ -116,7 +117,7 @@ def _entry_explains(entry: dict[str, Any], line: str) -> bool:
     s = line.strip()
     if edit.get("op") == "description":  # a package's frontmatter line
         return s.startswith("description:") and " ".join(content.split()) in s
-    if s and s in {c.strip() for c in content.splitlines()}:
+    if s and s in {c.strip() for c in text_lines(content)}:
         return True
     if s and s in content:
         return True
@@ -175,17 +176,17 @@ def blame(run_dir: Path) -> list[BlameLine]:
     if 0 not in run.skills:
         raise RunDirError(f"{run.root}/skills/skill_v0000.md (the initial skill) is missing.")
     best_v = run.best_version()
-    lines = run.skills[0].splitlines()
+    lines = text_lines(run.skills[0])
     attr: list[dict[str, Any]] = [{"source": "initial", "version": 0}] * len(lines)
     for v in sorted(run.skills):
         if v == 0 or (best_v is not None and v > best_v):
             continue
         entries = _entries_for(run, v)
-        new = run.skills[v].splitlines()
+        new = text_lines(run.skills[v])
         attr = _carry(lines, attr, new, lambda line, v=v, e=entries: _attribute(v, line, e))
         lines = new
     # best_skill.md should equal the best version; any drift is shown as unattributed.
-    final = run.best_skill.splitlines()
+    final = text_lines(run.best_skill)
     attr = _carry(lines, attr, final, lambda _line: {"source": "unattributed"})
     return [
         BlameLine(line_no=i + 1, text=t, **a)

@@ -21,6 +21,7 @@ from skillgrad.report.sweep import (
     paired_text,
     params_label,
 )
+from skillgrad.runs.io import atomic_write_bytes, atomic_write_text
 
 
 def _errorbar(ax: Any, x: float, stat: dict[str, Any], color: str, label: str | None) -> None:
@@ -89,11 +90,10 @@ def write_sweep_html(sweep_dir: Path, out: Path | None = None) -> Path:
     summary = load_summary_or_fail(Path(sweep_dir))
     figures = sweep_figures(summary)
     fig_dir = Path(sweep_dir) / "figures"
-    fig_dir.mkdir(parents=True, exist_ok=True)
     for name, png in figures.items():
-        (fig_dir / f"{name}.png").write_bytes(png)
+        atomic_write_bytes(fig_dir / f"{name}.png", png)
     target = Path(out) if out is not None else Path(sweep_dir) / "sweep_report.html"
-    target.write_text(render_sweep_html(summary, figures), encoding="utf-8")
+    atomic_write_text(target, render_sweep_html(summary, figures))
     return target
 
 

@@ -13,19 +13,28 @@ call 1 (``totals()`` without a filter reads an in-memory mirror of it).
 it has already been scored on.
 
 A file that is not a readable SQLite database is a RunDirError naming it, never a traceback.
+Every row passes through ``redact.redact_text`` (as every file does, ``runs/io.py``), and what a
+call or a rollout returns to the loop is the row as stored: a resumed run sees exactly what the
+uninterrupted one saw, and a key a server echoed is ``***`` in both. The file is 0600 (SQLite
+gives its ``-wal`` and ``-shm`` files the same mode) and is never opened through a symlink.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
+import os
 import sqlite3
+import stat
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
 from skillgrad.errors import RunDirError
+from skillgrad.redact import redact_text
+from skillgrad.runs.io import PRIVATE_FILE, open_private, private_dirs
 from skillgrad.types import ChatRequest, Completion, Trajectory, to_json
 
 _SCHEMA = """
@@ -67,11 +76,49 @@ _TOTALS_BY_ROLE = (
 )
 
 
+def _private_database(path: Path) -> bool:
+    """Create ``path`` 0600 (an existing one of ours, with its -wal and -shm files, is made
+    0600), never through a symlink (OSError); whether it held data already."""
+    private_dirs(path.parent)
+    try:
+        fd = open_private(path, os.O_RDWR)
+    except PermissionError:  # another user's ledger, read by report or sweep
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        info = os.fstat(fd)
+        if info.st_uid == os.geteuid():
+            os.fchmod(fd, PRIVATE_FILE)
+    finally:
+        os.close(fd)
+    for suffix in ("-wal", "-shm"):
+        side = path.with_name(path.name + suffix)
+        if os.path.lexists(side):
+            found = os.lstat(side)
+            if stat.S_ISLNK(found.st_mode):
+                raise OSError(errno.ELOOP, "a symlink", str(side))
+            if found.st_uid == os.geteuid():
+                side.chmod(PRIVATE_FILE)
+    return info.st_size > 0
+
+
+def _stored(data: Any) -> tuple[str, bool]:
+    """The JSON text of a row, secrets redacted (as every file write does), and whether the
+    redaction changed it."""
+    text = json.dumps(to_json(data), ensure_ascii=False)
+    clean = redact_text(text)
+    return clean, clean != text
+
+
 class CallCache:
     def __init__(self, path: Path) -> None:
-        existed = path.exists() and path.stat().st_size > 0
-        path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
+        try:
+            existed = _private_database(path)
+        except OSError as exc:
+            raise RunDirError(
+                f"{path}: cannot open the call ledger ({exc.strerror or exc}); it must be a "
+                "regular file (not a symlink) that this user can write."
+            ) from exc
         self._lock = threading.Lock()
         try:
             self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
@@ -130,10 +177,11 @@ class CallCache:
         step: int = 0,
         cost: float = 0.0,
         latency_s: float = 0.0,
-    ) -> None:
-        """Record a paid call: cache entry, ledger line and running totals in one transaction."""
-        response = json.dumps(to_json(completion), ensure_ascii=False)
-        req = json.dumps(request.cache_payload(), ensure_ascii=False)
+    ) -> Completion:
+        """Record a paid call: cache entry, ledger line and running totals in one transaction.
+        Returns the completion as stored (secrets redacted): what the caller must use."""
+        response, redacted = _stored(completion)
+        req, _ = _stored(request.cache_payload())
         p, c = completion.usage.prompt_tokens, completion.usage.completion_tokens
         row = (key, backend, req, response, role, stage, step, p, c, cost, latency_s, time.time())
         with self._lock:
@@ -161,6 +209,7 @@ class CallCache:
                     rec["prompt_tokens"] += p
                     rec["completion_tokens"] += c
                     rec["cost"] += cost
+        return Completion.from_json(json.loads(response)) if redacted else completion
 
     def totals(self, where: str = "", args: tuple[Any, ...] = ()) -> dict[str, dict[str, float]]:
         """Calls, tokens and cost per role (plus ``"all"``), optionally filtered by SQL on the
@@ -236,13 +285,15 @@ class CallCache:
             ).fetchone()
         return Trajectory.from_json(json.loads(row[0])) if row else None
 
-    def put_result(self, trajectory: Trajectory) -> None:
-        data = json.dumps(to_json(trajectory), ensure_ascii=False)
+    def put_result(self, trajectory: Trajectory) -> Trajectory:
+        """Store a scored trajectory; returns it as stored (secrets redacted)."""
+        data, redacted = _stored(trajectory)
         with self._lock:
             self._db.execute(
                 "INSERT OR REPLACE INTO results VALUES (?,?,?)",
                 (trajectory.skill_hash, trajectory.item_id, data),
             )
+        return Trajectory.from_json(json.loads(data)) if redacted else trajectory
 
 
 def corrupt_ledger(path: Path, exc: Exception) -> RunDirError:

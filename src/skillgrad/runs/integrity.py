@@ -14,12 +14,19 @@
 
 Any mismatch is a RunDirError naming the file and what to do. A deliberate forger who recomputes
 the hashes is out of scope: the seal defends results against accidents and careless edits.
+
+``check_no_links``: skillgrad never makes a symlink in a run directory, so one where its own
+files or folders should be (``events.jsonl`` or ``steps`` pointing outside) was planted, and
+writing would append to or create files wherever it points. Any symlink under the root is a
+RunDirError before anything is written or read (the root itself may be a link: the user named
+it).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sqlite3
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -34,6 +41,22 @@ from skillgrad.types import to_json
 INTEGRITY_KEY = "_integrity"
 VERSION = 1
 FRESH = "re-run with --fresh to start a new run directory"
+
+
+def check_no_links(root: Path) -> None:
+    """Refuse a run directory holding a symlink anywhere under ``root`` (see the docstring)."""
+    if not root.is_dir():
+        return
+    for folder, dirs, files in os.walk(root):  # never descends into a linked folder
+        for name in sorted(dirs + files):
+            path = Path(folder) / name
+            if path.is_symlink():
+                raise RunDirError(
+                    f"{path} is a symlink (to {os.readlink(path)}), where the run directory "
+                    f"keeps its own {'folder' if path.is_dir() else 'file'}; skillgrad never "
+                    "makes one, and writing through it would write outside the run. Replace it "
+                    f"with the real {'folder' if path.is_dir() else 'file'}, or {FRESH}."
+                )
 
 
 def sha256_bytes(data: bytes) -> str:
@@ -234,6 +257,7 @@ __all__ = [
     "canonical_sha256",
     "check_data",
     "check_ledger",
+    "check_no_links",
     "check_splits",
     "committed_patch_log",
     "ledger_mark",

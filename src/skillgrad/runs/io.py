@@ -2,11 +2,20 @@
 
 Everything under a run directory is written through these functions, so a kill at any instant
 leaves either the old or the new version of a file, never half of one. Every write passes through
-``redact.redact_text``: a remembered API key never reaches disk, whatever carried it.
+``redact.redact_text``: a remembered API key never reaches disk, whatever carried it (the call
+cache applies the same function to its rows). Files are private (0600) and the folders made for
+them too (0700); appends never follow a symlink.
+
+JSON lines: one record per ``\\n``, and nothing else ends a line. ``json_line`` writes a record
+with its text readable (``ensure_ascii=False``) but escapes U+2028, U+2029 and U+0085, which
+``str.splitlines`` and some other tools take for line ends (JSON escapes the ASCII ones already);
+``jsonl_lines`` is the one way every JSONL reader here splits, on ``\\n`` only, so a record
+written by anything else with those characters raw still reads whole.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import tempfile
@@ -18,14 +27,38 @@ from skillgrad.errors import RunDirError
 from skillgrad.redact import redact_text
 from skillgrad.types import to_json
 
+PRIVATE_FILE, PRIVATE_DIR = 0o600, 0o700
+
+
+def private_dirs(path: Path) -> None:
+    """Create folder ``path`` and its missing parents, each 0700 (``mkdir(parents=True)`` gives
+    the parents the umask's mode)."""
+    missing = []
+    while not os.path.lexists(path):
+        missing.append(path)
+        path = path.parent
+    for folder in reversed(missing):
+        with contextlib.suppress(FileExistsError):
+            folder.mkdir(mode=PRIVATE_DIR)
+
+
+def open_private(path: Path, flags: int) -> int:
+    """``os.open`` of a private file (created 0600), never through a symlink (ELOOP)."""
+    return os.open(path, flags | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, PRIVATE_FILE)
+
 
 def atomic_write_text(path: Path, text: str) -> None:
-    text = redact_text(text)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_bytes(path, redact_text(text).encode("utf-8"))
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write ``data`` to a private temp file beside ``path``, fsync, rename over ``path`` (a
+    symlink there is replaced, not followed). Text goes through ``atomic_write_text``."""
+    private_dirs(path.parent)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
@@ -46,22 +79,53 @@ def _fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
+_LINE_BREAKERS = str.maketrans({"\u2028": "\\u2028", "\u2029": "\\u2029", "\u0085": "\\u0085"})
+
+
+def json_text(value: Any, indent: int | None = None) -> str:
+    """``value`` as JSON, its text readable (``ensure_ascii=False``) except the characters some
+    readers take for line ends (see the module docstring): they are escaped."""
+    return json.dumps(to_json(value), indent=indent, ensure_ascii=False).translate(_LINE_BREAKERS)
+
+
+def json_line(row: Any) -> str:
+    """One JSON-lines record, newline included."""
+    return json_text(row) + "\n"
+
+
+def jsonl_lines(text: str) -> list[str]:
+    """The lines of a JSON-lines text: split on ``\\n`` only (a ``\\r`` before it dropped)."""
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return [line.removesuffix("\r") for line in lines]
+
+
 def atomic_write_json(path: Path, value: Any) -> None:
-    atomic_write_text(path, json.dumps(to_json(value), indent=2, ensure_ascii=False) + "\n")
+    atomic_write_text(path, json_text(value, indent=2) + "\n")
 
 
 def write_jsonl(path: Path, rows: Iterable[Any]) -> None:
-    text = "".join(json.dumps(to_json(r), ensure_ascii=False) + "\n" for r in rows)
-    atomic_write_text(path, text)
+    atomic_write_text(path, "".join(json_line(r) for r in rows))
 
 
 def append_jsonl(path: Path, row: Any) -> None:
     """Append one line and fsync. Readers skip a torn last line (see ``read_jsonl``)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a", encoding="utf-8") as fh:
-        fh.write(redact_text(json.dumps(to_json(row), ensure_ascii=False)) + "\n")
+    private_dirs(path.parent)
+    fd = open_private(path, os.O_WRONLY | os.O_APPEND)
+    with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+        fh.write(redact_text(json_line(row)))
         fh.flush()
         os.fsync(fh.fileno())
+
+
+def read_text(path: Path) -> str:
+    """A text file of a run directory exactly as written (``Path.read_text`` would turn a ``\\r``
+    a model wrote into ``\\n``); text that is not UTF-8 is a RunDirError naming the file."""
+    try:
+        return path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise RunDirError(f"{path}: not UTF-8 text ({exc}); restore the file.") from exc
 
 
 def read_json(path: Path, default: Any = None) -> Any:
@@ -69,8 +133,8 @@ def read_json(path: Path, default: Any = None) -> Any:
     if not path.exists():
         return default
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        return json.loads(read_text(path))
+    except json.JSONDecodeError as exc:
         raise RunDirError(
             f"{path}: not valid JSON ({exc}); the file was truncated or overwritten. "
             "Restore it from a backup, or re-run with --fresh to start a new run directory."
@@ -83,10 +147,7 @@ def read_jsonl(path: Path) -> list[Any]:
     if not path.exists():
         return []
     rows = []
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except UnicodeDecodeError as exc:
-        raise RunDirError(f"{path}: not UTF-8 text ({exc}); restore the file.") from exc
+    lines = jsonl_lines(read_text(path))
     for i, line in enumerate(lines):
         if not line.strip():
             continue
@@ -119,7 +180,7 @@ def json_objects(text: str) -> list[dict[str, Any]]:
     mid-write (an agent's event stream, the sandbox judge's verdict): lines that are not a JSON
     object — a torn last line, other output — are skipped, never an error."""
     events = []
-    for line in text.splitlines():
+    for line in jsonl_lines(text):
         try:
             event = json.loads(line)
         except json.JSONDecodeError:
@@ -130,12 +191,21 @@ def json_objects(text: str) -> list[dict[str, Any]]:
 
 
 __all__ = [
+    "PRIVATE_DIR",
+    "PRIVATE_FILE",
     "append_jsonl",
+    "atomic_write_bytes",
     "atomic_write_json",
     "atomic_write_text",
     "flatten",
+    "json_line",
     "json_objects",
+    "json_text",
+    "jsonl_lines",
+    "open_private",
+    "private_dirs",
     "read_json",
     "read_jsonl",
+    "read_text",
     "write_jsonl",
 ]

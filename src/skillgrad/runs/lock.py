@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from skillgrad.errors import RunDirError
+from skillgrad.runs.io import open_private, private_dirs
 
 LOCK_NAME = "run.lock"
 
@@ -125,10 +126,10 @@ class RunLock:
 
     @classmethod
     def _acquire(cls, root: Path) -> RunLock:
-        root.mkdir(parents=True, exist_ok=True)
+        private_dirs(root)
         path = root / LOCK_NAME
         while True:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+            fd = open_private(path, os.O_RDWR)  # never through a planted symlink
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:

@@ -14,15 +14,18 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from skillgrad.runs.io import PRIVATE_DIR, PRIVATE_FILE, private_dirs
 from skillgrad.skill_package import SKILL_FILE, SkillPackage, is_package_text
 
 
 def write_package_folder(folder: Path, bundle: str) -> None:
     """Replace ``folder`` with the package of ``bundle`` (written aside, then renamed)."""
-    folder.parent.mkdir(parents=True, exist_ok=True)
+    private_dirs(folder.parent)
     tmp = Path(tempfile.mkdtemp(dir=folder.parent, prefix=f".{folder.name}.tmp-"))
     try:
         SkillPackage.from_bundle(bundle).write(tmp)
+        for path in tmp.rglob("*"):  # private like every file of the run directory
+            path.chmod(PRIVATE_DIR if path.is_dir() else PRIVATE_FILE)
         if folder.exists():
             old = folder.parent / f".{folder.name}.old-{os.getpid()}"
             os.replace(folder, old)

@@ -11,6 +11,7 @@ by ``close``; readers never take it.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -20,6 +21,7 @@ from skillgrad.errors import RunDirError
 from skillgrad.redact import redact_json
 from skillgrad.runs import integrity
 from skillgrad.runs.io import (
+    PRIVATE_DIR,
     append_jsonl,
     atomic_write_json,
     atomic_write_text,
@@ -104,8 +106,11 @@ class RunDir:
     def create_or_check(self, config: dict[str, Any], data: Mapping[str, Sequence[Any]]) -> bool:
         """Take the writer lock, then write config.json for a new run, or check a resumed run's
         config and data (``{split: items}``) against what it started with. True if resuming."""
+        integrity.check_no_links(self.root)  # before the lock file is opened or written
         if self.lock is None or not self.lock.held:
             self.lock = RunLock.acquire(self.root)
+            with contextlib.suppress(PermissionError):  # another user's folder stays theirs
+                self.root.chmod(PRIVATE_DIR)  # a run made by an older version was 0755
             if self.lock.taken_over is not None:  # left behind by a killed run
                 self.event("lock_taken_over", previous=self.lock.taken_over.__dict__)
         if not self.exists():

@@ -3,19 +3,23 @@
 Contract of ``Box(limits, ...).start(argv)`` / ``run_in_box(argv, ...)``:
 
 - Filesystem: an empty root; ``/usr`` (and the ``/bin``, ``/lib*`` links), the few ``/etc`` files
-  programs need, the interpreter's prefix and ``extra_ro`` paths are bound READ-ONLY; ``/tmp`` and
-  ``HOME`` (``/home/box``) are fresh size-limited tmpfs; the work directory is ``workdir`` bound
-  read-write at ``/work`` (or a fresh tmpfs when ``workdir`` is None). Nothing else of the host
-  (no ``/work/main``, ``/root``, run directories, sockets) exists inside.
+  programs need, the interpreter's prefix and ``extra_ro`` paths are bound READ-ONLY; the in-box
+  scripts and ``files`` are COPIED in read-only (so no host path of theirs shows in
+  ``/proc/self/mountinfo``). The root, ``/etc`` and ``/dev`` are remounted read-only after the
+  mounts. The only writable places are ``/tmp``, ``HOME`` (``/home/box``), ``/dev/shm`` and the
+  work directory ``/work``: fresh tmpfs of ``tmp_mb`` each, or for ``/work`` the host directory
+  ``workdir`` bound read-write. Nothing else of the host (no ``/work/main``, ``/root``, run
+  directories, sockets) exists inside.
 - Namespaces: new user, PID, IPC, UTS, mount, cgroup and network namespaces (``--unshare-all``),
   nested user namespaces disabled, ``--die-with-parent``, ``--new-session`` (no terminal
   injection), a fresh ``/proc`` that shows only the box's processes.
 - Environment: ``--clearenv`` plus exactly ``env`` (PATH, HOME, TMPDIR, LANG by default).
 - Limits (``Limits``): processes (RLIMIT_NPROC, counted in the box's own user namespace; when we
   run as root the box runs as an unprivileged uid, since the kernel exempts uid 0), address
-  space per process, CPU seconds per process, bytes per file, tmpfs sizes, and a wall clock that
-  SIGKILLs bubblewrap's process group: the box's PID 1 dies with its parent and the kernel then
-  kills every process of the PID namespace, setsid or not.
+  space per process, CPU seconds per process, bytes per file, open descriptors per process,
+  tmpfs sizes, and a wall clock that SIGKILLs bubblewrap's process group: the box's PID 1 dies
+  with its parent and the kernel then kills every process of the PID namespace, setsid or not.
+  A seccomp filter (``seccomp.py``) makes the calls that hold memory outside all of these fail.
 - Network: none (an empty network namespace with only loopback). ``run_in_box(endpoint=...)``
   binds ONE unix socket in at ``/run/skillgrad/endpoint.sock`` that leads to one endpoint (see
   ``relay.py``); the command reaches it through a loopback port inside the box.
@@ -26,10 +30,10 @@ same environment, rlimits and wall clock but none of the isolation; ``isolation`
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import functools
 import os
+import platform
 import resource
 import secrets
 import shutil
@@ -39,13 +43,16 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Literal
 
 from skillgrad.errors import ConfigError
+from skillgrad.sandbox.bounds import read_bounded
 from skillgrad.sandbox.relay import EndpointRelay
+from skillgrad.sandbox.seccomp import ARCHES, supported
+from skillgrad.sandbox.seccomp import program as seccomp_program
 
 Mode = Literal["bubblewrap", "unsandboxed"]
 MODES: tuple[str, ...] = ("bubblewrap", "unsandboxed")
@@ -72,9 +79,11 @@ class SandboxUnavailable(ConfigError):
 
 @dataclass(frozen=True)
 class Limits:
-    """Per-box limits. ``memory_mb``/``cpu_s``/``file_mb`` are per process (rlimits); None means
-    no limit of that kind (node's V8 reserves more address space than it uses: agent boxes
-    leave ``memory_mb`` None). ``cpu_s`` None means the wall clock plus one second."""
+    """Per-box limits. ``memory_mb``/``cpu_s``/``file_mb``/``open_files`` are per process
+    (rlimits); None means no limit of that kind (node's V8 reserves more address space than it
+    uses: agent boxes leave ``memory_mb`` None). ``cpu_s`` None means the wall clock plus one
+    second. ``tmp_mb`` is the size of EACH writable tmpfs (``/tmp``, ``/home/box``, ``/dev/shm``,
+    and ``/work`` unless a host directory is bound there)."""
 
     timeout_s: float = 10.0
     memory_mb: int | None = 256
@@ -82,6 +91,7 @@ class Limits:
     processes: int = 32
     file_mb: int = 16
     tmp_mb: int = 64
+    open_files: int = 64
 
     def __post_init__(self) -> None:
         if not self.timeout_s > 0:
@@ -92,6 +102,10 @@ class Limits:
             )
         if self.processes < 2:
             raise ConfigError(f"sandbox: processes must be >= 2, got {self.processes}")
+        if self.open_files < 16:
+            raise ConfigError(f"sandbox: open_files must be >= 16, got {self.open_files}")
+        if self.tmp_mb < 1:
+            raise ConfigError(f"sandbox: tmp_mb must be >= 1, got {self.tmp_mb}")
 
     def rlimits(self) -> dict[int, int]:
         cpu = self.cpu_s if self.cpu_s is not None else int(self.timeout_s) + 1
@@ -100,6 +114,7 @@ class Limits:
             resource.RLIMIT_CPU: max(1, cpu),
             resource.RLIMIT_FSIZE: self.file_mb * 1024 * 1024,
             resource.RLIMIT_CORE: 0,
+            resource.RLIMIT_NOFILE: self.open_files,
         }
         if self.memory_mb is not None:
             limits[resource.RLIMIT_AS] = self.memory_mb * 1024 * 1024
@@ -132,13 +147,21 @@ def bubblewrap_problem() -> str:
         return "bubblewrap (`bwrap`) is not installed"
     if not _prlimit():
         return "`prlimit` (Debian package util-linux) is not installed"
+    if not supported():
+        return (
+            f"the box's seccomp filter knows no system call numbers for {platform.machine()} "
+            f"(only {', '.join(ARCHES)})"
+        )
     probe = Box(Limits(timeout_s=20, memory_mb=None))
     try:
         out = probe.run(["/bin/true"])
     except OSError as exc:
         return f"bubblewrap cannot start: {exc}"
     if out.returncode != 0:
-        return f"bubblewrap cannot create its namespaces here: {out.stderr.strip()[-300:]}"
+        return (
+            "bubblewrap cannot start the box here (it needs user namespaces and bubblewrap "
+            f">= 0.5): {out.stderr.strip()[-300:]}"
+        )
     return ""
 
 
@@ -189,17 +212,10 @@ def box_python() -> Path:
 
 
 @functools.lru_cache(maxsize=1)
-def inbox_dir() -> Path:
-    """The in-box scripts' folder as the box's uid can read it: ours, or a world-readable copy
-    (when we run as root from a private install such as /root/.venv)."""
-    if os.geteuid() != 0 or _world_reachable(INBOX_HOST / "wire.py"):
-        return INBOX_HOST
-    copy = Path(tempfile.mkdtemp(prefix="skillgrad-inbox-", dir=scratch_root())) / "inbox"
-    atexit.register(shutil.rmtree, copy.parent, ignore_errors=True)
-    shutil.copytree(INBOX_HOST, copy, ignore=shutil.ignore_patterns("__pycache__"))
-    for path in (copy.parent, copy, *copy.iterdir()):
-        path.chmod(0o755 if path.is_dir() else 0o644)
-    return copy
+def inbox_files() -> dict[str, bytes]:
+    """The in-box scripts as the box receives them: in-box path -> content (copied in, so no
+    host path shows inside and a private install such as /root/.venv needs no readable copy)."""
+    return {f"{INBOX_DIR}/{p.name}": p.read_bytes() for p in sorted(INBOX_HOST.glob("*.py"))}
 
 
 def _prefix_of(executable: Path) -> Path | None:
@@ -224,7 +240,7 @@ class Box:
 
     ``workdir``: host directory bound read-write at ``/work`` (None: a fresh tmpfs);
     ``extra_ro``: host paths bound read-only at the same path (e.g. node's global modules);
-    ``files``: host files bound read-only at the given in-box path;
+    ``files``: host files copied in read-only at the given in-box path when the box starts;
     ``env``: the whole environment (default ``default_env()``);
     ``endpoint_socket``: a host unix socket bound at ``ENDPOINT_SOCKET`` (else no network)."""
 
@@ -242,13 +258,15 @@ class Box:
         net = "net-endpoint-only" if self.endpoint_socket else "no-network"
         return f"bubblewrap+{net}+rlimits"
 
-    def _bwrap(self) -> list[str]:
+    def _bwrap(self, data: Mapping[str, int], filter_fd: int) -> list[str]:
+        """bubblewrap's arguments; ``data`` maps in-box paths to descriptors of their content."""
         lim = self.limits
+        tmpfs = ["--size", str(lim.tmp_mb * 1024 * 1024), "--tmpfs"]
         args = [
             shutil.which("bwrap") or "bwrap", "--unshare-all", "--unshare-user", "--disable-userns",
             "--die-with-parent",
             "--new-session", "--clearenv", "--hostname", "box", "--cap-drop", "ALL",
-            "--ro-bind", "/usr", "/usr", "--proc", "/proc", "--dev", "/dev",
+            "--ro-bind", "/usr", "/usr", "--proc", "/proc", "--dev", "/dev", *tmpfs, "/dev/shm",
         ]  # fmt: skip
         for name in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
             top = Path("/") / name
@@ -260,20 +278,19 @@ class Box:
             if (Path("/etc") / name).exists():
                 args += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
         prefix = _prefix_of(box_python())
-        ro = [*([prefix] if prefix else []), *self.extra_ro]
-        for path in ro:
+        for path in [*([prefix] if prefix else []), *self.extra_ro]:
             args += ["--ro-bind", str(path), str(path)]
-        args += ["--size", str(lim.tmp_mb * 1024 * 1024), "--tmpfs", "/tmp"]
-        args += ["--size", str(lim.tmp_mb * 1024 * 1024), "--tmpfs", BOX_HOME]
+        args += [*tmpfs, "/tmp", *tmpfs, BOX_HOME]
         if self.workdir is not None:
             args += ["--bind", str(self.workdir), BOX_WORK]
         else:
-            args += ["--size", str(lim.tmp_mb * 1024 * 1024), "--tmpfs", BOX_WORK]
-        args += ["--ro-bind", str(inbox_dir()), INBOX_DIR]
-        for inside, host in self.files.items():
-            args += ["--ro-bind", str(host), inside]
+            args += [*tmpfs, BOX_WORK]
+        for inside, fd in data.items():
+            args += ["--perms", "0444", "--ro-bind-data", str(fd), inside]
         if self.endpoint_socket is not None:
             args += ["--ro-bind", str(self.endpoint_socket), ENDPOINT_SOCKET]
+        # after every mount: nothing but the sized tmpfs above (and /work) stays writable
+        args += ["--remount-ro", "/dev", "--remount-ro", "/", "--seccomp", str(filter_fd)]
         for key, value in (self.env if self.env is not None else default_env()).items():
             args += ["--setenv", key, value]
         args += ["--chdir", BOX_WORK]
@@ -292,11 +309,10 @@ class Box:
         ]
         return [_prlimit() or "prlimit", *limits, "--"]
 
-    def command(self, argv: Sequence[str]) -> list[str]:
-        """The full command line that runs ``argv`` in this box."""
-        if self.mode == "unsandboxed":
-            return [*self._limited(), *argv]
-        return [*self._bwrap(), *argv]
+    def _payloads(self) -> dict[str, bytes]:
+        """What is copied into the box: the in-box scripts and ``files``."""
+        copied = {inside: Path(host).read_bytes() for inside, host in self.files.items()}
+        return {**inbox_files(), **copied}
 
     def start(
         self,
@@ -311,20 +327,21 @@ class Box:
             env = dict(self.env if self.env is not None else default_env())
             env["HOME"] = env["TMPDIR"] = str(self.workdir or tempfile.gettempdir())
             return subprocess.Popen(
-                self.command(argv), stdin=stdin, stdout=stdout, stderr=stderr,
+                [*self._limited(), *argv], stdin=stdin, stdout=stdout, stderr=stderr,
                 pass_fds=tuple(pass_fds), cwd=self.workdir, env=env, start_new_session=True,
             )  # fmt: skip
         user = _box_uid() if os.geteuid() == 0 else None
-        if user is not None:
-            for path in [*([self.workdir] if self.workdir else []), *self.files.values()]:
-                _check_reachable(Path(path))
         if user is not None and self.workdir is not None:
+            _check_reachable(self.workdir)
             _give(self.workdir, user)  # ``run`` gives it back; callers of ``start``: give_back()
-        return subprocess.Popen(
-            self.command(argv), stdin=stdin, stdout=stdout, stderr=stderr,
-            pass_fds=tuple(pass_fds), start_new_session=True, env={"PATH": "/usr/bin:/bin"},
-            user=user, group=user, extra_groups=[] if user is not None else None,
-        )  # fmt: skip
+        payloads = self._payloads()
+        with _descriptors([*payloads.values(), seccomp_program()]) as fds:
+            command = [*self._bwrap(dict(zip(payloads, fds, strict=False)), fds[-1]), *argv]
+            return subprocess.Popen(
+                command, stdin=stdin, stdout=stdout, stderr=stderr,
+                pass_fds=(*pass_fds, *fds), start_new_session=True, env={"PATH": "/usr/bin:/bin"},
+                user=user, group=user, extra_groups=[] if user is not None else None,
+            )  # fmt: skip
 
     def give_back(self) -> None:
         """After the box is gone: the work directory's files belong to us again (the box ran
@@ -335,7 +352,8 @@ class Box:
     def run(
         self, argv: Sequence[str], stdin: bytes = b"", output_limit: int = 1 << 20
     ) -> BoxOutcome:
-        """Run ``argv`` to its end or the wall clock; stdout/stderr kept up to ``output_limit``."""
+        """Run ``argv`` to its end or the wall clock; of stdout and stderr at most ``output_limit``
+        bytes each are read (head and tail, with a marker saying how much was cut)."""
         start = time.monotonic()
         with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
             with tempfile.TemporaryFile() as given:
@@ -344,7 +362,7 @@ class Box:
                 proc = self.start(argv, out, err, stdin=given)
             timed_out = finish([proc], start + self.limits.timeout_s)
             self.give_back()
-            stdout, stderr = (_read_capped(f, output_limit) for f in (out, err))
+            stdout, stderr = (read_bounded(f, output_limit) for f in (out, err))
         code = returncode(proc.returncode, self.mode)
         duration = time.monotonic() - start
         return BoxOutcome(code, stdout, stderr, timed_out, duration, self.isolation())
@@ -352,7 +370,7 @@ class Box:
 
 _PRLIMIT = {
     resource.RLIMIT_NPROC: "nproc", resource.RLIMIT_CPU: "cpu", resource.RLIMIT_FSIZE: "fsize",
-    resource.RLIMIT_CORE: "core", resource.RLIMIT_AS: "as",
+    resource.RLIMIT_CORE: "core", resource.RLIMIT_AS: "as", resource.RLIMIT_NOFILE: "nofile",
 }  # fmt: skip
 
 
@@ -361,6 +379,21 @@ def _prlimit() -> str:
     """util-linux's ``prlimit``, resolved to a path under /usr (which every box binds)."""
     found = shutil.which("prlimit", path="/usr/bin:/bin:/usr/sbin:/sbin")
     return os.path.realpath(found) if found else ""
+
+
+@contextlib.contextmanager
+def _descriptors(contents: Sequence[bytes]) -> Iterator[list[int]]:
+    """Readable descriptors holding ``contents`` (anonymous temp files, read from the start),
+    open until the box has been started: bubblewrap copies each one in and closes it."""
+    with contextlib.ExitStack() as stack:
+        fds = []
+        for content in contents:
+            fh = stack.enter_context(tempfile.TemporaryFile())
+            fh.write(content)
+            fh.flush()
+            fh.seek(0)
+            fds.append(fh.fileno())
+        yield fds
 
 
 def _check_reachable(path: Path) -> None:
@@ -376,12 +409,6 @@ def _check_reachable(path: Path) -> None:
         )
 
 
-def scratch_root() -> str:
-    """Where to make folders a box will see: the temp dir when other users can enter it."""
-    tmp = tempfile.gettempdir()
-    return tmp if os.geteuid() != 0 or os.stat(tmp).st_mode & stat.S_IXOTH else "/tmp"
-
-
 def _box_uid() -> int:
     """A fresh unprivileged uid per box, so process counts and files are the box's own."""
     low, high = _BOX_UID_RANGE
@@ -393,13 +420,6 @@ def _give(path: Path, uid: int) -> None:
     for root, dirs, files in os.walk(path):
         for name in dirs + files:
             os.lchown(os.path.join(root, name), uid, uid)
-
-
-def _read_capped(fh: IO[bytes], limit: int) -> str:
-    fh.seek(0)
-    data = fh.read(limit + 1)
-    text = data[:limit].decode("utf-8", errors="replace")
-    return text + ("\n...[output truncated]" if len(data) > limit else "")
 
 
 def finish(procs: Sequence[subprocess.Popen[bytes]], deadline: float) -> bool:

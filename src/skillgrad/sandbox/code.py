@@ -21,6 +21,14 @@ from pathlib import Path
 from typing import Any
 
 from skillgrad.runs.io import json_objects
+from skillgrad.sandbox.bounds import (
+    ERROR_CHARS,
+    NAME_CHARS,
+    OUTPUT_CHARS,
+    cut,
+    read_bounded,
+    tail,
+)
 from skillgrad.sandbox.box import (
     Box,
     Limits,
@@ -29,10 +37,10 @@ from skillgrad.sandbox.box import (
     inbox_command,
     preflight,
     returncode,
-    scratch_root,
 )
 
-OUTPUT_LIMIT = 8_000  # characters of the program's stdout / stderr kept in the result
+OUTPUT_LIMIT = OUTPUT_CHARS  # characters of the program's stdout / stderr kept in the result
+VERDICT_BYTES = 4 << 20  # the judge's events are small; more is cut (and the run fails)
 HOST_GRACE_S = 1.0  # how long the solution host may outlive the judge before it is killed
 
 
@@ -72,39 +80,18 @@ class SandboxResult:
         if len(failed) > 4:
             parts.append(f"... and {len(failed) - 4} more failed tests")
         if self.stderr.strip() and not self.errors:
-            parts.append("stderr tail: " + self.stderr.strip()[-300:])
-        text = "\n".join(parts)
-        return text if len(text) <= max_chars else text[: max_chars - 3] + "..."
-
-
-def _truncate(text: str, limit: int = OUTPUT_LIMIT) -> str:
-    if len(text) <= limit:
-        return text
-    cut = len(text) - limit
-    return text[: limit // 2] + f"\n...[{cut} chars truncated]...\n" + text[-limit // 2 :]
-
-
-def _read(path: Path, limit: int = 4 * OUTPUT_LIMIT) -> str:
-    with path.open("rb") as fh:
-        head = fh.read(limit)
-        size = fh.seek(0, os.SEEK_END)
-        tail = b""
-        if size > limit:
-            fh.seek(max(limit, size - limit))
-            tail = fh.read()
-    text = head.decode("utf-8", errors="replace")
-    return text + ("\n" + tail.decode("utf-8", errors="replace") if tail else "")
+            parts.append("stderr tail: " + tail(self.stderr.strip(), 300))
+        return cut("\n".join(parts), max_chars)
 
 
 @contextmanager
 def _scratch(files: dict[str, str]) -> Iterator[Path]:
-    """A host folder the box's uid can read (0711, files 0644) holding ``files``."""
-    with tempfile.TemporaryDirectory(prefix="skillgrad-sbx-", dir=scratch_root()) as base:
+    """A private host folder (0700) holding ``files``: the box gets copies of them, and the
+    parent opens the output and verdict files here for it."""
+    with tempfile.TemporaryDirectory(prefix="skillgrad-sbx-") as base:
         root = Path(base)
-        root.chmod(0o711)
         for name, text in files.items():
             (root / name).write_text(text, encoding="utf-8")
-            (root / name).chmod(0o644)
         (root / "work").mkdir(mode=0o700)
         yield root
 
@@ -176,16 +163,16 @@ def run_tests(
         judge, host = procs
         timed_out = finish([judge], start + timeout_s)
         finish([host], min(start + timeout_s, time.monotonic() + HOST_GRACE_S))
-        events = json_objects((root / "verdict").read_text(encoding="utf-8", errors="replace"))
-        stdout, stderr = _read(root / "out"), _read(root / "err")
-        judge_stderr = _read(root / "judge_err")
+        events = json_objects(read_bounded(root / "verdict", VERDICT_BYTES))
+        stdout, stderr = (read_bounded(root / f, OUTPUT_LIMIT) for f in ("out", "err"))
+        judge_stderr = read_bounded(root / "judge_err", OUTPUT_LIMIT)
     duration = time.monotonic() - start
     host_code = returncode(host.returncode, checked)
     tests_run = tuple(
         {
-            "name": str(e.get("name")),
+            "name": cut(str(e.get("name")), NAME_CHARS),
             "passed": e.get("ok") is True,
-            "error": str(e.get("error", "")),
+            "error": cut(str(e.get("error", "")), ERROR_CHARS),
         }
         for e in events
         if e.get("event") == "test"
@@ -193,14 +180,18 @@ def run_tests(
     total = next((int(e["total"]) for e in events if e.get("event") == "plan"), len(tests_run))
     done = any(e.get("event") == "done" for e in events)
     memory = any(e.get("event") == "memory" for e in events)
-    errors = [f"{e.get('stage')}: {e.get('error')}" for e in events if e.get("event") == "error"]
+    errors = [
+        cut(f"{e.get('stage')}: {e.get('error')}", ERROR_CHARS)
+        for e in events
+        if e.get("event") == "error"
+    ]
     if not done and not timed_out and judge.returncode != 0:
-        errors.append(f"the judge failed: {judge_stderr.strip()[-500:]}")
+        errors.append(f"the judge failed: {cut(judge_stderr.strip(), 500)}")
     reason = _killed_reason(host_code, timed_out, memory, limits) if not done or memory else ""
     n_passed = sum(1 for t in tests_run if t["passed"] is True)
     passed = done and total > 0 and n_passed == total and not timed_out and not errors
     return SandboxResult(
-        passed=passed, returncode=host_code, stdout=_truncate(stdout), stderr=_truncate(stderr),
+        passed=passed, returncode=host_code, stdout=stdout, stderr=stderr,
         timed_out=timed_out, memory_exceeded=memory, killed_reason=reason,
         duration_s=round(duration, 3), tests_passed=n_passed, tests_total=total,
         isolation=host_box.isolation() + "+separate-judge", tests=tests_run, errors=tuple(errors),
@@ -218,14 +209,14 @@ def run_code(
         path = "/src/solution.py"
         if checked == "unsandboxed":
             box.workdir, path = root / "work", str(root / "solution.py")
-        outcome = box.run([str(box_python()), "-I", "-B", path], output_limit=4 * OUTPUT_LIMIT)
+        outcome = box.run([str(box_python()), "-I", "-B", path], output_limit=OUTPUT_LIMIT)
     memory = "MemoryError" in outcome.stderr
     reason = _killed_reason(outcome.returncode, outcome.timed_out, memory, limits)
     if not reason and outcome.returncode not in (0, None):
         reason = f"exited with code {outcome.returncode}"
     return SandboxResult(
         passed=outcome.returncode == 0 and not outcome.timed_out, returncode=outcome.returncode,
-        stdout=_truncate(outcome.stdout), stderr=_truncate(outcome.stderr),
+        stdout=outcome.stdout, stderr=outcome.stderr,
         timed_out=outcome.timed_out, memory_exceeded=memory, killed_reason=reason,
         duration_s=round(outcome.duration_s, 3), tests_passed=0, tests_total=0,
         isolation=outcome.isolation,

@@ -8,6 +8,13 @@ relay (``inbox/relay.py``) that listens on ``127.0.0.1:P`` inside the box; the c
 talks plain HTTP to ``http://127.0.0.1:P``. The box keeps ``--unshare-net``: no other address,
 no DNS, no host loopback.
 
+Every connection is served by one asyncio event loop on one thread. An ``ssl.SSLSocket`` must
+not be read by one thread while another writes it (OpenSSL's SSL objects are not thread-safe:
+when TLS 1.3 session tickets arrive during a write, the two threads steal each other's bytes and
+the exchange hangs, about one connection in a hundred; that was the timeout of
+``test_the_relay_speaks_tls_to_an_https_endpoint`` in full-suite runs), and asyncio's TLS runs
+reads and writes of one connection on one thread.
+
 What it does not do: it forwards bytes, it does not read HTTP. The ``Host`` header the command
 sends is ``127.0.0.1:P`` (endpoints behind name-based routing may need a rewrite), and any API
 key the command needs must be given to it (its environment), so the command can read that key.
@@ -15,6 +22,7 @@ key the command needs must be given to it (its environment), so the command can 
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import shutil
@@ -22,10 +30,11 @@ import socket
 import ssl
 import tempfile
 import threading
+from asyncio import StreamReader, StreamWriter
 from pathlib import Path
 from types import TracebackType
 
-from skillgrad.sandbox.inbox.relay import splice
+_CHUNK = 65536
 
 
 class EndpointRelay:
@@ -41,45 +50,62 @@ class EndpointRelay:
         self._dir = Path(tempfile.mkdtemp(prefix="skillgrad-relay-", dir=tmp))
         self._dir.chmod(0o711)
         self.socket_path = self._dir / "endpoint.sock"
-        self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self._listener.bind(str(self.socket_path))
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        listener.bind(str(self.socket_path))
         os.chmod(self.socket_path, 0o666)  # the box runs as another, unprivileged uid
-        self._listener.listen(64)
-        self._closed = threading.Event()
         self.connections = 0
-        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._loop = asyncio.new_event_loop()
+        self._serving = threading.Event()
+        self._thread = threading.Thread(target=self._run, args=(listener,), daemon=True)
         self._thread.start()
+        self._serving.wait()
 
-    def _upstream(self) -> socket.socket:
-        sock = socket.create_connection((self.host, self.port), timeout=self.timeout_s)
-        sock.settimeout(None)
+    def _context(self) -> ssl.SSLContext | None:
         if self.tls is False:
-            return sock
-        context = self.tls if isinstance(self.tls, ssl.SSLContext) else ssl.create_default_context()
-        return context.wrap_socket(sock, server_hostname=self.host)
+            return None
+        return self.tls if isinstance(self.tls, ssl.SSLContext) else ssl.create_default_context()
 
-    def _serve(self) -> None:
-        while not self._closed.is_set():
-            try:
-                client, _ = self._listener.accept()
-            except OSError:
-                return
-            self.connections += 1
-            threading.Thread(target=self._forward, args=(client,), daemon=True).start()
-
-    def _forward(self, client: socket.socket) -> None:
+    def _run(self, listener: socket.socket) -> None:
+        loop = self._loop
+        asyncio.set_event_loop(loop)
         try:
-            upstream = self._upstream()
-        except OSError:
-            client.close()
+            start = asyncio.start_unix_server(self._forward, sock=listener, backlog=64)
+            server = loop.run_until_complete(start)
+        finally:
+            self._serving.set()
+        loop.run_forever()
+        server.close()
+        tasks = asyncio.all_tasks(loop)
+        for task in tasks:
+            task.cancel()
+        loop.run_until_complete(asyncio.gather(*tasks, return_exceptions=True))
+        loop.close()
+
+    async def _forward(self, client_r: StreamReader, client_w: StreamWriter) -> None:
+        self.connections += 1
+        context = self._context()
+        try:
+            up_r, up_w = await asyncio.wait_for(
+                asyncio.open_connection(
+                    self.host, self.port, ssl=context,
+                    server_hostname=self.host if context else None,
+                ),
+                self.timeout_s,
+            )  # fmt: skip
+        except (OSError, TimeoutError):
+            client_w.close()
             return
-        splice(client, upstream)
+        try:
+            sending = asyncio.ensure_future(_copy(client_r, up_w))
+            await _copy(up_r, client_w)  # the endpoint's side ending ends the exchange
+            await sending
+        finally:
+            for writer in (client_w, up_w):
+                writer.close()
 
     def close(self) -> None:
-        self._closed.set()
-        with contextlib.suppress(OSError):
-            self._listener.shutdown(socket.SHUT_RDWR)
-        self._listener.close()
+        if self._loop.is_running():
+            self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout=5)
         shutil.rmtree(self._dir, ignore_errors=True)
 
@@ -90,6 +116,17 @@ class EndpointRelay:
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.close()
+
+
+async def _copy(reader: StreamReader, writer: StreamWriter) -> None:
+    """Copy until ``reader`` ends or fails, then half-close ``writer`` where it can be (a TLS
+    stream cannot: the endpoint sees the end when the connection closes)."""
+    with contextlib.suppress(OSError, ssl.SSLError):
+        while data := await reader.read(_CHUNK):
+            writer.write(data)
+            await writer.drain()
+        if writer.can_write_eof():
+            writer.write_eof()
 
 
 __all__ = ["EndpointRelay"]

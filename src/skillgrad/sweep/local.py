@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from skillgrad.redact import redact_message
+from skillgrad.runs.io import open_private, private_dirs
 from skillgrad.sweep.executors import OnDone
 from skillgrad.sweep.plan import RunJob
 from skillgrad.sweep.worker import FINISHED, RunOutcome
@@ -79,7 +80,7 @@ def _spawn() -> Proc:
 
 
 def _hand_over(proc: Proc, job: RunJob) -> None:
-    log_path(job).parent.mkdir(parents=True, exist_ok=True)
+    private_dirs(log_path(job).parent)
     assert proc.stdin is not None
     try:
         proc.stdin.write((json.dumps(job.to_json()) + "\n").encode("utf-8"))
@@ -97,7 +98,7 @@ def serve_one() -> int:
     if not line.strip():
         return 0  # a spare that was never needed
     job = RunJob.from_json(json.loads(line))
-    fd = os.open(log_path(job), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    fd = open_private(log_path(job), os.O_WRONLY | os.O_APPEND)
     os.dup2(fd, 1)
     os.dup2(fd, 2)
     outcome = execute(job)

@@ -19,7 +19,7 @@ from typing import Any
 
 from skillgrad.config import Config, load_config, load_yaml
 from skillgrad.errors import ConfigError, RunDirError
-from skillgrad.runs.io import atomic_write_json, read_json
+from skillgrad.runs.io import atomic_write_json, private_dirs, read_json
 from skillgrad.runs.rundir import _comparable, _flat_diff
 
 PLAN_FILE = "sweep.json"
@@ -207,7 +207,7 @@ def check_or_write_plan(plan: SweepPlan) -> bool:
                 f"{plan.sweep_dir} exists and is not a sweep directory (no {PLAN_FILE}); "
                 "choose another --out"
             )
-        plan.sweep_dir.mkdir(parents=True, exist_ok=True)
+        private_dirs(plan.sweep_dir)
         atomic_write_json(path, record)
         return False
     if not isinstance(stored, dict) or "sweep_id" not in stored:

@@ -21,6 +21,7 @@ from skillgrad.errors import ConfigError
 from skillgrad.executors import LOCAL, JobLost, RolloutExecutor
 from skillgrad.models.base import ModelBackend
 from skillgrad.sandbox import SandboxResult, run_tests
+from skillgrad.sandbox.bounds import tail
 from skillgrad.skill import skill_hash
 from skillgrad.tasks.base import Split, complete_item, failed_trajectory, skill_messages
 from skillgrad.types import Item, Message, Score, Trajectory
@@ -80,7 +81,7 @@ def sandbox_step(result: SandboxResult) -> dict[str, Any]:
     """The sandbox outcome as a trajectory step (JSON-ready, outputs shortened)."""
     step = {"type": "sandbox", **asdict(result)}
     step["tests"] = list(result.tests)
-    step["stdout"], step["stderr"] = result.stdout[-1000:], result.stderr[-1000:]
+    step["stdout"], step["stderr"] = tail(result.stdout, 1000), tail(result.stderr, 1000)
     return step
 
 

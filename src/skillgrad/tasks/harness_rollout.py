@@ -45,7 +45,9 @@ from skillgrad.harnesses.events import Transcript
 from skillgrad.harnesses.process import Layout, ProcessOutcome, endpoint_access
 from skillgrad.models.base import ModelBackend
 from skillgrad.redact import redact_text
+from skillgrad.runs.io import jsonl_lines
 from skillgrad.sandbox import check_mode, require_bubblewrap
+from skillgrad.sandbox.bounds import tail
 from skillgrad.skill import skill_hash
 from skillgrad.skill_package import SkillPackage, is_package_text
 from skillgrad.tasks.base import SPLITS, Split, failed_trajectory
@@ -53,6 +55,7 @@ from skillgrad.types import Item, Message, Score, Trajectory, to_json
 
 INFRA_PREFIX = "infrastructure: "
 FILE_LIMIT = 64_000  # characters of a created / changed file kept in the trajectory
+MAX_FILES = 100  # created / changed / deleted files listed in the trajectory; the rest counted
 
 
 class HarnessOptions(BaseModel):
@@ -253,21 +256,21 @@ def package_of(skill: str) -> SkillPackage | None:
 
 def infra_reason(outcome: ProcessOutcome, transcript: Transcript, timeout_s: float) -> str | None:
     """Why the run says nothing about the skill (agent program or endpoint failed), or None."""
-    tail = (outcome.stderr.strip() or outcome.stdout.strip())[-500:]
+    last = tail(outcome.stderr.strip() or outcome.stdout.strip(), 500)
     if outcome.timed_out:
         return f"the agent did not finish within {timeout_s:g}s (killed)"
     if outcome.returncode is None:
-        return tail or "the agent could not be started"
+        return last or "the agent could not be started"
     if transcript.infra:
         return f"the agent could not use its model endpoint: {transcript.error}"
     if not transcript.finished and outcome.returncode != 0:
-        return f"the agent exited with code {outcome.returncode} without finishing: {tail}"
+        return f"the agent exited with code {outcome.returncode} without finishing: {last}"
     return None
 
 
 def _rows(path: Path) -> list[tuple[int, dict[str, Any]]]:
     rows = []
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    for n, line in enumerate(jsonl_lines(path.read_text(encoding="utf-8")), 1):
         if not line.strip():
             continue
         try:
@@ -292,18 +295,29 @@ def _populate(work: Path, files: dict[str, str]) -> None:
 
 def _snapshot(root: Path) -> dict[str, str]:
     return {
-        p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        p.relative_to(root).as_posix(): _digest(p)
         for p in sorted(root.rglob("*"))
         if p.is_file() and not p.is_symlink()
     }
 
 
+def _digest(path: Path) -> str:
+    """sha256 of a file the agent may have made large (read in chunks, not whole)."""
+    with path.open("rb") as fh:
+        return hashlib.file_digest(fh, "sha256").hexdigest()
+
+
 def _changes(work: Path, before: dict[str, str], skills: Path) -> dict[str, Any]:
-    """Files the agent created, changed or deleted (text kept up to FILE_LIMIT characters)."""
+    """Files the agent created, changed or deleted (text kept up to FILE_LIMIT characters, at
+    most MAX_FILES files; an entry ``"..."`` counts the others)."""
     after = _snapshot(work)
     out: dict[str, Any] = {}
+    more = 0
     for rel, digest in after.items():
         if before.get(rel) == digest or (work / rel).resolve().is_relative_to(skills.resolve()):
+            continue
+        if len(out) >= MAX_FILES:
+            more += 1
             continue
         data = (work / rel).read_bytes()
         try:
@@ -317,7 +331,14 @@ def _changes(work: Path, before: dict[str, str], skills: Path) -> dict[str, Any]
             "content": text[:FILE_LIMIT],
             **({"cut_chars": len(text) - FILE_LIMIT} if cut else {}),
         }
-    out.update({rel: {"status": "deleted"} for rel in before if rel not in after})
+    for rel in before:
+        if rel not in after:
+            if len(out) >= MAX_FILES:
+                more += 1
+            else:
+                out[rel] = {"status": "deleted"}
+    if more:
+        out["..."] = {"status": "not listed", "files": more}
     return out
 
 
@@ -338,7 +359,7 @@ def _trajectory(
             "returncode": outcome.returncode,
             "timed_out": outcome.timed_out,
             "duration_s": round(outcome.duration_s, 3),
-            "stderr_tail": outcome.stderr[-2000:],
+            "stderr_tail": tail(outcome.stderr, 2000),
             "isolation": outcome.isolation,
         }
     )

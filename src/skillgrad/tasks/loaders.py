@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from skillgrad.errors import ConfigError, DataError
+from skillgrad.runs.io import jsonl_lines
 from skillgrad.tasks.base import SPLITS, Split
 
 FORMATS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv", ".json": "json"}
@@ -87,7 +88,7 @@ def _object(value: Any, shown: str, line: int, problems: Problems) -> Row | None
 
 def _read_jsonl(text: str, shown: str, problems: Problems) -> list[Row]:
     rows = []
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in enumerate(jsonl_lines(text), start=1):
         if not line.strip():
             continue
         try:

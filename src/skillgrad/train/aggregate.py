@@ -3,7 +3,10 @@
 This is the lexical pass; ``train/merge.py`` is the semantic pass that follows it.
 
 Near-duplicates (same op, same section, lexically similar text) merge into one edit whose
-``support`` is the number of backing trajectories and whose ids are the union. Conflicts — two
+``support`` is the number of proposals merged into it (each reflection call sees its own
+minibatch, so independent calls agreeing is the signal; counting trajectories instead made every
+edit of a deep reflection, which sees all failures, look as strong as the agreement of every
+minibatch) and whose trajectory ids are the union. Conflicts — two
 edits changing the same rule in opposite directions — are never applied: both go to
 ``conflicts.json`` for human review.
 """
@@ -83,13 +86,12 @@ def aggregate(edits: Sequence[Edit], threshold: float, *, step: int) -> Aggregat
             if is_duplicate(kept, edit, threshold):
                 ids = tuple(dict.fromkeys((*kept.trajectory_ids, *edit.trajectory_ids)))
                 out.edits[i] = replace(
-                    kept, support=len(ids) or kept.support + 1, trajectory_ids=ids
+                    kept, support=kept.support + edit.support, trajectory_ids=ids
                 )
                 out.merges.append({"into": i, "merged": edit})
                 break
         else:
-            support = len(edit.trajectory_ids) or 1
-            out.edits.append(replace(edit, support=support))
+            out.edits.append(edit)
     bad: set[int] = set()
     for i, a in enumerate(out.edits):
         for j in range(i + 1, len(out.edits)):

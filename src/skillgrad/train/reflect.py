@@ -3,13 +3,19 @@
 Shallow mode: failed trajectories (and successes unless ``failure_only``) are cut into
 minibatches, one optimizer call each, ``analyst_workers`` in parallel. Deep mode: when one
 failure pattern covers more than ``deep_reflect_threshold`` of the step's failures, one extra
-call cross-references every trajectory of that pattern and proposes systemic edits.
+call cross-references every trajectory of that pattern and proposes systemic edits. A pattern is
+a cluster of the scorer's feedback (deterministic: no model call decides it).
+
+The optimizer is asked for rules first (measured: a small model writes the right general rule
+when asked for it first, and copies whatever example a prompt shows); where a rule goes is an
+optional choice among the skill's real lines and headings (``train/rules.py``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import difflib
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,6 +26,7 @@ from skillgrad.prompts import render_prompt
 from skillgrad.skill_package import is_package_text
 from skillgrad.train.optimizer_call import ask_optimizer
 from skillgrad.train.progress import NullProgress, Progress
+from skillgrad.train.rules import rule_edits, skill_choices
 from skillgrad.train.schemas import reflection_model
 from skillgrad.transcript import transcript_view
 from skillgrad.types import Edit, RejectedEdit, Trajectory
@@ -80,55 +87,61 @@ def render_trajectories(trajs: Sequence[Trajectory], limit: int = 500) -> str:
 
 
 def render_rejected(buffer: Sequence[RejectedEdit]) -> str:
-    if not buffer:
-        return "(none)"
+    """Rules the gate rejected (with the validation scores) or refused before evaluation."""
     rows = []
     for entry in buffer:
-        drop = entry.incumbent - entry.candidate
         for e in entry.edits:
-            what = e.content or e.anchor or ""
+            what = repr((e.content or e.anchor or "")[:160])
             if entry.refused:  # refused before the gate (e.g. it copied data): no scores
-                rows.append(
-                    render_prompt(
-                        "refused_edit_row",
-                        step=entry.step,
-                        op=e.op,
-                        section=e.section,
-                        what=repr(what[:160]),
-                        reason=entry.refused,
-                    )
+                row = render_prompt(
+                    "refused_edit_row", step=entry.step, what=what, reason=entry.refused
                 )
-                continue
-            row = render_prompt(
-                "rejected_edit_row",
-                step=entry.step,
-                op=e.op,
-                section=e.section,
-                what=repr(what[:160]),
-                candidate=f"{entry.candidate:.3f}",
-                incumbent=f"{entry.incumbent:.3f}",
-                drop=f"{drop:+.3f}",
-            )
+            else:
+                row = render_prompt(
+                    "rejected_edit_row",
+                    step=entry.step,
+                    what=what,
+                    candidate=f"{entry.candidate:.3f}",
+                    incumbent=f"{entry.incumbent:.3f}",
+                )
             rows.append(row)
-    return "\n".join(rows)
+    return "\n".join(rows) or "(none)"
 
 
-def _edits_from(reply: StructuredReply[Any], ids: Sequence[str], source: str) -> list[Edit]:
-    if reply.parsed is None:
-        return []
-    return [
-        Edit(
-            op=p.op,
-            section=p.section,
-            content=p.content,
-            anchor=p.anchor,
-            rationale=p.rationale,
-            trajectory_ids=tuple(ids),
-            source=source,
-            file=getattr(p, "file", ""),
-        )
-        for p in reply.parsed.edits
-    ]
+EMPTY_SKILL = "(empty: the target has no instructions yet)"
+
+
+def _edits_from(
+    reply: StructuredReply[Any], skill: str, ids: Sequence[str], source: str
+) -> list[Edit]:
+    return [] if reply.parsed is None else rule_edits(reply.parsed, skill, ids, source)
+
+
+def _prompt_fields(
+    skill: str, meta_memo: str, rejected: Sequence[RejectedEdit], step: int, max_edits: int
+) -> tuple[dict[str, Any], type[Any]]:
+    """The fields every reflection prompt of a step shares, and the step's reply schema (the
+    skill's real lines and headings are the only anchors and sections it offers)."""
+    choices = skill_choices(skill)
+    package = is_package_text(skill)
+    schema = reflection_model(
+        max_edits,
+        lines=choices.lines,
+        headings=choices.headings,
+        package=package,
+    )
+    hint = render_prompt("reflect_revise_hint").rstrip("\n") if choices.lines else ""
+    if package:
+        hint += render_prompt("reflect_package_hint").rstrip("\n")
+    fields = {
+        "skill": skill or EMPTY_SKILL,
+        "meta": meta_memo or "(none yet)",
+        "rejected": render_rejected(rejected),
+        "step": step,
+        "max_edits": max_edits,
+        "revise_hint": hint,
+    }
+    return fields, schema
 
 
 async def reflect(
@@ -150,14 +163,7 @@ async def reflect(
     batches = [
         chosen[i : i + cfg.minibatch_size] for i in range(0, len(chosen), cfg.minibatch_size)
     ]
-    schema = reflection_model(cfg.max_edits, package=is_package_text(skill))
-    common = {
-        "skill": skill or "(empty document)",
-        "meta": meta_memo or "(none yet)",
-        "rejected": render_rejected(rejected),
-        "step": step,
-        "max_edits": cfg.max_edits,
-    }
+    common, schema = _prompt_fields(skill, meta_memo, rejected, step, cfg.max_edits)
     limit = asyncio.Semaphore(cfg.workers)
     progress.start("reflect", len(batches))
 
@@ -184,65 +190,94 @@ async def reflect(
     result = ReflectResult()
     for batch, reply in zip(batches, replies, strict=True):
         ids = [trajectory_id(step, t.item_id) for t in batch]
-        result.edits.extend(_edits_from(reply, ids, "reflect"))
+        result.edits.extend(_edits_from(reply, skill, ids, "reflect"))
         result.records.append({"mode": "shallow", "items": ids, **reply.to_json()})
     if len(batches) > 1:
-        await _deep(step, failures, replies, optimizer, cfg, common, result)
+        await _deep(step, skill, failures, optimizer, cfg, (common, schema), result)
     return result
 
 
-def dominant_pattern(
-    replies: Sequence[StructuredReply[Any]], failure_ids: set[str]
-) -> tuple[str, set[str]] | None:
-    """The failure pattern (merged across minibatches by text similarity) covering most failures."""
-    clusters: list[tuple[str, set[str]]] = []
-    for reply in replies:
-        for p in reply.parsed.failure_patterns if reply.parsed is not None else []:
-            ids = set(p.item_ids) & failure_ids
-            key = " ".join(p.pattern.lower().split())
-            for i, (name, members) in enumerate(clusters):
-                if difflib.SequenceMatcher(None, name, key).ratio() >= 0.6:
-                    clusters[i] = (name, members | ids)
-                    break
-            else:
-                clusters.append((key, ids))
-    if not clusters:
-        return None
-    return max(clusters, key=lambda c: (len(c[1]), c[0]))
+_QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"|`[^`]*`|\d+(?:\.\d+)?")
+
+
+def feedback_key(feedback: str) -> str:
+    """The scorer's feedback without what differs from item to item (quoted text, numbers)."""
+    return " ".join(_QUOTED.sub("_", feedback.lower()).split())[:300]
+
+
+def feedback_clusters(failures: Sequence[Trajectory]) -> list[tuple[str, set[str]]]:
+    """Failure patterns: the scorer's feedback clustered by text similarity once quoted values
+    and numbers are masked; (a feedback of the cluster, its item ids), largest first."""
+    clusters: list[tuple[str, str, set[str]]] = []
+    for t in failures:
+        key = feedback_key(t.score.feedback)
+        for i, (name, shown, members) in enumerate(clusters):
+            if difflib.SequenceMatcher(None, name, key).ratio() >= 0.6:
+                clusters[i] = (name, shown, members | {t.item_id})
+                break
+        else:
+            clusters.append((key, t.score.feedback, {t.item_id}))
+    clusters.sort(key=lambda c: (-len(c[2]), c[0]))
+    return [(shown, ids) for _, shown, ids in clusters]
+
+
+def dominant_pattern(failures: Sequence[Trajectory]) -> tuple[str, set[str]] | None:
+    """The failure pattern covering most failures (``feedback_clusters``), or None."""
+    clusters = feedback_clusters(failures)
+    return clusters[0] if clusters else None
+
+
+def feedback_summary(trajectories: Sequence[Trajectory], limit: int = 3) -> str:
+    """The most common feedback of the failed trajectories, one line per pattern."""
+    failures = [t for t in trajectories if not t.score.passed and t.infra_error is None]
+    rows = [f"- {shown[:300]} ({len(ids)} tasks)" for shown, ids in feedback_clusters(failures)]
+    return "\n".join(rows[:limit]) or "(no failures)"
 
 
 async def _deep(
     step: int,
+    skill: str,
     failures: list[Trajectory],
-    replies: Sequence[StructuredReply[Any]],
     optimizer: ModelBackend,
     cfg: ReflectConfig,
-    common: dict[str, Any],
+    prompt: tuple[dict[str, Any], type[Any]],
     result: ReflectResult,
 ) -> None:
-    found = dominant_pattern(replies, {t.item_id for t in failures})
+    found = dominant_pattern(failures)
     if found is None or not failures:
         return
     pattern, ids = found
     share = len(ids) / len(failures)
     if share <= cfg.deep_threshold or len(ids) < 2:
         return
+    common, schema = prompt
     group = [t for t in failures if t.item_id in ids][:12]
     reply = await ask_optimizer(
         optimizer,
         "deep_reflect",
-        reflection_model(cfg.max_edits, package=is_package_text(common["skill"])),
+        schema,
         max_tokens=cfg.max_tokens,
         temperature=cfg.temperature,
         seed=step,
         **common,
-        pattern=pattern,
+        pattern=pattern[:300],
         share=f"{share:.0%}",
+        n_items=len(group),
         trajectories=render_trajectories(group, limit=300),
     )
     tids = [trajectory_id(step, t.item_id) for t in group]
-    result.edits.extend(_edits_from(reply, tids, "deep_reflect"))
+    result.edits.extend(_edits_from(reply, skill, tids, "deep_reflect"))
     result.records.append({"mode": "deep", "pattern": pattern, "items": tids, **reply.to_json()})
 
 
-__all__ = ["ReflectConfig", "ReflectResult", "reflect", "render_trajectories", "trajectory_id"]
+__all__ = [
+    "ReflectConfig",
+    "ReflectResult",
+    "dominant_pattern",
+    "feedback_clusters",
+    "feedback_key",
+    "feedback_summary",
+    "reflect",
+    "render_trajectories",
+    "trajectory_id",
+]

@@ -108,7 +108,8 @@ async def rollout_item(
             break
         traj = await task.rollout(item, skill, target)
     if store is not None and traj.error is None:
-        store.put_result(replace(traj, item_id=cache_id))
+        stored = store.put_result(replace(traj, item_id=cache_id))
+        return replace(stored, item_id=item.id)  # as a resume reads it: secrets redacted
     return traj
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from skillgrad.models.base import ModelBackend
 from skillgrad.prompts import render_prompt
-from skillgrad.skill import approx_tokens
+from skillgrad.skill import approx_tokens, text_lines
 from skillgrad.train.optimizer_call import ask_optimizer
 from skillgrad.train.schemas import RankingOutput
 from skillgrad.types import Edit
@@ -62,7 +62,7 @@ def clip_edit(edit: Edit, max_tokens: int, count: Callable[[str], int]) -> Edit 
     if count(edit.content) <= max_tokens:
         return edit
     kept: list[str] = []
-    for line in edit.content.splitlines():
+    for line in text_lines(edit.content):
         if count("\n".join([*kept, line])) > max_tokens:
             break
         kept.append(line)
@@ -88,8 +88,12 @@ async def select(
     step: int = 0,
     max_tokens: int = 200,
     count: Callable[[str], int] = approx_tokens,
+    rejected: Sequence[Edit] = (),
+    feedback: str = "",
 ) -> Selection:
-    """Clip, rank by support (then the optimizer's relevance order if the pool exceeds k), top k."""
+    """Clip, rank, keep the top k. Ranking: an edit repeating one the gate ``rejected`` before
+    (same op, anchor and text) comes last; then support (how many proposals agree); then the
+    optimizer's relevance order if the pool exceeds k; then proposal order."""
     out = Selection()
     pool: list[Edit] = []
     for e in edits:
@@ -100,22 +104,47 @@ async def select(
             pool.append(clipped)
     relevance = list(range(len(pool)))
     if optimizer is not None and len(pool) > k:
-        relevance, out.ranking = await _rank(pool, k, skill, optimizer, step, max_tokens)
+        relevance, out.ranking = await _rank(pool, k, skill, optimizer, step, max_tokens, feedback)
     position = {i: r for r, i in enumerate(relevance)}
-    order = sorted(range(len(pool)), key=lambda i: (-pool[i].support, position.get(i, len(pool))))
+    seen = {_key(e) for e in rejected}
+    order = sorted(
+        range(len(pool)),
+        key=lambda i: (_key(pool[i]) in seen, -pool[i].support, position.get(i, len(pool))),
+    )
     out.selected = [pool[i] for i in order[:k]]
-    out.dropped += [{"edit": pool[i], "reason": f"below top-{k}"} for i in order[k:]]
+    out.dropped += [
+        {"edit": pool[i], "reason": f"below top-{k}" + (" (rejected before)" if
+                                                          _key(pool[i]) in seen else "")}
+        for i in order[k:]
+    ]  # fmt: skip
     return out
 
 
+def _key(edit: Edit) -> tuple[str, str, str]:
+    norm = lambda t: " ".join(t.lower().split()).lstrip("-*+ ")  # noqa: E731
+    return edit.op, norm(edit.anchor), norm(edit.content)
+
+
+def _row_text(edit: Edit) -> str:
+    """An edit as the ranking prompt shows it: the rule, or what it rewrites or deletes."""
+    if edit.op == "delete":
+        return f"delete {edit.anchor[:160]!r}"
+    if edit.op == "replace":
+        return f"{edit.anchor[:80]!r} -> {edit.content[:160]!r}"
+    return repr(edit.content[:200])
+
+
 async def _rank(
-    pool: list[Edit], k: int, skill: str, optimizer: ModelBackend, step: int, max_tokens: int
+    pool: list[Edit],
+    k: int,
+    skill: str,
+    optimizer: ModelBackend,
+    step: int,
+    max_tokens: int,
+    feedback: str,
 ) -> tuple[list[int], dict[str, Any]]:
     listing = "\n".join(
-        render_prompt(
-            "rank_edit_row", index=i, op=e.op, section=e.section, support=e.support,
-            text=repr((e.content or e.anchor)[:200]),
-        )
+        render_prompt("rank_edit_row", index=i, support=e.support, text=_row_text(e))
         for i, e in enumerate(pool)
     )  # fmt: skip
     reply = await ask_optimizer(
@@ -125,6 +154,7 @@ async def _rank(
         max_tokens=max_tokens,
         seed=step,
         skill=skill or "(empty)",
+        feedback=feedback or "(not given)",
         edits=listing,
         k=k,
     )

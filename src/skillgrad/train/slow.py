@@ -102,8 +102,6 @@ async def meta_skill_memo(
     accepted = [
         render_prompt(
             "meta_skill_accepted_row",
-            op=r["edit"]["op"],
-            section=r["edit"]["section"],
             content=repr(r["edit"]["content"][:160]),
         )
         for r in patch_rows

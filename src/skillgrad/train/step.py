@@ -19,7 +19,7 @@ from skillgrad.train.context import RunContext
 from skillgrad.train.gate import GateOutcome, GateRule, gate
 from skillgrad.train.leaks import describe, new_leaks
 from skillgrad.train.merge import semantic_merge
-from skillgrad.train.reflect import ReflectConfig, ReflectResult, reflect
+from skillgrad.train.reflect import ReflectConfig, ReflectResult, feedback_summary, reflect
 from skillgrad.train.rollout import ItemScore, mean_score, score_items
 from skillgrad.train.select import Selection, edits_allowed, effective_lr, select
 from skillgrad.train.state import StepOutcome, TrainState, advance
@@ -239,6 +239,8 @@ async def propose(
             optimizer=ctx.optimizer if t.rank_with_optimizer else None,
             step=step,
             count=ctx.count_tokens,
+            rejected=[e for r in state.rejected_buffer for e in r.edits],
+            feedback=feedback_summary(trajs),
         )
     clock.lap("reflect")
     return Proposal(trajs, refl, agg, sel)

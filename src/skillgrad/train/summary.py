@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from skillgrad.config import Config
-from skillgrad.skill_package import file_lengths
+from skillgrad.skill_package import file_lengths, prompt_text
 from skillgrad.types import Leak, StepRecord
 
 if TYPE_CHECKING:  # the loop imports this module; avoid the cycle at run time
@@ -88,7 +88,35 @@ def build_summary(
         **({"skill_files": files} if files else {}),
         **gate_summary(cfg, history, power),
         "leaks": leak_summary(cfg, history, leaks),
+        "best_skill_excerpt": skill_excerpt(state.best_skill),
     }
+
+
+EXCERPT_LINES = 40
+
+
+def skill_excerpt(skill: str) -> dict[str, Any]:
+    """The start of the best skill as the target sees it (a package: its rendered prompt), for
+    the report: at most ``EXCERPT_LINES`` lines and 4,000 characters, and how much was left."""
+    text = prompt_text(skill).strip("\n")
+    lines = text.split("\n") if text else []
+    shown = "\n".join(lines[:EXCERPT_LINES])[:4000]
+    return {"text": shown, "lines": len(lines), "chars": len(text), "cut": shown != text}
+
+
+def excerpt_lines(excerpt: dict[str, Any] | None) -> list[str]:
+    """The report's "Learned skill" section (absent from summaries written before it existed)."""
+    if not excerpt:
+        return []
+    if not excerpt["text"]:
+        return ["", "## Learned skill", "", "The best skill is empty (the initial skill was kept)."]
+    fence = "~~~~" if "~~~" in excerpt["text"] else "~~~"
+    more = (
+        f" (the first lines of {excerpt['lines']}; the rest is in best_skill)"
+        if excerpt["cut"]
+        else ""
+    )
+    return ["", f"## Learned skill{more}", "", f"{fence}markdown", excerpt["text"], fence]
 
 
 def leak_summary(
@@ -180,6 +208,7 @@ def render_report(
         f"{s['steps_accepted']} accepted",
         f"- edits: {s['edits_proposed']} proposed, {s['edits_applied']} applied to candidates, "
         f"{s['edits_accepted']} accepted (acceptance rate {s['acceptance_rate']:.1%})",
+        *excerpt_lines(s.get("best_skill_excerpt")),
         "",
         "## Cost and calls per role",
         "",
@@ -273,9 +302,18 @@ def gate_lines(s: dict[str, Any]) -> list[str]:
             lines.append(
                 f"| {a['step']} | {a['kind']} | {_num(a['mean_diff'])} | "
                 f"[{_num(a['diff_low'])}, {_num(a['diff_high'])}] | {verdict} | "
-                f"{', '.join(a['fixed']) or '-'} | {', '.join(a['broken']) or '-'} |"
+                f"{_ids(a['fixed'])} | {_ids(a['broken'])} |"
             )
     return lines
+
+
+def _ids(ids: list[str], shown: int = 4) -> str:
+    """Item ids for a table cell: a count and the first few (the full lists are in
+    ``summary.json`` and each step's ``gate.json``)."""
+    if not ids:
+        return "-"
+    head = ", ".join(ids[:shown])
+    return head if len(ids) <= shown else f"{len(ids)}: {head}, …"
 
 
 def leak_lines(s: dict[str, Any]) -> list[str]:

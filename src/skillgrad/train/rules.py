@@ -1,0 +1,141 @@
+"""From the optimizer's rules to edits: what the skill offers to rewrite, and where rules go.
+
+Reflection asks for rules first (``train/schemas.py``); placement is optional. This module lists
+the skill's real lines and headings (the only anchors and sections the schema offers) and turns
+each rule into an ``Edit``: a new rule is an ``add`` (a Markdown list item), a rule that names a
+line it replaces is a ``replace`` (or a ``delete`` when the rule is empty). A rule aimed at text
+or a heading the skill does not have still leads somewhere useful: it is added as a new rule.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from skillgrad.skill import Skill
+from skillgrad.skill_match import AnchorMatch, find_anchor, format_section_path
+from skillgrad.skill_package import SKILL_FILE, SkillPackage, is_package_text
+from skillgrad.train.schemas import as_list_item
+from skillgrad.types import Edit
+
+MAX_CHOICES = 60
+"""At most this many lines / headings are offered (a grammar-constrained decoder builds one
+alternative per value; a longer skill still gets its first lines and every rule as an add)."""
+MAX_ANCHOR = 300
+_MARKUP = re.compile(r"^\s*(#|```|~~~|<!--|\|)")
+_ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
+
+
+@dataclass(frozen=True)
+class SkillChoices:
+    """What the skill offers the optimizer: ``lines`` it may rewrite (list markers dropped,
+    protected blocks left out) and ``headings`` it may put new rules under."""
+
+    lines: tuple[str, ...] = ()
+    headings: tuple[str, ...] = ()
+
+    @property
+    def empty(self) -> bool:
+        return not self.lines and not self.headings
+
+
+def _documents(skill_text: str) -> list[tuple[str, str]]:
+    """(file, editable text) of a single-file skill ('' = the document) or of each package file."""
+    if not is_package_text(skill_text):
+        return [("", skill_text)]
+    pkg = SkillPackage.from_bundle(skill_text)
+    docs = []
+    for path, _ in pkg.files:
+        found = pkg.editable(path)
+        if found is not None:
+            docs.append((path, found[1]))
+    return docs
+
+
+def skill_choices(skill_text: str) -> SkillChoices:
+    """The lines and headings of ``skill_text`` the reflection schema offers."""
+    lines: list[str] = []
+    headings: list[str] = []
+    for _, text in _documents(skill_text):
+        skill = Skill(text)
+        protected = "\n".join(skill.protected_blocks().values())
+        headings += [s.name for s in skill.sections() if s.path]
+        for raw in text.split("\n"):
+            line = _ITEM.sub("", raw).strip()
+            if not line or _MARKUP.match(raw) or len(line) > MAX_ANCHOR or line in protected:
+                continue
+            lines.append(line)
+    unique = lambda xs: tuple(dict.fromkeys(xs))[:MAX_CHOICES]  # noqa: E731
+    return SkillChoices(unique(lines), unique(headings))
+
+
+def _file_with(skill_text: str, anchor: str) -> str | None:
+    """The document (file) whose text holds ``anchor``, matched as ``Skill.apply`` would."""
+    for path, text in _documents(skill_text):
+        if text and isinstance(find_anchor(text, anchor, (0, len(text))), AnchorMatch):
+            return "" if path == SKILL_FILE else path
+    return None
+
+
+def rule_edits(reply: Any, skill_text: str, ids: Sequence[str], source: str) -> list[Edit]:
+    """The edits of one validated reflection reply (``schemas.reflection_model``)."""
+    package = is_package_text(skill_text)
+    edits: list[Edit] = []
+    for proposal in reply.rules:
+        edit = _rule_edit(proposal, skill_text, package)
+        if edit is not None:
+            edits.append(Edit(**edit, trajectory_ids=tuple(ids), source=source))
+    description = getattr(reply, "description", "").strip()
+    if package and description:
+        edits.append(
+            Edit(
+                op="description",
+                section="",
+                content=description,
+                trajectory_ids=tuple(ids),
+                source=source,
+            )
+        )
+    return edits
+
+
+def _rule_edit(proposal: Any, skill_text: str, package: bool) -> dict[str, Any] | None:
+    rule = proposal.rule.strip()
+    replaces = _ITEM.sub("", getattr(proposal, "replaces", "")).strip()
+    section = format_section_path(
+        tuple(p.strip() for p in getattr(proposal, "section", "").split(">") if p.strip())
+    )
+    file = getattr(proposal, "file", "").strip() if package else ""
+    rationale = getattr(proposal, "why", "")
+    if replaces:
+        where = _file_with(skill_text, replaces)
+        if where is not None:
+            op = "replace" if rule else "delete"
+            return {
+                "op": op,
+                "section": "",
+                "anchor": replaces,
+                "content": rule,
+                "file": file or where,
+                "rationale": rationale,
+            }
+        if rule:  # the text it meant to rewrite is not in the skill: keep the rule as a new one
+            rationale = (rationale + "; " if rationale else "") + (
+                f"replaces {replaces[:80]!r}: not in the skill, added as a new rule"
+            )
+    if not rule:
+        return None
+    if package and not file:
+        file = SKILL_FILE
+    return {
+        "op": "add",
+        "section": section,
+        "content": as_list_item(rule),
+        "file": "" if file == SKILL_FILE else file,
+        "rationale": rationale,
+    }
+
+
+__all__ = ["MAX_CHOICES", "SkillChoices", "rule_edits", "skill_choices"]
