@@ -1,7 +1,7 @@
 """Machine-wide CPU slots: in-process models never run more threads than the machine has cores.
 
 llama.cpp's threads wait for each other at every layer; when they outnumber the cores they lose
-their turns and generation collapses (two processes on 2 cores: 0.4 tokens/s each, not 7-10). Every
+their turns and generation collapses (two processes on 2 cores: 0.5 tokens/s each, not 13). Every
 compute holds one slot per thread it runs. A slot is an exclusive ``flock`` on one of ``cores``
 files in a per-user runtime folder: the same rule binds the threads of one process (optimizer
 and target, rollout workers) and the processes of one machine (a sweep's local pool), with no
@@ -76,10 +76,7 @@ class CpuSlots:
         ``exact``: wait for ``min(threads, cores)`` slots. Otherwise take the free ones, at most
         ``threads`` and at most the cores not busy elsewhere, at least one (waiting for it)."""
         want = min(max(1, threads), self.cores)
-        if exact:
-            fds = self._acquire_exact(want)
-        else:
-            fds = self._acquire_free(min(want, max(1, self.cores - busy_elsewhere())))
+        fds = self._acquire_exact(want) if exact else self._acquire_free(want)
         try:
             yield len(fds)
         finally:
@@ -107,17 +104,20 @@ class CpuSlots:
                 held.append(fd)
         return held
 
-    def _acquire_free(self, n: int) -> list[int]:
+    def _acquire_free(self, want: int) -> list[int]:
         start = random.randrange(self.cores)
-        held = self._grab(n, start, [])
-        if not held:  # none free: wait for one (holding nothing, so no deadlock), then more
+        held = self._grab(1, start, [])
+        if not held:  # none free: wait for one, holding nothing (so no deadlock)
             fd = self._open(start)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX)
             except BaseException:
                 os.close(fd)
                 raise
-            held = self._grab(n, start, [fd])
+            held = [fd]
+        # then more, up to the cores nobody else is computing on now (after any wait)
+        if want > 1:
+            held = self._grab(min(want, max(1, self.cores - busy_elsewhere())), start, held)
         return held
 
     def _acquire_exact(self, n: int) -> list[int]:
