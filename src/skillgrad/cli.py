@@ -7,6 +7,7 @@ skillgrad config [CONFIG] [--schema | --markdown]
 skillgrad report RUN_DIR [--html]
 skillgrad diff | blame | compare | dashboard   (see cli_views.py)
 skillgrad data list | pull NAME [--force]      (see cli_data.py)
+skillgrad models list | pull NAME...           (see cli_models.py)
 
 Output goes through the ``skillgrad`` logger (``console.setup_logging``): ``-v`` shows debug
 lines, ``--quiet`` only warnings and errors. Help texts are plain text (no markup).
@@ -23,6 +24,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from skillgrad.cli_models import models_app
 from skillgrad.cli_sweep import sweep_command
 from skillgrad.config import Config, load_config
 from skillgrad.console import missing_extra, print_error, setup_logging
@@ -285,6 +287,7 @@ def _register_views() -> None:
 
 _register_views()
 app.command("sweep")(sweep_command)
+app.add_typer(models_app, name="models")
 
 
 def main() -> None:  # pragma: no cover - console entry

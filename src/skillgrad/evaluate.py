@@ -11,10 +11,11 @@ from pathlib import Path
 from typing import Any
 
 from skillgrad.config import Config
+from skillgrad.models.factory import check_models
 from skillgrad.runs.cache import CallCache
 from skillgrad.runs.io import append_jsonl
 from skillgrad.runs.layout import RunPaths
-from skillgrad.session import open_session
+from skillgrad.session import configured_specs, open_session
 from skillgrad.skill import Skill
 from skillgrad.train.rollout import mean_score, rollout
 
@@ -33,6 +34,7 @@ async def evaluate_skill(cfg: Config, skill_path: Path, split: str) -> dict[str,
     """Score ``skill_path`` (a skill file or a package folder) on ``split`` with the configured
     task and target; calls cached per setup (``eval_cache_path``) so re-evaluating is free."""
     skill = Skill.load(skill_path)
+    check_models(configured_specs(cfg))  # before the evaluation cache is created
     db = eval_cache_path(cfg)
     store = CallCache(db)
     try:

@@ -36,7 +36,7 @@ from skillgrad.errors import (
 )
 from skillgrad.executors import LOCAL, RolloutExecutor, open_executor
 from skillgrad.models.base import ModelBackend, backend_name, token_counter
-from skillgrad.models.factory import aclose_backend, build_backend
+from skillgrad.models.factory import aclose_backend, build_backend, check_models
 from skillgrad.models.metering import Budget, MeteredBackend, PriceTable
 from skillgrad.models.ratelimit import LimiterRegistry
 from skillgrad.models.spec import ModelSpec
@@ -193,6 +193,16 @@ def check_targets_of(
     return out
 
 
+def configured_specs(
+    cfg: Config, optimizer: ModelBackend | None = None, target: ModelBackend | None = None
+) -> list[ModelSpec]:
+    """The model specs a session will build (roles given as objects excluded), check targets
+    included."""
+    roles = ((cfg.models.optimizer, optimizer), (cfg.models.target, target))
+    specs = [spec for spec, given in roles if given is None] + list(cfg.train.check_targets)
+    return [_resolved(spec, cfg.base_dir) for spec in specs]
+
+
 def open_session(
     cfg: Config,
     store: CallCache,
@@ -290,6 +300,8 @@ async def arun_training(
     require_test: bool = True,
 ) -> RunResult:
     """``run_training`` inside a running event loop (Jupyter, an async application)."""
+    # a local model that is not installed stops here, before a run directory is made
+    check_models(configured_specs(cfg, optimizer, target))
     run = RunDir(run_dir or run_dir_for(cfg, config_path, fresh))
     store: CallCache | None = None
     try:
@@ -372,6 +384,7 @@ __all__ = [
     "Session",
     "arun_training",
     "build_role_backends",
+    "configured_specs",
     "load_splits",
     "open_session",
     "run_dir_for",

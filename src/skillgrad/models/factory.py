@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import random
+from collections.abc import Iterable
 from typing import Any
 
 from skillgrad.models.base import ModelBackend
@@ -73,6 +74,20 @@ async def aclose_backend(backend: object) -> None:
         layer = getattr(layer, "inner", None)
 
 
+def check_models(specs: Iterable[ModelSpec]) -> None:
+    """Each provider's cheap ``check`` (a local model installed and verified...), once per
+    distinct spec: called before a run, an evaluation or a sweep creates anything."""
+    seen: set[str] = set()
+    for spec in specs:
+        key = spec.model_dump_json()
+        if key in seen:
+            continue
+        seen.add(key)
+        provider = get_provider(spec.provider)
+        if provider.check is not None:
+            provider.check(spec)
+
+
 def parse_model_arg(value: str | dict[str, Any] | ModelSpec) -> ModelSpec:
     """``"openai:gpt-4o-mini"`` (or a dict / spec) -> ModelSpec, checking the provider."""
     spec = ModelSpec.parse(value)
@@ -80,4 +95,10 @@ def parse_model_arg(value: str | dict[str, Any] | ModelSpec) -> ModelSpec:
     return spec
 
 
-__all__ = ["aclose_backend", "build_backend", "build_raw_backend", "parse_model_arg"]
+__all__ = [
+    "aclose_backend",
+    "build_backend",
+    "build_raw_backend",
+    "check_models",
+    "parse_model_arg",
+]

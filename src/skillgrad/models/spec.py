@@ -25,7 +25,10 @@ class ModelSpec(BaseModel):
     provider: str = Field(
         "llamacpp", description="registered provider (entry-point group skillgrad.providers)"
     )
-    model: str = Field("smollm2-135m", description="the provider's model name")
+    model: str = Field(
+        "smollm2-135m",
+        description="the provider's model name (llamacpp: a catalog name, `skillgrad models list`)",
+    )
     base_url: str | None = Field(None, description="API root of the endpoint (remote providers)")
     api_key_env: str | None = Field(
         None, description="NAME of the environment variable holding the key (never the key)"
@@ -41,9 +44,15 @@ class ModelSpec(BaseModel):
     azure_endpoint: str | None = Field(None, description="Azure OpenAI resource endpoint")
     azure_deployment: str | None = Field(None, description="Azure deployment (default: model)")
     api_version: str | None = Field(None, description="Azure OpenAI API version")
-    model_path: str | None = Field(None, description="llamacpp: a GGUF file (default: embedded)")
+    model_path: str | None = Field(
+        None, description="llamacpp: any GGUF file, used as it is (instead of the catalog model)"
+    )
     n_ctx: int = Field(4096, description="llamacpp: context window")
-    n_threads: int | None = Field(None, description="llamacpp: CPU threads")
+    n_threads: int | None = Field(
+        None,
+        description="llamacpp: CPU threads per call (default: every core; each thread holds one "
+        "of the machine's CPU slots, docs/models.md)",
+    )
     options: dict[str, Any] = Field(
         default_factory=dict, description="extra provider options passed through verbatim"
     )

@@ -12,7 +12,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from skillgrad.config import load_config
 from skillgrad.errors import ConfigError
+from skillgrad.models.factory import check_models
+from skillgrad.session import configured_specs
 from skillgrad.sweep.executors import Executor
 from skillgrad.sweep.plan import SweepPlan, check_or_write_plan
 from skillgrad.sweep.summary import write_sweep_summary
@@ -51,6 +54,16 @@ def make_executor(name: str, workers: int, ray_address: str | None = None) -> Ex
     raise ConfigError(f"--executor must be one of {', '.join(EXECUTORS)}, got {name!r}")
 
 
+def check_plan_models(plan: SweepPlan) -> None:
+    """The models of every unfinished run are usable on this machine (a local model installed
+    and verified), so a missing one stops the sweep before any run starts."""
+    specs = []
+    for job in plan.jobs:
+        if not is_finished(Path(job.run_dir)):
+            specs += configured_specs(load_config(job.config_path, list(job.overrides)))
+    check_models(specs)
+
+
 def run_sweep(
     plan: SweepPlan,
     executor: Executor,
@@ -69,4 +82,4 @@ def run_sweep(
     return SweepResult(plan.sweep_dir, resumed, (*done, *outcomes), summary)
 
 
-__all__ = ["EXECUTORS", "SweepResult", "make_executor", "run_sweep"]
+__all__ = ["EXECUTORS", "SweepResult", "check_plan_models", "make_executor", "run_sweep"]
