@@ -187,3 +187,51 @@ def test_the_schema_sent_to_the_model_is_rules_first() -> None:
     assert next(iter(schema["$defs"]["Rule"]["properties"])) == "rule"
     assert schema["properties"]["rules"]["maxItems"] == 3
     json.dumps(schema)  # serialisable as sent
+
+
+async def test_a_reply_of_rules_the_skill_already_has_is_asked_again_once() -> None:
+    skill = "- Answer in upper case.\n"
+    opt = (
+        ScriptedBackend()
+        .expect(REFLECT, rules_reply("answer in upper case"))
+        .expect("already in the skill", rules_reply("Reply with the word only."))
+    )
+    out = await reflect(1, skill, [_traj("a")], opt, CFG)
+    opt.assert_done()
+    assert [e.content for e in out.edits] == ["- Reply with the word only."]
+    assert out.records[0]["reasked"] and out.records[0]["ok"]
+
+
+async def test_a_repeat_asked_again_keeps_the_first_valid_reply_if_the_second_is_invalid() -> None:
+    skill = "- Answer in upper case.\n"
+    opt = (
+        ScriptedBackend()
+        .expect(REFLECT, rules_reply("Answer in upper case."))
+        .expect("already in the skill", "not json at all")
+    )
+    out = await reflect(1, skill, [_traj("a")], opt, CFG)
+    opt.assert_done()
+    assert out.failed_calls == 0 and [e.content for e in out.edits] == ["- Answer in upper case."]
+
+
+async def test_a_rule_rejected_before_also_counts_as_a_repeat() -> None:
+    from skillgrad.types import Edit, RejectedEdit
+
+    rejected = [RejectedEdit(1, (Edit("add", "", "- Be brief."),), 0.1, 0.2)]
+    opt = (
+        ScriptedBackend()
+        .expect(REFLECT, rules_reply("Be brief."))
+        .expect("rejected before", rules_reply("Answer in upper case."))
+    )
+    out = await reflect(2, "", [_traj("a")], opt, CFG, rejected=rejected)
+    opt.assert_done()
+    assert [e.content for e in out.edits] == ["- Answer in upper case."]
+
+
+async def test_a_reply_with_one_new_rule_is_not_asked_again() -> None:
+    skill = "- Answer in upper case.\n"
+    reply = rules_reply("Answer in upper case.", "Reply with the word only.")
+    opt = ScriptedBackend().expect(REFLECT, reply)
+    out = await reflect(1, skill, [_traj("a")], opt, CFG)
+    opt.assert_done()
+    assert not out.records[0]["reasked"] and len(out.edits) == 2

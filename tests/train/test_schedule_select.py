@@ -127,3 +127,10 @@ def test_batches_cover_the_epoch_without_repeats() -> None:
     assert sample_batch(items, 0, 1, 0, 4) == batches[0]  # seeded
     assert sample_batch(items, 0, 2, 0, 4) != batches[0]  # reshuffled per epoch
     assert len(sample_batch(items[:3], 0, 1, 0, 8)) == 3  # never larger than the split
+
+
+async def test_a_rule_the_skill_already_has_is_dropped_before_ranking() -> None:
+    edits = [_edit("- Answer in one word", 5), _edit("Use upper case.", 1)]
+    sel = await select(edits, 2, max_edit_tokens=50, skill="# R\n\n- Answer in one word.\n")
+    assert [e.content for e in sel.selected] == ["Use upper case."]
+    assert sel.dropped == [{"edit": edits[0], "reason": "already in the skill"}]

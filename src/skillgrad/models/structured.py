@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, Generic, Literal, TypeVar
 
@@ -196,13 +197,19 @@ async def ask_structured(
     temperature: float = 0.0,
     seed: int = 0,
     reask: str = "reask",
+    check: Callable[[M], str | None] | None = None,
 ) -> StructuredReply[M]:
     """Ask for a reply matching ``schema``; re-ask once (prompt template ``reask``, with the
-    validation error and the schema); return the reply, ``error`` set when still invalid."""
+    validation error and the schema); return the reply, ``error`` set when still invalid.
+
+    ``check`` looks at a valid reply and may return why it is not useful (e.g. it repeats what
+    the caller already has): that also earns the one re-ask, with the reason shown, but a valid
+    reply is never discarded for it: the last valid reply is returned."""
     json_schema = request_schema(schema)
     messages: tuple[Message, ...] = (Message("system", system), Message("user", user))
     raws: list[str] = []
     error = ""
+    fallback: M | None = None
     for attempt in range(2):
         request = ChatRequest(
             messages=messages,
@@ -220,7 +227,14 @@ async def ask_structured(
             again = render_prompt(reask, error=error, schema=json.dumps(json_schema))
             messages = (*messages, Message("assistant", completion.text), Message("user", again))
             continue
+        problem = check(parsed) if check is not None and attempt == 0 else None
+        if problem:
+            messages = (*messages, Message("assistant", completion.text), Message("user", problem))
+            fallback = parsed
+            continue
         return StructuredReply(parsed, tuple(raws), None, attempt > 0)
+    if fallback is not None:  # the re-ask after a check gave nothing valid: keep the first
+        return StructuredReply(fallback, tuple(raws), None, True)
     return StructuredReply(None, tuple(raws), error, True)
 
 

@@ -8,6 +8,7 @@ single re-ask are ``models.structured.ask_structured``: a reply still invalid co
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Literal
 
 from skillgrad.models.base import ModelBackend
@@ -25,9 +26,11 @@ async def ask_optimizer(
     max_tokens: int,
     temperature: float = 0.0,
     seed: int = 0,
+    check: Callable[[M], str | None] | None = None,
     **fields: object,
 ) -> StructuredReply[M]:
-    """Render ``<kind>_system``/``<kind>_user`` (with ``fields``) and ask for ``schema``."""
+    """Render ``<kind>_system``/``<kind>_user`` (with ``fields``) and ask for ``schema``
+    (``check``: see ``ask_structured``)."""
     return await ask_structured(
         optimizer,
         render_prompt(f"{kind}_system"),
@@ -36,6 +39,7 @@ async def ask_optimizer(
         max_tokens=max_tokens,
         temperature=temperature,
         seed=seed,
+        check=check,
     )
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import difflib
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,7 +26,7 @@ from skillgrad.prompts import render_prompt
 from skillgrad.skill_package import is_package_text
 from skillgrad.train.optimizer_call import ask_optimizer
 from skillgrad.train.progress import NullProgress, Progress
-from skillgrad.train.rules import rule_edits, skill_choices
+from skillgrad.train.rules import known_rules, only_repeats, rule_edits, skill_choices
 from skillgrad.train.schemas import reflection_model
 from skillgrad.transcript import transcript_view
 from skillgrad.types import Edit, RejectedEdit, Trajectory
@@ -166,6 +166,7 @@ async def reflect(
         chosen[i : i + cfg.minibatch_size] for i in range(0, len(chosen), cfg.minibatch_size)
     ]
     common, schema = _prompt_fields(skill, meta_memo, rejected, step, cfg.max_edits)
+    check = repeat_check(skill, rejected)
     limit = asyncio.Semaphore(cfg.workers)
     progress.start("reflect", len(batches))
 
@@ -178,6 +179,7 @@ async def reflect(
                 max_tokens=cfg.max_tokens,
                 temperature=cfg.temperature,
                 seed=step if cfg.seed is None else cfg.seed,
+                check=check,
                 **common,
                 n_items=len(batch),
                 trajectories=render_trajectories(batch),
@@ -195,8 +197,20 @@ async def reflect(
         result.edits.extend(_edits_from(reply, skill, ids, "reflect"))
         result.records.append({"mode": "shallow", "items": ids, **reply.to_json()})
     if len(batches) > 1:
-        await _deep(step, skill, failures, optimizer, cfg, (common, schema), result)
+        await _deep(step, skill, failures, optimizer, cfg, (common, schema, check), result)
     return result
+
+
+def repeat_check(skill: str, rejected: Sequence[RejectedEdit]) -> Callable[[Any], str | None]:
+    """The reflection reply check: a reply whose every rule is already in the skill, or was
+    rejected before, earns one re-ask saying so (measured: a small optimizer at temperature 0
+    otherwise proposes the rules it already wrote, step after step, and nothing changes)."""
+    known = known_rules(skill, [e for r in rejected for e in r.edits])
+
+    def check(reply: Any) -> str | None:
+        return render_prompt("reflect_repeated").strip() if only_repeats(reply, known) else None
+
+    return check
 
 
 _QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"|`[^`]*`|\d+(?:\.\d+)?")
@@ -242,7 +256,7 @@ async def _deep(
     failures: list[Trajectory],
     optimizer: ModelBackend,
     cfg: ReflectConfig,
-    prompt: tuple[dict[str, Any], type[Any]],
+    prompt: tuple[dict[str, Any], type[Any], Callable[[Any], str | None]],
     result: ReflectResult,
 ) -> None:
     found = dominant_pattern(failures)
@@ -252,7 +266,7 @@ async def _deep(
     share = len(ids) / len(failures)
     if share <= cfg.deep_threshold or len(ids) < 2:
         return
-    common, schema = prompt
+    common, schema, check = prompt
     group = [t for t in failures if t.item_id in ids][:12]
     reply = await ask_optimizer(
         optimizer,
@@ -261,6 +275,7 @@ async def _deep(
         max_tokens=cfg.max_tokens,
         temperature=cfg.temperature,
         seed=step if cfg.seed is None else cfg.seed,
+        check=check,
         **common,
         pattern=pattern[:300],
         share=f"{share:.0%}",

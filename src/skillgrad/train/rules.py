@@ -71,6 +71,25 @@ def skill_choices(skill_text: str) -> SkillChoices:
     return SkillChoices(unique(lines), unique(headings))
 
 
+def rule_key(text: str) -> str:
+    """A rule's text for comparison: no list marker, case, spacing or closing punctuation."""
+    return " ".join(_ITEM.sub("", text).lower().split()).rstrip(".!;:")
+
+
+def known_rules(skill_text: str, rejected: Sequence[Edit] = ()) -> set[str]:
+    """``rule_key`` of every line of the skill and of every rule the gate rejected before."""
+    lines = [line for _, text in _documents(skill_text) for line in text.split("\n")]
+    return {rule_key(x) for x in [*lines, *(e.content for e in rejected)] if x.strip()}
+
+
+def only_repeats(reply: Any, known: set[str]) -> bool:
+    """True when every rule of a reflection reply adds text already known (``known_rules``)."""
+    rules = list(reply.rules)
+    return bool(rules) and all(
+        not getattr(r, "replaces", "") and rule_key(r.rule) in known for r in rules
+    )
+
+
 def _file_with(skill_text: str, anchor: str) -> str | None:
     """The document (file) whose text holds ``anchor``, matched as ``Skill.apply`` would."""
     for path, text in _documents(skill_text):
@@ -138,4 +157,12 @@ def _rule_edit(proposal: Any, skill_text: str, package: bool) -> dict[str, Any] 
     }
 
 
-__all__ = ["MAX_CHOICES", "SkillChoices", "rule_edits", "skill_choices"]
+__all__ = [
+    "MAX_CHOICES",
+    "SkillChoices",
+    "known_rules",
+    "only_repeats",
+    "rule_edits",
+    "rule_key",
+    "skill_choices",
+]

@@ -16,6 +16,7 @@ from skillgrad.models.base import ModelBackend
 from skillgrad.prompts import render_prompt
 from skillgrad.skill import approx_tokens, text_lines
 from skillgrad.train.optimizer_call import ask_optimizer
+from skillgrad.train.rules import known_rules, rule_key
 from skillgrad.train.schemas import RankingOutput
 from skillgrad.types import Edit
 
@@ -91,14 +92,18 @@ async def select(
     rejected: Sequence[Edit] = (),
     feedback: str = "",
 ) -> Selection:
-    """Clip, rank, keep the top k. Ranking: an edit repeating one the gate ``rejected`` before
+    """Clip, rank, keep the top k (a rule the skill already has is dropped: it would change
+    nothing and take a place). Ranking: an edit repeating one the gate ``rejected`` before
     (same op, anchor and text) comes last; then support (how many proposals agree); then the
     optimizer's relevance order if the pool exceeds k; then proposal order."""
     out = Selection()
     pool: list[Edit] = []
+    present = known_rules(skill)
     for e in edits:
         clipped = clip_edit(e, max_edit_tokens, count)
-        if clipped is None:
+        if e.op == "add" and rule_key(e.content) in present:
+            out.dropped.append({"edit": e, "reason": "already in the skill"})
+        elif clipped is None:
             out.dropped.append({"edit": e, "reason": f"content exceeds {max_edit_tokens} tokens"})
         else:
             pool.append(clipped)
