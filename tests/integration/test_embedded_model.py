@@ -94,8 +94,10 @@ def test_each_builtin_benchmark_trains_one_step(tmp_path: Path, task: str, optio
         assert history[0]["n_reflections"] >= 1 and reflections
 
 
-def test_readme_quickstart_command_trains_two_epochs_and_reports(tmp_path: Path) -> None:
-    """The README's main job, as a user runs it (output redirected into tmp_path)."""
+def test_readme_quickstart_command_learns_and_reports(tmp_path: Path) -> None:
+    """The README's main job, as a user runs it (output redirected into tmp_path): the local
+    Qwen pair trains a skill from empty that lifts the held-out test score by at least +0.30
+    (measured over 5 seeds: +0.86 [0.77, 0.95], docs/quickstart-learning.md)."""
     cmd = [
         sys.executable,
         "-m",
@@ -112,6 +114,9 @@ def test_readme_quickstart_command_trains_two_epochs_and_reports(tmp_path: Path)
     summary = json.loads((run / "summary.json").read_text())
     assert summary["status"] in ("finished", "early_stopped")
     assert summary["epochs_completed"] == 2 or summary["status"] == "early_stopped"
+    assert summary["skill_tokens_initial"] == 0  # it starts from the empty skill
+    assert summary["test_best"] - summary["test_initial"] >= 0.30, summary
+    assert summary["leaks"]["best_skill"] == []  # rules, not copied items
     for name in [
         "config.json",
         "history.json",
@@ -137,4 +142,7 @@ def test_readme_quickstart_command_trains_two_epochs_and_reports(tmp_path: Path)
     )
     assert report.returncode == 0, report.stderr
     assert "validation score" in report.stdout and "test score" in report.stdout
-    assert "optimizer" in report.stdout and "Persistent failures" in report.stdout
+    assert "optimizer" in report.stdout
+    learned = (run / "best_skill.md").read_text().strip().splitlines()[0]
+    shown = " ".join(report.stdout.split())  # wrapped at 80 columns off a terminal
+    assert "Learned skill" in shown and " ".join(learned.split()) in shown
