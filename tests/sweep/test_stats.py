@@ -80,3 +80,14 @@ def test_sign_flip_monte_carlo_agrees_with_full_enumeration() -> None:
     test = sign_flip_test(diffs)
     assert test.method == "monte_carlo"
     assert test.p_value == pytest.approx(extreme / 2 ** len(mags), abs=0.01)
+
+
+def test_a_sweep_interval_is_cut_to_the_range_the_metric_can_take() -> None:
+    from skillgrad.sweep.summary import metric_stats
+
+    near_one = metric_stats([0.94, 1.0, 0.97, 0.91, 1.0], "test_best")
+    assert near_one["ci_high"] == 1.0 and near_one["ci_low"] < near_one["mean"]
+    gain = metric_stats([0.0, 0.9, 0.95], "test_gain")
+    assert gain["ci_low"] == pytest.approx(t_interval([0.0, 0.9, 0.95]).ci_low)  # not cut
+    unbounded = metric_stats([1.0, 2.0, 3.0])
+    assert unbounded["ci_high"] == pytest.approx(t_interval([1.0, 2.0, 3.0]).ci_high)

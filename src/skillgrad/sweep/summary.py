@@ -78,12 +78,26 @@ def test_pairs(run_dir: Path) -> tuple[list[float], int]:
     return diffs, missing
 
 
-def metric_stats(values: Sequence[float]) -> dict[str, Any]:
+# The range each metric can take: a t-interval reaching past it (a score above 1 with scores
+# near 1 and few seeds) is cut at the bound, which the metric cannot cross.
+BOUNDS: dict[str, tuple[float, float]] = {
+    **{m: (0.0, 1.0) for m in ("val_initial", "val_best", "test_initial", "test_best")},
+    "test_gain": (-1.0, 1.0),
+    "test_change": (-1.0, 1.0),
+    "skill_tokens": (0.0, math.inf),
+    "calls": (0.0, math.inf),
+    "cost_usd": (0.0, math.inf),
+}
+
+
+def metric_stats(values: Sequence[float], metric: str = "") -> dict[str, Any]:
+    """Mean and 95% t-interval over seeds, the interval cut to the metric's range."""
     iv = t_interval(values, LEVEL)
+    low, high = BOUNDS.get(metric, (-math.inf, math.inf))
     out: dict[str, Any] = {
         "mean": iv.mean,
-        "ci_low": iv.ci_low,
-        "ci_high": iv.ci_high,
+        "ci_low": None if iv.ci_low is None else max(low, iv.ci_low),
+        "ci_high": None if iv.ci_high is None else min(high, iv.ci_high),
         "n": iv.n,
         "values": list(values),
     }
@@ -112,7 +126,8 @@ def build_sweep_summary(sweep_dir: Path) -> dict[str, Any]:
         "runs_total": len(jobs),
         "runs_finished": finished,
         "complete": finished == len(jobs),
-        "interval": f"{LEVEL:.0%} Student-t over seeds (n>=2); n=1: the value, single_seed",
+        "interval": f"{LEVEL:.0%} Student-t over seeds (n>=2), cut to the metric's range; "
+        "n=1: the value, single_seed",
         "paired_test": "exact two-sided sign-flip test, (seed, item) pairs pooled over seeds",
         "updated": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
         "configs": configs,
@@ -161,7 +176,7 @@ def _config_summary(sweep_dir: Path, params: dict[str, Any], runs: list[dict[str
         "status": statuses,
         "runs_finished": len(seeds),
         "seeds": seeds,
-        **{m: metric_stats(values[m]) for m in METRICS},
+        **{m: metric_stats(values[m], m) for m in METRICS},
         "paired_test": {
             "comparison": "test: best skill vs initial skill, per item, pooled over seeds",
             "n_pairs": test.n,
@@ -175,7 +190,7 @@ def _config_summary(sweep_dir: Path, params: dict[str, Any], runs: list[dict[str
         },
         "repeated_edits": repeated_edits(finished_runs),
         "check_targets": {
-            target: {m: metric_stats(v) for m, v in stats.items()}
+            target: {m: metric_stats(v, m) for m, v in stats.items()}
             for target, stats in checks.items()
         },
     }
