@@ -156,8 +156,9 @@ class TrainConfig(_Section):
         ge=0,
         le=2,
         description="optimizer sampling temperature of the reflections when "
-        "candidates_per_step > 1 (each candidate has its own seed); with 1 candidate the "
-        "optimizer's own temperature is used",
+        "candidates_per_step > 1 (each candidate has its own seed; with 1 candidate the "
+        "optimizer's own temperature is used), and of the one re-ask after a reflection that "
+        "only repeated rules the skill has or the gate rejected",
     )
 
     @field_validator("check_targets", mode="before")

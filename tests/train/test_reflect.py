@@ -235,3 +235,18 @@ async def test_a_reply_with_one_new_rule_is_not_asked_again() -> None:
     out = await reflect(1, skill, [_traj("a")], opt, CFG)
     opt.assert_done()
     assert not out.records[0]["reasked"] and len(out.edits) == 2
+
+
+async def test_the_re_ask_after_repeats_samples_at_the_reask_temperature() -> None:
+    from dataclasses import replace
+
+    skill = "- Answer in upper case.\n"
+    opt = (
+        ScriptedBackend()
+        .expect(REFLECT, rules_reply("Answer in upper case."))
+        .expect("already in the skill", rules_reply("Reply with the word only."))
+    )
+    await reflect(3, skill, [_traj("a")], opt, replace(CFG, reask_temperature=0.7))
+    first, again = opt.calls
+    assert (first.temperature, first.seed) == (0.0, 3)
+    assert (again.temperature, again.seed) == (0.7, 4)

@@ -198,24 +198,27 @@ async def ask_structured(
     seed: int = 0,
     reask: str = "reask",
     check: Callable[[M], str | None] | None = None,
+    check_temperature: float | None = None,
 ) -> StructuredReply[M]:
     """Ask for a reply matching ``schema``; re-ask once (prompt template ``reask``, with the
     validation error and the schema); return the reply, ``error`` set when still invalid.
 
     ``check`` looks at a valid reply and may return why it is not useful (e.g. it repeats what
-    the caller already has): that also earns the one re-ask, with the reason shown, but a valid
-    reply is never discarded for it: the last valid reply is returned."""
+    the caller already has): that also earns the one re-ask, with the reason shown, at
+    ``check_temperature`` when given (a model at temperature 0 tends to say the same again), but
+    a valid reply is never discarded for it: the last valid reply is returned."""
     json_schema = request_schema(schema)
     messages: tuple[Message, ...] = (Message("system", system), Message("user", user))
     raws: list[str] = []
     error = ""
     fallback: M | None = None
     for attempt in range(2):
+        sample = check_temperature if fallback is not None else None
         request = ChatRequest(
             messages=messages,
-            temperature=temperature,
+            temperature=temperature if sample is None else sample,
             max_tokens=max_tokens,
-            seed=seed,
+            seed=seed if sample is None else seed + 1,
             response_schema=json_schema,
         )
         completion = await backend.complete(request)

@@ -120,6 +120,7 @@ def reflect_config(ctx: RunContext, seed: int | None = None) -> ReflectConfig:
         max_tokens=t.optimizer_max_tokens,
         temperature=temperature,
         seed=seed,
+        reask_temperature=t.candidate_temperature,
     )
 
 

@@ -27,6 +27,7 @@ async def ask_optimizer(
     temperature: float = 0.0,
     seed: int = 0,
     check: Callable[[M], str | None] | None = None,
+    check_temperature: float | None = None,
     **fields: object,
 ) -> StructuredReply[M]:
     """Render ``<kind>_system``/``<kind>_user`` (with ``fields``) and ask for ``schema``
@@ -40,6 +41,7 @@ async def ask_optimizer(
         temperature=temperature,
         seed=seed,
         check=check,
+        check_temperature=check_temperature,
     )
 
 

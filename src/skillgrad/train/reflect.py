@@ -43,6 +43,8 @@ class ReflectConfig:
     temperature: float = 0.0
     seed: int | None = None
     """Sampling seed of the calls (None: the step number, as with one candidate per step)."""
+    reask_temperature: float | None = None
+    """Temperature of the one re-ask after a reply that only repeats known rules."""
 
 
 @dataclass
@@ -180,6 +182,7 @@ async def reflect(
                 temperature=cfg.temperature,
                 seed=step if cfg.seed is None else cfg.seed,
                 check=check,
+                check_temperature=cfg.reask_temperature,
                 **common,
                 n_items=len(batch),
                 trajectories=render_trajectories(batch),
@@ -276,6 +279,7 @@ async def _deep(
         temperature=cfg.temperature,
         seed=step if cfg.seed is None else cfg.seed,
         check=check,
+        check_temperature=cfg.reask_temperature,
         **common,
         pattern=pattern[:300],
         share=f"{share:.0%}",
