@@ -262,6 +262,12 @@ def _escape(sweep: Path) -> None:
     _edit_json(sweep / "sweep.json", lambda d: d["jobs"][0].update({"name": "../seed0"}))
 
 
+def _linked_run(sweep: Path) -> None:
+    outside = sweep.parent / "elsewhere"
+    (sweep / "seed1").rename(outside)
+    (sweep / "seed1").symlink_to(outside)
+
+
 T = ["--target_model", PICKY]
 BAD: dict[str, tuple[Callable[[Path], None] | None, list[str], str]] = {
     "no target": (None, [], "give at least one --target_model"),
@@ -311,6 +317,7 @@ BAD: dict[str, tuple[Callable[[Path], None] | None, list[str], str]] = {
     "a job out of the sweep": (_escape, T, "sweep.json: its jobs are damaged"),
     "data changed": (_set_option("seed", 7), T, "the task's data changed since this run started"),
     "a redacted secret": (_set_option("api_key", "***"), T, "env.options.api_key held a secret"),
+    "a run that is a symlink": (_linked_run, T, "seed1 is a symlink"),
     "a symlink": (
         lambda s: (s / "seed0/notes").symlink_to("/etc/hostname"),
         T,

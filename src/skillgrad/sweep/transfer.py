@@ -179,6 +179,11 @@ def _load_run(job: dict[str, Any], root: Path, split: str) -> TransferRun:
     """A finished run, checked: no symlink in it, its config, its own scores (summary and
     result cache), its skills as committed, its data and its transfer.jsonl readable."""
     paths = RunPaths(root)
+    if root.is_symlink():  # scoring writes into the run: never through a link out of the sweep
+        raise RunDirError(
+            f"{root} is a symlink (to {root.readlink()}); a sweep keeps its runs as folders of "
+            "its own. Replace it with the run's folder."
+        )
     integrity.check_no_links(root)
     cfg = run_config(paths)
     main = main_scores(paths, split)
