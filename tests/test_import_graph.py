@@ -26,8 +26,8 @@ The layers, lowest first, and why each sits where it does:
 - ``session``, ``evaluate``, ``fit``, ``trackers`` — assembling and running a run;
 - the package's ``__init__`` (the public API, also what a sweep worker calls);
 - ``sweep``, then ``report`` (reads runs and sweeps), then ``dashboard``;
-- ``cli_views``, ``cli_sweep``, ``cli_data`` and ``cli_models`` (commands registered on the
-  app), then ``cli`` and ``__main__``.
+- ``cli_views``, ``cli_sweep``, ``cli_data``, ``cli_models`` and ``cli_transfer`` (commands
+  registered on the app), then ``cli`` and ``__main__``.
 
 ``skillgrad.testing`` (the shipped fakes) sits above everything: no production module imports it.
 """
@@ -68,7 +68,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("sweep",),
     ("report",),
     ("dashboard",),
-    ("cli_views", "cli_sweep", "cli_data", "cli_models"),
+    ("cli_views", "cli_sweep", "cli_data", "cli_models", "cli_transfer"),
     ("cli", "__main__"),
     ("testing",),
 )

@@ -8,6 +8,7 @@ skillgrad report RUN_DIR [--html]
 skillgrad diff | blame | compare | dashboard   (see cli_views.py)
 skillgrad data list | pull NAME [--force]      (see cli_data.py)
 skillgrad models list | pull NAME...           (see cli_models.py)
+skillgrad transfer SWEEP_DIR --target_model P:M  (see cli_transfer.py)
 
 Output goes through the ``skillgrad`` logger (``console.setup_logging``): ``-v`` shows debug
 lines, ``--quiet`` only warnings and errors. Help texts are plain text (no markup).
@@ -262,10 +263,17 @@ def report(
 
 
 def _sweep_report(sweep_dir: Path, html: bool) -> None:
-    from skillgrad.report.sweep import load_summary_or_fail, render_sweep_text
+    from skillgrad.report.sweep import (
+        load_summary_or_fail,
+        render_sweep_text,
+        render_transfer_text,
+    )
+    from skillgrad.sweep.transfer_matrix import load_transfer_summary
 
     try:
         out.print(render_sweep_text(load_summary_or_fail(sweep_dir)), markup=False)
+        if (transfer := load_transfer_summary(sweep_dir)) is not None:
+            out.print(render_transfer_text(transfer), markup=False)
         if html:
             try:
                 from skillgrad.report.sweep_html import write_sweep_html
@@ -279,10 +287,11 @@ def _sweep_report(sweep_dir: Path, html: bool) -> None:
 
 
 def _register_views() -> None:
-    from skillgrad import cli_data, cli_views
+    from skillgrad import cli_data, cli_transfer, cli_views
 
     cli_views.register(app)
     cli_data.register(app)
+    cli_transfer.register(app)
 
 
 _register_views()

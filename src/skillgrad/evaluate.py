@@ -13,11 +13,12 @@ from typing import Any
 from skillgrad.config import Config
 from skillgrad.models.factory import check_models
 from skillgrad.runs.cache import CallCache
-from skillgrad.runs.io import append_jsonl
+from skillgrad.runs.io import append_jsonl, read_jsonl
 from skillgrad.runs.layout import RunPaths
 from skillgrad.session import configured_specs, open_session
 from skillgrad.skill import Skill
 from skillgrad.train.rollout import mean_score, rollout
+from skillgrad.types import Trajectory
 
 
 def eval_cache_path(cfg: Config) -> Path:
@@ -59,10 +60,19 @@ async def evaluate_skill(cfg: Config, skill_path: Path, split: str) -> dict[str,
         "n": len(trajs),
         "mean_score": mean_score(trajs),
         "pass_rate": sum(t.score.passed for t in trajs) / len(trajs),
-        "items": {t.item_id: {"score": t.score.value, "feedback": t.score.feedback} for t in trajs},
+        "items": {t.item_id: _item(t) for t in trajs},
     }
     record_transfer(cfg, Path(skill_path), result)
     return result
+
+
+def _item(t: Trajectory) -> dict[str, Any]:
+    """One item's result; ``infra_error`` marks a rollout whose infrastructure failed (left
+    out of the mean: missing, not zero)."""
+    out: dict[str, Any] = {"score": t.score.value, "feedback": t.score.feedback}
+    if t.infra_error is not None:
+        out["infra_error"] = t.infra_error
+    return out
 
 
 def setup_label(cfg: Config) -> str:
@@ -78,12 +88,15 @@ def setup_label(cfg: Config) -> str:
 
 def record_transfer(cfg: Config, skill_path: Path, result: dict[str, Any]) -> None:
     """When the evaluated skill belongs to a run (``<run>/best_skill``, ``<run>/skills/...``),
-    append the result to that run's ``transfer.jsonl``: the run's report lists it."""
+    append the result to that run's ``transfer.jsonl``: the run's report lists it. The same
+    result again (a re-run answered from the cache) is listed once."""
     for folder in list(skill_path.resolve().parents)[:2]:
         paths = RunPaths(folder)
         if paths.config.exists() and paths.history.exists():
             row = {k: result[k] for k in ("skill", "split", "n", "mean_score", "pass_rate")}
-            append_jsonl(paths.transfer, {**row, "setup": setup_label(cfg)})
+            row["setup"] = setup_label(cfg)
+            if row not in read_jsonl(paths.transfer):
+                append_jsonl(paths.transfer, row)
             return
 
 

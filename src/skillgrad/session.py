@@ -131,7 +131,7 @@ def load_splits(task: Task, *, require_test: bool = True) -> dict[str, list[Item
     return items
 
 
-def _resolved(spec: ModelSpec, base_dir: str) -> ModelSpec:
+def resolved_spec(spec: ModelSpec, base_dir: str) -> ModelSpec:
     """A ``function`` model named by a relative ``file.py:attr`` is relative to the config."""
     if spec.provider == "function" and ".py:" in spec.model and not Path(spec.model).is_absolute():
         return spec.model_copy(update={"model": str(Path(base_dir) / spec.model)})
@@ -159,7 +159,7 @@ def _build_backends(
     built: dict[str, ModelBackend] = {}
 
     def one(spec: ModelSpec) -> ModelBackend:
-        spec = _resolved(spec, cfg.base_dir)
+        spec = resolved_spec(spec, cfg.base_dir)
         key = spec.model_dump_json()
         if key not in built:
             built[key] = build_backend(spec, limiters, rng_seed=0)
@@ -200,7 +200,7 @@ def configured_specs(
     included."""
     roles = ((cfg.models.optimizer, optimizer), (cfg.models.target, target))
     specs = [spec for spec, given in roles if given is None] + list(cfg.train.check_targets)
-    return [_resolved(spec, cfg.base_dir) for spec in specs]
+    return [resolved_spec(spec, cfg.base_dir) for spec in specs]
 
 
 def open_session(
@@ -387,6 +387,7 @@ __all__ = [
     "configured_specs",
     "load_splits",
     "open_session",
+    "resolved_spec",
     "run_dir_for",
     "run_training",
     "safe_name",

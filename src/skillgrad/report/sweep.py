@@ -67,6 +67,49 @@ def render_sweep_text(summary: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+TRANSFER_COLUMNS = ("target", "initial", "best", "gain mean [95% CI]", "gain per seed",
+                    "best vs initial, per item")  # fmt: skip
+
+
+def transfer_rows(config: dict[str, Any]) -> list[tuple[str, ...]]:
+    """One row per target of one grid configuration of ``transfer_summary.json``."""
+    rows: list[tuple[str, ...]] = []
+    for target, cell in (config.get("targets") or {}).items():
+        gain = cell.get("gain") or {}
+        test = cell.get("paired_test") or {}
+        paired = "no pairs" if test.get("p_value") is None else (
+            f"+{test['wins']} / -{test['losses']} / ={test['ties']}, p = {fmt(test['p_value'], 4)}"
+        )  # fmt: skip
+        rows.append((
+            f"{target} (main target)" if cell.get("main") else target,
+            interval_text(cell.get("initial") or {}),
+            interval_text(cell.get("best") or {}),
+            interval_text(gain),
+            ", ".join(fmt(v) for v in gain.get("values", [])),
+            paired,
+        ))  # fmt: skip
+    return rows
+
+
+def render_transfer_text(summary: dict[str, Any]) -> str:
+    """The transfer matrix (``skillgrad transfer``) as Markdown: a table per configuration."""
+    s = summary
+    lines = [
+        f"# Transfer: {s['sweep_dir']} ({s['split']} split)",
+        "",
+        f"- runs scored: {s['runs_finished']} finished of {s['runs_total']}"
+        + ("" if s["complete"] else " (the others are not finished: left out)"),
+        "- per target: the initial and the best skill of every run, on the run's own split; "
+        "(main target): the sweep's own target, from the runs themselves (no calls)",
+        f"- intervals: {s['interval']}; per item: {s['paired_test']}",
+    ]
+    for c in s["configs"]:
+        lines += ["", f"## {params_label(c['params'])}  ({c['runs_finished']} seeds)", ""]
+        lines += ["| " + " | ".join(TRANSFER_COLUMNS) + " |", "|---" * len(TRANSFER_COLUMNS) + "|"]
+        lines += ["| " + " | ".join(row) + " |" for row in transfer_rows(c)]
+    return "\n".join(lines) + "\n"
+
+
 def load_summary_or_fail(sweep_dir: Path) -> dict[str, Any]:
     from skillgrad.sweep.summary import build_sweep_summary, load_sweep_summary
 
@@ -79,9 +122,12 @@ def load_summary_or_fail(sweep_dir: Path) -> dict[str, Any]:
 
 
 __all__ = [
+    "TRANSFER_COLUMNS",
     "interval_text",
     "load_summary_or_fail",
     "paired_text",
     "params_label",
     "render_sweep_text",
+    "render_transfer_text",
+    "transfer_rows",
 ]

@@ -1,7 +1,8 @@
 """Figures and the HTML page of a sweep report (matplotlib + jinja2: the ``report`` extra).
 
 Figures: test score of the initial and the best skill per grid configuration (mean with its 95%
-interval, every seed as a dot), and the test gain per configuration with its interval.
+interval, every seed as a dot), and the test gain per configuration with its interval; the
+transfer matrix (``skillgrad transfer``) as a table when the sweep has one.
 """
 
 from __future__ import annotations
@@ -16,12 +17,15 @@ from skillgrad.report.html import environment
 from skillgrad.report.plots import _png
 from skillgrad.report.sweep import (
     SHOWN,
+    TRANSFER_COLUMNS,
     interval_text,
     load_summary_or_fail,
     paired_text,
     params_label,
+    transfer_rows,
 )
 from skillgrad.runs.io import atomic_write_bytes, atomic_write_text
+from skillgrad.sweep.transfer_matrix import load_transfer_summary
 
 
 def _errorbar(ax: Any, x: float, stat: dict[str, Any], color: str, label: str | None) -> None:
@@ -70,12 +74,18 @@ def sweep_figures(summary: dict[str, Any]) -> dict[str, bytes]:
     return {"sweep_test_scores": _scores_figure(configs), "sweep_test_gain": _gain_figure(configs)}
 
 
-def render_sweep_html(summary: dict[str, Any], figures: dict[str, bytes]) -> str:
+def render_sweep_html(
+    summary: dict[str, Any], figures: dict[str, bytes], transfer: dict[str, Any] | None = None
+) -> str:
+    """The page; ``transfer`` (transfer_summary.json) adds the transfer matrix."""
     return (
         environment()
         .get_template("sweep.html.j2")
         .render(
             s=summary,
+            transfer=transfer,
+            transfer_columns=TRANSFER_COLUMNS,
+            transfer_rows=transfer_rows,
             metrics=("val_initial", *SHOWN),
             figures={k: base64.b64encode(v).decode("ascii") for k, v in figures.items()},
             interval_text=interval_text,
@@ -93,7 +103,8 @@ def write_sweep_html(sweep_dir: Path, out: Path | None = None) -> Path:
     for name, png in figures.items():
         atomic_write_bytes(fig_dir / f"{name}.png", png)
     target = Path(out) if out is not None else Path(sweep_dir) / "sweep_report.html"
-    atomic_write_text(target, render_sweep_html(summary, figures))
+    transfer = load_transfer_summary(Path(sweep_dir))
+    atomic_write_text(target, render_sweep_html(summary, figures, transfer))
     return target
 
 

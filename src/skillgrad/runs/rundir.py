@@ -133,13 +133,7 @@ class RunDir:
             integrity.write_data_digest(self.paths, data)
             return False
         self._remove_torn_writes()
-        stored = read_json(self.paths.config)
-        if not isinstance(stored, dict) or not {"env", "models", "train"} <= set(stored):
-            raise RunDirError(
-                f"{self.paths.config}: not a skillgrad run config (a JSON object with env, models "
-                "and train); it was damaged or overwritten. Restore it, or "
-                f"{integrity.FRESH}."
-            )
+        stored = read_run_config(self.paths)
         integrity.check_data(self.paths, data)
         diffs = _flat_diff(
             _comparable(stored), _comparable(config), defaults=_comparable(defaults or {})
@@ -276,6 +270,20 @@ class RunDir:
         atomic_write_text(self.paths.report, report)
 
 
+def read_run_config(paths: RunPaths) -> dict[str, Any]:
+    """The run's resolved config as config.json holds it (JSON, secrets redacted): what the run
+    was trained with, e.g. its ``env.options.seed`` under ``skillgrad sweep --vary-split``.
+    RunDirError when it is missing or not a run config."""
+    stored = read_json(paths.config)
+    if not isinstance(stored, dict) or not {"env", "models", "train"} <= set(stored):
+        raise RunDirError(
+            f"{paths.config}: not a skillgrad run config (a JSON object with env, models "
+            "and train); it is missing, damaged or overwritten. Restore it, or "
+            f"{integrity.FRESH}."
+        )
+    return stored
+
+
 def find_fresh_root(root: Path) -> Path:
     """``root`` if unused, else ``root-2``, ``root-3``, ... (for ``--fresh``)."""
     if not (root / "config.json").exists():
@@ -286,4 +294,4 @@ def find_fresh_root(root: Path) -> Path:
     return root.parent / f"{root.name}-{n}"
 
 
-__all__ = ["RunDir", "find_fresh_root"]
+__all__ = ["RunDir", "find_fresh_root", "read_run_config"]

@@ -53,8 +53,9 @@ def run_metrics(summary: dict[str, Any]) -> dict[str, float | None]:
     }
 
 
-def test_pairs(run_dir: Path) -> tuple[list[float], int]:
-    """Per test item: best-skill score minus initial-skill score; and the items missing one."""
+def paired_diffs(run_dir: Path, split: str = "test") -> tuple[list[float], int]:
+    """Per item of ``split``: best-skill score minus initial-skill score on the run's own target
+    (its result cache; sample 0 of each item); and the items missing one."""
     splits = read_json(run_dir / "splits.json") or {}
     state = read_json(run_dir / "runtime_state.json")  # the full texts (a package: its bundle)
     if not isinstance(state, dict) or not {"initial_skill", "best_skill"} <= set(state):
@@ -66,7 +67,7 @@ def test_pairs(run_dir: Path) -> tuple[list[float], int]:
     store = CallCache(run_dir / "calls.sqlite")
     try:
         diffs, missing = [], 0
-        for item_id in splits.get("test", []):
+        for item_id in splits.get(split, []):
             a = store.get_result(skill_hash(initial), item_id)
             b = store.get_result(skill_hash(best), item_id)
             if a is None or b is None:
@@ -113,7 +114,7 @@ def build_sweep_summary(sweep_dir: Path) -> dict[str, Any]:
         raise RunDirError(f"{sweep_dir} is not a sweep directory (no sweep.json)")
     jobs = record["jobs"]
     configs: list[dict[str, Any]] = []
-    for params in _unique_params(jobs):
+    for params in unique_params(jobs):
         runs = [j for j in jobs if j["params"] == params]
         configs.append(_config_summary(Path(sweep_dir), params, runs))
     finished = sum(c["runs_finished"] for c in configs)
@@ -134,7 +135,8 @@ def build_sweep_summary(sweep_dir: Path) -> dict[str, Any]:
     }
 
 
-def _unique_params(jobs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def unique_params(jobs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The grid configurations of ``sweep.json``'s jobs, in plan order."""
     out: list[dict[str, Any]] = []
     for job in jobs:
         if job["params"] not in out:
@@ -150,10 +152,7 @@ def _config_summary(sweep_dir: Path, params: dict[str, Any], runs: list[dict[str
     for job in runs:
         run_dir = sweep_dir / job["name"]
         summary = read_json(run_dir / "summary.json")
-        status = summary.get("status", "unknown") if isinstance(summary, dict) else "not started"
-        if status == "not started" and (run_dir / "config.json").exists():
-            status = "unfinished"
-        statuses[job["name"]] = status
+        statuses[job["name"]] = status = run_status(run_dir, summary)
         if status != FINISHED:
             continue
         seeds.append(job["seed"])
@@ -166,10 +165,9 @@ def _config_summary(sweep_dir: Path, params: dict[str, Any], runs: list[dict[str
                 checks.setdefault(row["target"], {m: [] for m in CHECK_METRICS})[key].append(
                     float(row[key])
                 )
-        run_diffs, run_missing = test_pairs(run_dir)
+        run_diffs, run_missing = paired_diffs(run_dir)
         diffs += run_diffs
         missing += run_missing
-    test = sign_flip_test(diffs)
     return {
         "params": params,
         "runs": [j["name"] for j in runs],
@@ -177,23 +175,38 @@ def _config_summary(sweep_dir: Path, params: dict[str, Any], runs: list[dict[str
         "runs_finished": len(seeds),
         "seeds": seeds,
         **{m: metric_stats(values[m], m) for m in METRICS},
-        "paired_test": {
-            "comparison": "test: best skill vs initial skill, per item, pooled over seeds",
-            "n_pairs": test.n,
-            "mean_diff": test.mean_diff,
-            "wins": test.wins,
-            "losses": test.losses,
-            "ties": test.ties,
-            "p_value": test.p_value,
-            "method": test.method,
-            "missing_pairs": missing,
-        },
+        "paired_test": paired_record(diffs, missing, "test"),
         "repeated_edits": repeated_edits(finished_runs),
         "check_targets": {
             target: {m: metric_stats(v, m) for m, v in stats.items()}
             for target, stats in checks.items()
         },
     }
+
+
+def paired_record(diffs: Sequence[float], missing: int, split: str) -> dict[str, Any]:
+    """The exact sign-flip test of best vs initial over per-item differences pooled over seeds,
+    as the summaries record it (``missing``: items scored for only one of the two skills)."""
+    test = sign_flip_test(diffs)
+    return {
+        "comparison": f"{split}: best skill vs initial skill, per item, pooled over seeds",
+        "n_pairs": test.n,
+        "mean_diff": test.mean_diff,
+        "wins": test.wins,
+        "losses": test.losses,
+        "ties": test.ties,
+        "p_value": test.p_value,
+        "method": test.method,
+        "missing_pairs": missing,
+    }
+
+
+def run_status(run_dir: Path, summary: Any) -> str:
+    """A run's status: its summary.json's (``finished``, ``budget_exhausted``...), else
+    ``unfinished`` (started: config.json, no summary yet) or ``not started``."""
+    if isinstance(summary, dict):
+        return str(summary.get("status", "unknown"))
+    return "unfinished" if (run_dir / "config.json").exists() else "not started"
 
 
 def check_rows(summary: dict[str, Any]) -> list[dict[str, Any]]:
@@ -228,7 +241,10 @@ __all__ = [
     "check_rows",
     "load_sweep_summary",
     "metric_stats",
+    "paired_diffs",
+    "paired_record",
     "run_metrics",
-    "test_pairs",
+    "run_status",
+    "unique_params",
     "write_sweep_summary",
 ]
