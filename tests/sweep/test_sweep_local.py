@@ -163,3 +163,16 @@ def test_dashboard_lists_sweeps_with_intervals(reference: tuple[Path, Reference]
         assert "train.lr_scheduler=cosine" in page and "1 [1, 1]" in page
     runs = TestClient(create_app(folder / "sweep"), base_url="http://127.0.0.1").get("/api/runs")
     assert len(runs.json()) == 4  # the dashboard on a sweep shows each of its runs
+
+
+def test_a_run_stopped_by_patience_counts_as_finished(tmp_path: Path) -> None:
+    """Early stopping is a normal end (the test split is scored): exit 0, in the summary."""
+    config = write_config(tmp_path / "w", latency=0.0)
+    out = tmp_path / "sweep"
+    done = run_sweep(sweep_cmd(config, out, "--seeds", "2", "--set", "train.patience=1"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    summary = json.loads((out / "sweep_summary.json").read_text())
+    (c,) = summary["configs"]
+    assert set(c["status"].values()) == {"early_stopped"} and summary["complete"]
+    assert c["runs_finished"] == 2 and c["test_gain"]["n"] == 2
+    assert "not finished" not in done.stdout

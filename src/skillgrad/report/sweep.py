@@ -9,6 +9,7 @@ from typing import Any
 
 from skillgrad.errors import RunDirError
 from skillgrad.report.text import fmt
+from skillgrad.sweep.worker import COMPLETE
 
 SHOWN = ("val_best", "test_initial", "test_best", "test_gain", "skill_tokens", "calls", "cost_usd")
 
@@ -61,7 +62,7 @@ def render_sweep_text(summary: dict[str, Any]) -> str:
                 per_seed = ", ".join(fmt(v) for v in stat.get("values", []))
                 lines.append(f"| check {target}: {key} | {interval_text(stat)} | {per_seed} |")
         lines += ["", f"test best vs initial: {paired_text(c.get('paired_test') or {})}"]
-        unfinished = {k: v for k, v in (c.get("status") or {}).items() if v != "finished"}
+        unfinished = {k: v for k, v in (c.get("status") or {}).items() if v not in COMPLETE}
         if unfinished:
             lines.append("not finished: " + ", ".join(f"{k} ({v})" for k, v in unfinished.items()))
     return "\n".join(lines) + "\n"

@@ -25,7 +25,7 @@ from skillgrad.skill import skill_hash
 from skillgrad.stats import sign_flip_test, t_interval
 from skillgrad.sweep.attribution import repeated_edits
 from skillgrad.sweep.plan import SUMMARY_FILE, load_plan_record
-from skillgrad.sweep.worker import FINISHED
+from skillgrad.sweep.worker import COMPLETE
 
 METRICS = (
     "val_initial", "val_best", "test_initial", "test_best", "test_gain",
@@ -153,7 +153,7 @@ def _config_summary(sweep_dir: Path, params: dict[str, Any], runs: list[dict[str
         run_dir = sweep_dir / job["name"]
         summary = read_json(run_dir / "summary.json")
         statuses[job["name"]] = status = run_status(run_dir, summary)
-        if status != FINISHED:
+        if status not in COMPLETE:
             continue
         seeds.append(job["seed"])
         finished_runs.append((job["seed"], run_dir))

@@ -38,7 +38,7 @@ from skillgrad.session import load_splits, resolved_spec
 from skillgrad.skill import Skill, skill_hash
 from skillgrad.sweep.plan import load_plan_record
 from skillgrad.sweep.summary import paired_diffs, run_status
-from skillgrad.sweep.worker import FINISHED
+from skillgrad.sweep.worker import COMPLETE
 
 SKILLS = ("initial", "best")
 SPLITS = ("val", "test")
@@ -149,7 +149,7 @@ def prepare_transfer(sweep_dir: Path, targets: Sequence[str], split: str) -> Tra
         root = plan.sweep_dir / job["name"]
         status = run_status(root, read_json(RunPaths(root).summary))
         plan.status[job["name"]] = status
-        if status == FINISHED:
+        if status in COMPLETE:
             plan.runs.append(_load_run(job, root, split))
     return plan
 

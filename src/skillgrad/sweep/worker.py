@@ -18,6 +18,8 @@ from skillgrad.runs.io import read_json
 from skillgrad.sweep.plan import RunJob
 
 FINISHED = "finished"
+COMPLETE = (FINISHED, "early_stopped")
+"""Statuses of a run that ended normally (its test split scored): all epochs, or patience."""
 
 
 @dataclass(frozen=True)
@@ -41,7 +43,7 @@ class RunOutcome:
 
 def is_finished(run_dir: Path) -> bool:
     summary = read_json(Path(run_dir) / "summary.json")
-    return isinstance(summary, dict) and summary.get("status") == FINISHED
+    return isinstance(summary, dict) and summary.get("status") in COMPLETE
 
 
 def execute(job: RunJob) -> RunOutcome:
@@ -60,4 +62,6 @@ def execute(job: RunJob) -> RunOutcome:
     except SkillgradError as exc:
         return RunOutcome(job.name, "failed", str(exc), time.monotonic() - start, host)
     status = str(result.summary.get("status", FINISHED))
+    if status in COMPLETE:  # all epochs, or stopped by patience: the run ended normally
+        status = FINISHED
     return RunOutcome(job.name, status, "", time.monotonic() - start, host)
