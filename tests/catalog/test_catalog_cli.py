@@ -66,7 +66,7 @@ def test_ctrl_c_keeps_the_partial_and_the_same_command_resumes(
 ) -> None:
     write_user_catalog(env["config"], entry)
     hub.add(REPO, entry.file, content)
-    hub.pace_s = 0.05  # ~18 s for the whole file: time to interrupt it
+    hub.pace_s = 0.5  # 19 pieces of 16 kB: ~9 s for the whole file, time to interrupt it
     proc = subprocess.Popen(
         [sys.executable, "-m", "skillgrad", "models", "pull", entry.name],
         stderr=subprocess.PIPE,

@@ -211,12 +211,13 @@ def wait_for_calls(log: Path, n: int, proc: subprocess.Popen[str]) -> None:
 def test_ctrl_c_and_kill_mid_way_resume_without_paying_twice(made: Path, tmp_path: Path) -> None:
     sweep = copy_of(made, tmp_path)
     log = tmp_path / "calls.log"
-    first = transfer(sweep, "--target_model", PICKY, log=log, latency=0.1)
+    # slow calls, so the run is still going when the signal lands even on a loaded machine
+    first = transfer(sweep, "--target_model", PICKY, log=log, latency=1.0)
     wait_for_calls(log, 3, first)
     first.send_signal(signal.SIGINT)
     code, _, err = finish(first)
     assert code == 130 and "re-run the same command to resume" in err
-    second = transfer(sweep, "--target_model", PICKY, log=log, latency=0.1)
+    second = transfer(sweep, "--target_model", PICKY, log=log, latency=1.0)
     wait_for_calls(log, 10, second)
     second.kill()
     second.communicate(timeout=60)
