@@ -305,3 +305,19 @@ async def test_attribution_names_fixed_and_broken_items() -> None:
     assert r.accepted
     assert r.fixed == (items[2].id, items[3].id) and r.broken == (items[0].id,)
     assert r.paired_n == 6 and r.missing == 0
+
+
+async def test_a_candidate_rejected_before_evaluation_reports_the_incumbents_score() -> None:
+    """An incumbent that leaves too few items to fix cannot be beaten: the gate rejects without a
+    target call, and the record names the incumbent's real score (it read 0.000)."""
+    table = {"inc": {f"i{k}": [1.0] * 4 for k in range(4)}, "cand": {}}
+    table["inc"]["i3"] = [0.5] * 4
+    task = TableTask(table, 4)
+    items = task.load_split("val")
+    inc = await score_items(task, items, "inc", seed_echo(), samples=1, workers=2)
+    out = await gate(
+        task, items, "cand", {s.item_id: s for s in inc}, seed_echo(), rule=PAIRED, workers=1
+    )
+    r = out.result
+    assert not r.accepted and r.early_rejected and r.evaluated == 0
+    assert r.incumbent_score == pytest.approx(3.5 / 4)

@@ -287,7 +287,8 @@ def _outcome(
     diffs, missing_evaluated = paired_diffs(cand, incumbent)
     missing_incumbent = sum(1 for i in items if incumbent[i.id].value is None)
     values = list(diffs.values())
-    inc_mean = mean_item_score([incumbent[i] for i in diffs]) if diffs else 0.0
+    # on the paired items; with none evaluated (rejected before evaluation), on all of them
+    inc_mean = mean_item_score([incumbent[i] for i in diffs] or [incumbent[i.id] for i in items])
     cand_mean = mean_item_score(list(cand.values()))
     if early:
         accepted = False
