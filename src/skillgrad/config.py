@@ -144,6 +144,12 @@ class TrainConfig(_Section):
         lt=1,
         description="largest val-mean loss on a check target a candidate may have and still pass",
     )
+    check_targets_rule: Literal["strict", "paired"] = Field(
+        "paired",
+        description="how a check target refuses: 'paired' when the exact sign-flip test is "
+        "gate_confidence sure the candidate loses more than the tolerance (one item's noise "
+        "does not refuse); 'strict' whenever its val mean loses more than the tolerance",
+    )
     candidates_per_step: int = Field(
         1,
         ge=1,

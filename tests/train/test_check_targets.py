@@ -128,7 +128,7 @@ def test_a_loss_within_the_tolerance_is_accepted_and_one_above_it_refused(
     # so no early stop shortens the refusal
     word = ToyTask().load_split("val")[-1].input
     spoiler = check("UPPERCASE", [word])
-    ok = _run(tmp_path / "a", [spoiler], check_targets_tolerance=0.2)
+    ok = _run(tmp_path / "a", [spoiler], check_targets_tolerance=0.2, check_targets_rule="strict")
     history = read_json(ok.run_dir / "history.json")
     accepted = [r for r in history if r["accepted"]]
     assert accepted and GOOD_RULE in (ok.run_dir / "best_skill.md").read_text()
@@ -138,7 +138,9 @@ def test_a_loss_within_the_tolerance_is_accepted_and_one_above_it_refused(
     [row] = ok.summary["check_targets"]["targets"]
     assert row["test_change"] == 0.0  # the spoiled word is a val word, not a test word
 
-    tight = _run(tmp_path / "b", [spoiler], check_targets_tolerance=0.1)
+    tight = _run(
+        tmp_path / "b", [spoiler], check_targets_tolerance=0.1, check_targets_rule="strict"
+    )
     history = read_json(tight.run_dir / "history.json")
     assert not any(r["accepted"] for r in history)
     refused = [r for r in history if r["check_targets"]]
@@ -147,6 +149,19 @@ def test_a_loss_within_the_tolerance_is_accepted_and_one_above_it_refused(
     )
     [c] = refused[0]["check_targets"]
     assert c["evaluated"] == 6 and not c["early_rejected"]
+
+
+def test_the_paired_rule_lets_one_items_noise_through(tmp_path: Path) -> None:
+    """The default rule: losing 1 of 6 val items (0.167 > 0.1) is not an established loss, so
+    the candidate passes where the strict rule refused it above."""
+    word = ToyTask().load_split("val")[-1].input
+    run = _run(tmp_path, [check("UPPERCASE", [word])], check_targets_tolerance=0.1)
+    history = read_json(run.run_dir / "history.json")
+    accepted = [r for r in history if r["accepted"]]
+    assert accepted and GOOD_RULE in (run.run_dir / "best_skill.md").read_text()
+    [c] = accepted[0]["check_targets"]
+    assert c["verdict"] == "passed" and c["mean_diff"] == pytest.approx(-1 / 6)
+    assert run.summary["check_targets"]["rule"] == "paired"
 
 
 def test_a_steady_check_target_lets_the_improvement_through(tmp_path: Path) -> None:

@@ -30,9 +30,12 @@ def gate_rule(ctx: RunContext) -> GateRule:
 
 
 def check_rule(ctx: RunContext) -> GateRule:
-    """A check target's rule: the candidate may lose at most ``check_targets_tolerance``."""
+    """A check target's rule: the candidate may lose at most ``check_targets_tolerance`` (the
+    val mean, ``check_targets_rule: strict``), or no loss beyond it that the items establish at
+    ``gate_confidence`` (``paired``)."""
     t = ctx.cfg.train
-    return GateRule("tolerance", t.gate_confidence, -t.check_targets_tolerance)
+    rule = "tolerance_paired" if t.check_targets_rule == "paired" else "tolerance"
+    return GateRule(rule, t.gate_confidence, -t.check_targets_tolerance)
 
 
 def sample_temperature(ctx: RunContext) -> float | None:

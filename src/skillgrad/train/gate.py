@@ -43,7 +43,7 @@ from skillgrad.types import GateResult, Item, Score, Trajectory
 EPS = 1e-9
 _ZERO = Trajectory("", "", (), "", Score(0.0, False))  # a unit scored 0 (what-if only)
 MAX_SCORE = 1.0  # scores are in [0, 1]: the best an unscored sample can come back
-GateRuleName = Literal["strict", "paired", "tolerance"]
+GateRuleName = Literal["strict", "paired", "tolerance", "tolerance_paired"]
 
 
 @dataclass(frozen=True)
@@ -51,9 +51,12 @@ class GateRule:
     """The decision on the paired differences (candidate minus incumbent) of the items both
     skills were scored on. ``accepts`` is monotone in every difference (see the module doc).
 
-    ``tolerance`` is the check-target rule (``train/check_targets.py``): accept unless the mean
-    difference is below ``min_delta`` (negative: minus ``train.check_targets_tolerance``), i.e.
-    a loss of exactly the tolerance still passes."""
+    ``tolerance`` and ``tolerance_paired`` are the check-target rules
+    (``train/check_targets.py``; ``min_delta`` is minus ``train.check_targets_tolerance``).
+    ``tolerance`` accepts unless the mean difference is below ``min_delta`` (a loss of exactly
+    the tolerance still passes); ``tolerance_paired`` accepts unless the one-sided exact
+    sign-flip test says, at ``confidence``, that the mean difference is below ``min_delta``:
+    only a loss beyond the tolerance that the items establish refuses, not one item's noise."""
 
     rule: GateRuleName = "strict"
     confidence: float = 0.9
@@ -69,6 +72,8 @@ class GateRule:
             return math.fsum(shifted) > EPS
         if self.rule == "tolerance":
             return math.fsum(shifted) >= -EPS
+        if self.rule == "tolerance_paired":
+            return not sign_flip_rejects([-s for s in shifted], self.alpha)
         return sign_flip_rejects(shifted, self.alpha)
 
     def best_case(self, incumbent: float, seen: Sequence[float], unseen: int) -> float:
@@ -84,6 +89,11 @@ class GateRule:
             return f"strict (mean difference > {self.min_delta:g})"
         if self.rule == "tolerance":
             return f"tolerance (mean difference >= {self.min_delta:g})"
+        if self.rule == "tolerance_paired":
+            return (
+                f"tolerance_paired (refused when {self.confidence:.0%} sure the mean difference "
+                f"< {self.min_delta:g}, exact sign-flip)"
+            )
         return (
             f"paired ({self.confidence:.0%} lower bound of the mean difference "
             f"> {self.min_delta:g}, exact sign-flip)"

@@ -157,6 +157,7 @@ def check_summary(
     ]
     return {
         "tolerance": t.check_targets_tolerance,
+        "rule": t.check_targets_rule,
         "targets": [dict(row) for row in tests],
         "refused_steps": refused,
     }
