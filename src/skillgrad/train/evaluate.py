@@ -34,8 +34,9 @@ def check_rule(ctx: RunContext) -> GateRule:
     val mean, ``check_targets_rule: strict``), or no loss beyond it that the items establish at
     ``gate_confidence`` (``paired``)."""
     t = ctx.cfg.train
-    rule = "tolerance_paired" if t.check_targets_rule == "paired" else "tolerance"
-    return GateRule(rule, t.gate_confidence, -t.check_targets_tolerance)
+    if t.check_targets_rule == "paired":
+        return GateRule("tolerance_paired", t.gate_confidence, -t.check_targets_tolerance)
+    return GateRule("tolerance", t.gate_confidence, -t.check_targets_tolerance)
 
 
 def sample_temperature(ctx: RunContext) -> float | None:
