@@ -122,7 +122,8 @@ class TrainConfig(_Section):
         False,
         description="refuse, before any target call, a candidate with new lines that copy "
         "train/val inputs or references verbatim (such lines are flagged in the step record, "
-        "report and dashboard either way; see train/leaks.py)",
+        "report and dashboard either way; see train/leaks.py); a reflection reply with a copying "
+        "rule is re-asked once, and a rule still copying is dropped before selection",
     )
     leak_ngram: int = Field(
         8,

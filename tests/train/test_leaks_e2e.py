@@ -6,8 +6,9 @@ the skill's rule "UPPERCASE". The fake optimizer's first edit states that rule *
 training item (its input, its gold answer, or both for short items); once that edit shows up in
 the rejected-edit buffer it proposes the rule alone.
 
-- ``train.reject_leaks: true``: the leaking candidate is refused before any target call, the
-  next reflection sees why, and the skill never contains the pasted data.
+- ``train.reject_leaks: true``: the reply with the leaking rule earns a re-ask that names the
+  copy; a rule still copying after it is dropped before selection; a leaking slow-update
+  candidate is refused before any target call. The skill never contains the pasted data.
 - off: the leaking candidate is accepted (it helps), and the step record, ``leaks.json``, the
   summary and the report flag the copied line.
 """
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import random
 import re
+import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -26,7 +28,7 @@ from starlette.testclient import TestClient
 from skillgrad.config import load_config
 from skillgrad.dashboard import create_app
 from skillgrad.report.html import write_html_report
-from skillgrad.runs.io import read_json
+from skillgrad.runs.io import read_json, read_jsonl
 from skillgrad.session import run_training
 from skillgrad.tasks.base import Split
 from skillgrad.testing import (
@@ -70,7 +72,9 @@ def _target(request: ChatRequest) -> str:
     return " ".join(reversed(text.split())).upper() if " " in text else text.upper()
 
 
-def _optimizer(paste: str, guidance: str = "Keep answering in upper case.") -> FunctionBackend:
+def _optimizer(
+    paste: str, guidance: str = "Keep answering in upper case.", obey_reask: bool = True
+) -> FunctionBackend:
     def reply(request: ChatRequest) -> Any:
         prompt = user_text(request)
         kind = optimizer_call_kind(request)
@@ -82,13 +86,17 @@ def _optimizer(paste: str, guidance: str = "Keep answering in upper case.") -> F
             return {"order": [0, 1, 2, 3]}
         if kind == "meta_skill":
             return {"memo": "Upper case helped."}
+        if "quotes a task" in prompt:  # the re-ask after a rule that copies an item
+            return rules_reply(RULE if obey_reask else f"{RULE} Example: {paste}")
         rejected = prompt.split("## Rules rejected before")[-1].split("## Failed tasks")[0]
         return rules_reply(RULE if paste in rejected else f"{RULE} Example: {paste}")
 
     return FunctionBackend(reply, "function:leaky-optimizer")
 
 
-def _run(tmp_path: Path, task: ToyTask, paste: str, reject: bool) -> tuple[Path, Any, Any]:
+def _run(
+    tmp_path: Path, task: ToyTask, paste: str, reject: bool, obey_reask: bool = True
+) -> tuple[Path, Any, Any]:
     cfg = load_config(
         data={
             "env": {"task": "toy", "output_root": str(tmp_path), "run_name": "run"},
@@ -102,7 +110,7 @@ def _run(tmp_path: Path, task: ToyTask, paste: str, reject: bool) -> tuple[Path,
             },
         }
     )
-    optimizer = _optimizer(paste)
+    optimizer = _optimizer(paste, obey_reask=obey_reask)
     target = FunctionBackend(_target, "function:upper-target")
     result = run_training(cfg, task=task, optimizer=optimizer, target=target)
     return result.run_dir, result.summary, target
@@ -122,36 +130,44 @@ CASES = [("input", ReverseTask), ("reference", ReverseTask), ("pair", ToyTask)]
 
 
 @pytest.mark.parametrize(("kind", "task_cls"), CASES)
-def test_reject_leaks_refuses_the_leaking_edit_before_any_target_call(
+def test_reject_leaks_re_asks_a_reflection_whose_rule_copies_an_item(
     tmp_path: Path, kind: str, task_cls: type[ToyTask]
 ) -> None:
     task = task_cls()
     paste, source = _pastes(task)[kind]
     run, summary, target = _run(tmp_path, task, paste, reject=True)
-    history = read_json(run / "history.json")
-    first = history[0]
-    assert first["leak_refused"] and not first["accepted"]
-    assert first["gate_evaluated"] == 0 and first["calls"]["target"] == 4  # the batch only
-    assert first["gate_reason"].startswith(
-        "refused before evaluation: 1 line copies train/val data"
-    )
-    assert [x["source"] for x in first["leaks"]] == [source]
-    assert first["leaks"][0]["item_id"] == "train-0"
-    leaks_json = read_json(run / "steps/step_0001/leaks.json")
-    assert leaks_json["refused"] and leaks_json["new"] == first["leaks"]
-    assert read_json(run / "steps/step_0001/gate.json")["result"] is None
-    # no target call ever saw the candidate that carries the pasted data
+    reflections = read_json(run / "steps/step_0001/reflections.json")
+    reasks = [r for r in reflections if r["reasked"]]
+    assert reasks, reflections  # the copying reply was asked again ...
+    first = read_json(run / "history.json")[0]
+    # ... and the rule alone, written on the re-ask, was accepted at step 1
+    assert first["accepted"] and not first["leak_refused"] and not first["leaks"]
+    assert summary["leaks"]["steps"] == [] and summary["leaks"]["best_skill"] == []
     assert not any(paste in system_text(r) for r in target.calls)
-    # the next reflection was told why, and proposed the rule alone, which was accepted
-    assert history[1]["accepted"] and not history[1]["leaks"]
     best = (run / "best_skill.md").read_text()
     assert RULE in best and paste not in best
     assert summary["val_best"] == 1.0
+    # the re-ask named what was copied, from which split
+    with sqlite3.connect(run / "calls.sqlite") as db:
+        asked = [r for (r,) in db.execute("SELECT request FROM calls WHERE role = 'optimizer'")]
+    assert any(f"copies the {source} of a train task" in r for r in asked)
+
+
+def test_a_rule_still_copying_after_the_re_ask_is_dropped_before_selection(
+    tmp_path: Path,
+) -> None:
+    task = ReverseTask()
+    paste, _ = _pastes(task)["input"]
+    run, summary, target = _run(tmp_path, task, paste, reject=True, obey_reask=False)
+    history = read_json(run / "history.json")
+    assert all(r["n_applied"] == 0 and not r["accepted"] for r in history)
+    assert not any(r["leak_refused"] for r in history)  # nothing left to refuse at the gate
+    warnings = [e["message"] for e in read_jsonl(run / "events.jsonl") if e["event"] == "warning"]
+    dropped = [m for m in warnings if "dropped before selection" in m]
+    assert dropped and "copies input of train-0" in dropped[0]
+    assert not any(paste in system_text(r) for r in target.calls)
+    assert paste not in (run / "best_skill.md").read_text()
     assert summary["leaks"]["best_skill"] == []
-    assert summary["leaks"]["steps"] == [{"step": 1, "kind": "step", "refused": True, "lines": 1}]
-    report = (run / "report.md").read_text()
-    assert "candidates refused for copying data: steps 1" in report
-    assert "| 1 | 1 | step |" in report and "refused (leak)" in report
 
 
 @pytest.mark.parametrize(("kind", "task_cls"), CASES)
@@ -199,8 +215,13 @@ def test_the_initial_skill_may_hold_examples_from_the_data(tmp_path: Path) -> No
 @pytest.mark.parametrize("reject", [False, True])
 def test_html_report_and_dashboard_show_the_flagged_lines(tmp_path: Path, reject: bool) -> None:
     task = ReverseTask()
-    paste, _ = _pastes(task)["input"]
-    run, _, _ = _run(tmp_path, task, paste, reject=reject)
+    if reject:  # a refusal at the gate: the slow update's guidance pastes a val answer
+        run, _, _, paste = _slow_update_run(tmp_path, task)
+        where = "reference of val-1 (val)"
+    else:
+        paste, _ = _pastes(task)["input"]
+        run, _, _ = _run(tmp_path, task, paste, reject=False)
+        where = "input of train-0 (train)"
     html = write_html_report(run).read_text()
     client = TestClient(create_app(run.parent), base_url="http://127.0.0.1")
     page = client.get(f"/run/{run.name}").text
@@ -208,11 +229,12 @@ def test_html_report_and_dashboard_show_the_flagged_lines(tmp_path: Path, reject
     steps_html = html.split('id="leak-steps"')[1].split("</table>")[0]
     steps_page = page.split('id="leaks-steps"')[1].split("</table>")[0]
     for part in (steps_html, steps_page):
-        assert paste in part and "input of train-0 (train)" in part
+        assert paste in part and where in part
     if reject:
         assert 'id="no-leaks"' in html and "refused (leak)" in steps_html
         assert "The best skill copies no train/val data." in page
-        assert "refused (leak)" in steps_page and points[0]["verdict"] == "refused (leak)"
+        assert "refused (leak)" in steps_page
+        assert [p["verdict"] for p in points].count("refused (leak)") == 1
     else:
         best_html = html.split('id="leaks"')[1].split("</table>")[0]
         best_page = page.split('id="leaks-best"')[1].split("</table>")[0]
@@ -222,8 +244,8 @@ def test_html_report_and_dashboard_show_the_flagged_lines(tmp_path: Path, reject
         assert points[0]["verdict"] == "accepted" and points[0]["n_leaks"] == 1
 
 
-def test_the_slow_update_guidance_is_checked_too(tmp_path: Path) -> None:
-    task = ReverseTask()
+def _slow_update_run(tmp_path: Path, task: ToyTask) -> tuple[Path, list[Any], Any, str]:
+    """Two epochs whose slow update's guidance pastes val item 1's answer, under reject_leaks."""
     item = task.load_split("val")[1]
     paste = f"Remember: {item.reference}"
     cfg = load_config(
@@ -242,13 +264,17 @@ def test_the_slow_update_guidance_is_checked_too(tmp_path: Path) -> None:
     result = run_training(
         cfg, task=task, optimizer=_optimizer("(nothing)", guidance=paste), target=target
     )
-    history = read_json(result.run_dir / "history.json")
+    return result.run_dir, read_json(result.run_dir / "history.json"), target, item.reference
+
+
+def test_the_slow_update_guidance_is_checked_too(tmp_path: Path) -> None:
+    run, history, target, reference = _slow_update_run(tmp_path, ReverseTask())
     slow = history[-1]
     assert slow["kind"] == "slow_update" and slow["leak_refused"] and not slow["accepted"]
     assert [(x["item_id"], x["split"], x["source"]) for x in slow["leaks"]] == [
         ("val-1", "val", "reference")
     ]
-    leaks_json = read_json(result.run_dir / "slow_update/epoch_02/leaks.json")
+    leaks_json = read_json(run / "slow_update/epoch_02/leaks.json")
     assert leaks_json["refused"] and leaks_json["new"] == slow["leaks"]
-    assert not any(item.reference in system_text(r) for r in target.calls)
-    assert item.reference not in (result.run_dir / "best_skill.md").read_text()
+    assert not any(reference in system_text(r) for r in target.calls)
+    assert reference not in (run / "best_skill.md").read_text()

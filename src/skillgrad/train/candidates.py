@@ -25,7 +25,13 @@ from skillgrad.train.check_targets import check_candidate, not_checked, refusal_
 from skillgrad.train.context import RunContext
 from skillgrad.train.evaluate import attribution_json, evaluate_candidate, gate_json
 from skillgrad.train.gate import GateOutcome
-from skillgrad.train.leak_check import LeakCheck, check_leaks, leak_refusal
+from skillgrad.train.leak_check import (
+    LeakCheck,
+    check_leaks,
+    drop_copies,
+    leak_refusal,
+    rule_copies,
+)
 from skillgrad.train.merge import semantic_merge
 from skillgrad.train.reflect import ReflectConfig, ReflectResult, feedback_summary, reflect
 from skillgrad.train.select import Selection, select
@@ -107,7 +113,7 @@ def candidate_seed(train_seed: int, step: int, k: int) -> int:
     return int(digest[:8], 16) & 0x7FFFFFFF
 
 
-def reflect_config(ctx: RunContext, seed: int | None = None) -> ReflectConfig:
+def reflect_config(ctx: RunContext, state: TrainState, seed: int | None = None) -> ReflectConfig:
     """The reflection settings; ``seed`` given (K > 1): at ``train.candidate_temperature``."""
     t = ctx.cfg.train
     temperature = ctx.cfg.models.optimizer.temperature if seed is None else t.candidate_temperature
@@ -121,6 +127,7 @@ def reflect_config(ctx: RunContext, seed: int | None = None) -> ReflectConfig:
         temperature=temperature,
         seed=seed,
         reask_temperature=t.candidate_temperature,
+        copies=rule_copies(ctx, state),
     )
 
 
@@ -135,7 +142,7 @@ async def propose_candidates(
         seed = candidate_seed(ctx.cfg.train.seed, step, i) if n > 1 else None
         if n > 1:
             ctx.emit("candidate_start", step=step, k=i, seed=seed)
-        proposal = await propose(ctx, state, step, k, trajs, reflect_config(ctx, seed))
+        proposal = await propose(ctx, state, step, k, trajs, reflect_config(ctx, state, seed))
         skill, report = Skill(state.skill).apply(proposal.selection.selected)
         same = next((c.k for c in out if c.applied and c.text == skill.text), None)
         used = step if seed is None else seed
@@ -164,7 +171,7 @@ async def propose(
             rejected=state.rejected_buffer,
             progress=ctx.progress,
         )
-    agg = aggregate(refl.edits, t.merge_similarity, step=step)
+    agg = aggregate(drop_copies(ctx, state, step, refl.edits), t.merge_similarity, step=step)
     if t.semantic_merge:
         with call_context("aggregate", step):
             agg.edits, agg.semantic = await semantic_merge(

@@ -3,17 +3,23 @@
 Run on every candidate with an applied edit, before any target call: its new lines copying
 train/val data are flagged (a warning event, the step record) and, under
 ``train.reject_leaks``, the candidate is refused without being scored.
+
+Under ``train.reject_leaks`` the check also runs earlier, on each proposed rule: a reflection
+reply with a rule that copies an item earns the one re-ask (``rule_copies``), and a rule that
+still copies is dropped before selection (``drop_copies``), so the other rules of the step
+still reach the gate.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from skillgrad.train.context import RunContext
 from skillgrad.train.leaks import describe, new_leaks
 from skillgrad.train.state import TrainState
-from skillgrad.types import Leak, to_json
+from skillgrad.types import Edit, Leak, to_json
 
 
 @dataclass(frozen=True)
@@ -59,4 +65,43 @@ def leak_refusal(ctx: RunContext, step: int, leaks: tuple[Leak, ...], who: str =
     return f"refused before evaluation: {what} ({describe(leaks, limit=1)})"
 
 
-__all__ = ["LeakCheck", "check_leaks", "leak_refusal"]
+def rule_copies(ctx: RunContext, state: TrainState) -> Callable[[str], str | None] | None:
+    """Under ``train.reject_leaks``: what a proposed rule's text copies from a train/val item,
+    in words for the re-ask (None when it copies nothing); the initial skill's text exempt."""
+    if not ctx.cfg.train.reject_leaks:
+        return None
+    index, exempt = ctx.leak_index, state.initial_skill
+
+    def copies(text: str) -> str | None:
+        found = index.find(text, exempt=exempt)
+        if not found:
+            return None
+        x = found[0]
+        span = x.span if len(x.span) <= 60 else x.span[:57] + "..."
+        return f"{x.source} of a {x.split} task ({span!r})"
+
+    return copies
+
+
+def drop_copies(ctx: RunContext, state: TrainState, step: int, edits: Sequence[Edit]) -> list[Edit]:
+    """Under ``train.reject_leaks``, ``edits`` without those whose text copies train/val data
+    (a warning names them); without it, all of them."""
+    if not ctx.cfg.train.reject_leaks:
+        return list(edits)
+    index, exempt = ctx.leak_index, state.initial_skill
+    kept: list[Edit] = []
+    dropped: list[Edit] = []
+    for edit in edits:
+        (dropped if index.find(edit.content, exempt=exempt) else kept).append(edit)
+    if dropped:
+        found = [x for e in dropped for x in index.find(e.content, exempt=exempt)]
+        n = len(dropped)
+        ctx.emit(
+            "warning",
+            message=f"step {step}: {n} proposed rule{'s' if n != 1 else ''} copying train/val "
+            f"data dropped before selection (train.reject_leaks): {describe(found)}",
+        )
+    return kept
+
+
+__all__ = ["LeakCheck", "check_leaks", "drop_copies", "leak_refusal", "rule_copies"]

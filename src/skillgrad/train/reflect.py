@@ -45,6 +45,9 @@ class ReflectConfig:
     """Sampling seed of the calls (None: the step number, as with one candidate per step)."""
     reask_temperature: float | None = None
     """Temperature of the one re-ask after a reply that only repeats known rules."""
+    copies: Callable[[str], str | None] | None = None
+    """What a rule's text copies from the run's train/val items (None: nothing); given, a reply
+    with such a rule earns the one re-ask (``train.reject_leaks``)."""
 
 
 @dataclass
@@ -168,7 +171,7 @@ async def reflect(
         chosen[i : i + cfg.minibatch_size] for i in range(0, len(chosen), cfg.minibatch_size)
     ]
     common, schema = _prompt_fields(skill, meta_memo, rejected, step, cfg.max_edits)
-    check = repeat_check(skill, rejected)
+    check = reply_check(skill, rejected, cfg.copies)
     limit = asyncio.Semaphore(cfg.workers)
     progress.start("reflect", len(batches))
 
@@ -204,14 +207,26 @@ async def reflect(
     return result
 
 
-def repeat_check(skill: str, rejected: Sequence[RejectedEdit]) -> Callable[[Any], str | None]:
-    """The reflection reply check: a reply whose every rule is already in the skill, or was
-    rejected before, earns one re-ask saying so (measured: a small optimizer at temperature 0
-    otherwise proposes the rules it already wrote, step after step, and nothing changes)."""
+def reply_check(
+    skill: str,
+    rejected: Sequence[RejectedEdit],
+    copies: Callable[[str], str | None] | None = None,
+) -> Callable[[Any], str | None]:
+    """The reflection reply check, which earns one re-ask saying why:
+    - every rule is already in the skill, or was rejected before (measured: a small optimizer
+      at temperature 0 otherwise proposes the rules it already wrote, step after step);
+    - with ``copies``, a rule copies a train/val item's text (measured: the 1.5B writes a failed
+      IFBench prompt's own instruction, or a HumanEval problem's statement, as its rule)."""
     known = known_rules(skill, [e for r in rejected for e in r.edits])
 
     def check(reply: Any) -> str | None:
-        return render_prompt("reflect_repeated").strip() if only_repeats(reply, known) else None
+        if only_repeats(reply, known):
+            return render_prompt("reflect_repeated").strip()
+        for number, proposal in enumerate(reply.rules, start=1):
+            what = copies(proposal.rule) if copies is not None else None
+            if what:
+                return render_prompt("reflect_copied", number=number, what=what).strip()
+        return None
 
     return check
 
