@@ -21,6 +21,7 @@ from typer.testing import CliRunner
 
 from fake_hub import FakeHub
 from fixtures_catalog import REPO, closed_port_endpoint, leftovers, write_user_catalog
+from interruptible import SKILLGRAD
 from skillgrad.cli import app
 from skillgrad.config import load_config
 from skillgrad.errors import AssetError, PermanentModelError
@@ -68,7 +69,7 @@ def test_ctrl_c_keeps_the_partial_and_the_same_command_resumes(
     hub.add(REPO, entry.file, content)
     hub.pace_s = 0.5  # 19 pieces of 16 kB: ~9 s for the whole file, time to interrupt it
     proc = subprocess.Popen(
-        [sys.executable, "-m", "skillgrad", "models", "pull", entry.name],
+        [*SKILLGRAD, "models", "pull", entry.name],
         stderr=subprocess.PIPE,
         text=True,
         env=dict(os.environ),

@@ -11,7 +11,6 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -24,6 +23,7 @@ from sweep_helpers import FAKES as SWEEP_FAKES
 from sweep_helpers import run_sweep, sweep_cmd, write_config
 from typer.testing import CliRunner
 
+from interruptible import SKILLGRAD
 from skillgrad.cli import app
 from skillgrad.runs.io import read_jsonl
 from skillgrad.testing import ToyTask
@@ -42,7 +42,7 @@ def split_words(seed: int) -> list[str]:
 
 def transfer(sweep: Path, *args: str, log: Path, latency: float = 0.0) -> subprocess.Popen[str]:
     env = {**os.environ, "TRANSFER_CALL_LOG": str(log), "TRANSFER_LATENCY": str(latency)}
-    cmd = [sys.executable, "-m", "skillgrad", "transfer", str(sweep), *args]
+    cmd = [*SKILLGRAD, "transfer", str(sweep), *args]
     return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
 
 
