@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from skillgrad.train.context import RunContext
-from skillgrad.train.leaks import describe, new_leaks
+from skillgrad.train.leaks import describe, new_leaks, short_span
 from skillgrad.train.state import TrainState
 from skillgrad.types import Edit, Leak, to_json
 
@@ -77,8 +77,7 @@ def rule_copies(ctx: RunContext, state: TrainState) -> Callable[[str], str | Non
         if not found:
             return None
         x = found[0]
-        span = x.span if len(x.span) <= 60 else x.span[:57] + "..."
-        return f"{x.source} of a {x.split} task ({span!r})"
+        return f"{x.source} of a {x.split} task ({short_span(x.span)!r})"
 
     return copies
 
@@ -90,12 +89,16 @@ def drop_copies(ctx: RunContext, state: TrainState, step: int, edits: Sequence[E
         return list(edits)
     index, exempt = ctx.leak_index, state.initial_skill
     kept: list[Edit] = []
-    dropped: list[Edit] = []
+    found: list[Leak] = []
+    n = 0
     for edit in edits:
-        (dropped if index.find(edit.content, exempt=exempt) else kept).append(edit)
-    if dropped:
-        found = [x for e in dropped for x in index.find(e.content, exempt=exempt)]
-        n = len(dropped)
+        leaks = index.find(edit.content, exempt=exempt)
+        if leaks:
+            found.extend(leaks)
+            n += 1
+        else:
+            kept.append(edit)
+    if n:
         ctx.emit(
             "warning",
             message=f"step {step}: {n} proposed rule{'s' if n != 1 else ''} copying train/val "

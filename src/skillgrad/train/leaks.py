@@ -301,15 +301,25 @@ def describe(leaks: Sequence[Leak], limit: int = 3) -> str:
     """One line naming the first ``limit`` leaks, for gate reasons and warnings."""
     parts = [
         f"{(x.file + ':') if x.file else 'line '}{x.line} copies {x.source} of {x.item_id} "
-        f"({x.split}): {_short(x.span)!r}"
+        f"({x.split}): {short_span(x.span)!r}"
         for x in leaks[:limit]
     ]
     more = f"; and {len(leaks) - limit} more" if len(leaks) > limit else ""
     return "; ".join(parts) + more
 
 
-def _short(text: str, width: int = 60) -> str:
+def short_span(text: str, width: int = 60) -> str:
+    """``text`` cut to ``width`` characters with "..." (the span a leak message quotes)."""
     return text if len(text) <= width else text[: width - 3] + "..."
 
 
-__all__ = ["DEFAULT_NGRAM", "PAIR_GAP", "LeakIndex", "describe", "new_leaks", "normalise", "words"]
+__all__ = [
+    "DEFAULT_NGRAM",
+    "PAIR_GAP",
+    "LeakIndex",
+    "describe",
+    "new_leaks",
+    "normalise",
+    "short_span",
+    "words",
+]
