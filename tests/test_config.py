@@ -9,9 +9,12 @@ import pytest
 
 from skillgrad.config import load_config, redact
 from skillgrad.errors import ConfigError
+from skillgrad.registry import load_task
 from skillgrad.session import load_splits
 from skillgrad.tasks.chat import ChatTask
 from skillgrad.types import Item, Score
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_base_inheritance_and_overrides(tmp_path: Path) -> None:
@@ -119,3 +122,10 @@ def test_every_config_field_has_a_description() -> None:
             if isinstance(ann, type) and issubclass(ann, BaseModel) and ann is not ModelSpec:
                 todo.append((f"{prefix}{name}.", ann))
     assert not missing, f"config fields without Field(description=...): {missing}"
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "configs").glob("*.yaml")), ids=lambda p: p.name)
+def test_every_shipped_config_loads_and_names_a_task_that_accepts_its_options(path: Path) -> None:
+    cfg = load_config(path)
+    task = load_task(cfg.env.task, cfg.env.options)
+    assert task.name == cfg.env.task

@@ -177,6 +177,59 @@ def test_splits_are_disjoint_sized_seeded_and_stable() -> None:
     assert len(rest.load_split("test")) == 8
 
 
+TRAIN_OF_SIMPLE_AND_IRRELEVANCE = [
+    "irrelevance_128",
+    "simple_python_340",
+    "simple_python_359",
+    "simple_python_158",
+    "simple_python_388",
+    "irrelevance_29",
+]
+
+
+def test_a_list_of_categories_pools_their_items_each_scored_by_its_own_kind() -> None:
+    task = load_task(
+        "bfcl", {"category": ["simple", "irrelevance"], "n_train": 6, "n_val": 4, "n_test": 4}
+    )
+    splits = {s: task.load_split(s) for s in ("train", "val", "test")}
+    ids = [i.id for items in splits.values() for i in items]
+    assert len(set(ids)) == len(ids) == 14
+    # pinned, as for one category: a seeded shuffle of both files together
+    assert ids[:6] == TRAIN_OF_SIMPLE_AND_IRRELEVANCE
+    pooled = BfclBenchmark(category=["simple", "irrelevance"], n_train=0, n_val=0, n_test=None)
+    items = pooled.load_split("test")
+    kinds = {i.meta["category"]: i.meta["kind"] for i in items}
+    assert kinds == {"simple": "calls", "irrelevance": "no_call"}
+    assert len(items) == len(read_entries("simple")) + len(read_entries("irrelevance"))
+    call = next(i for i in items if i.meta["kind"] == "calls")
+    assert pooled.score(render(canonical(_entry("simple", call.id))), call).passed
+    abstain = next(i for i in items if i.meta["kind"] == "no_call")
+    assert pooled.score("None of these functions can answer this.", abstain).passed
+    assert not pooled.score("[f(x=1)]", abstain).passed
+    # the same categories in another order are another shuffle; an alias is its category
+    alias = BfclBenchmark(category=["simple_python", "irrelevance"], n_train=6, n_val=0, n_test=0)
+    assert [i.id for i in alias.load_split("train")] == ids[:6]
+    assert alias.category == ["simple", "irrelevance"]
+    swapped = BfclBenchmark(category=["irrelevance", "simple"], n_train=6, n_val=0, n_test=0)
+    assert [i.id for i in swapped.load_split("train")] != ids[:6]
+    assert BfclBenchmark(category=["simple"], n_train=5, n_val=0, n_test=0).category == "simple"
+
+
+@pytest.mark.parametrize(
+    ("category", "message"),
+    [
+        ([], r"category must be a category name or a list of them, got \[\]"),
+        (3, "category must be a category name or a list of them, got 3"),
+        (["simple", 1], r"category 1 is not a name \(in \['simple', 1\]\)"),
+        (["simple", "simple_python"], "category 'simple' is listed twice"),
+        (["simple", "simpel"], "unknown category 'simpel'"),
+    ],
+)
+def test_a_bad_category_list_names_the_fix(category: object, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        load_task("bfcl", {"category": category})
+
+
 def test_option_errors_name_the_fix() -> None:
     with pytest.raises(ConfigError, match="unknown category 'simpel'; supported: simple, "):
         load_task("bfcl", {"category": "simpel"})

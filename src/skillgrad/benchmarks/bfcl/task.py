@@ -3,8 +3,9 @@
 The target gets the skill, then BFCL's own default system prompt (the output format
 ``[func(a=1, b="x")]`` and the function documentation as JSON), then the question. Its reply is
 read with ``ast`` and checked by the rules of BFCL's AST checker (``bfcl.check``), with partial
-credit (``bfcl.score``). Splits are a seeded shuffle of one category's file: disjoint, the same
-on every machine for the same ``seed``.
+credit (``bfcl.score``). Splits are a seeded shuffle of one category's file, or of the pooled
+files of a list of categories (e.g. ``[simple, irrelevance]``: when to call and when not to):
+disjoint, the same on every machine for the same ``seed``.
 """
 
 from __future__ import annotations
@@ -62,22 +63,25 @@ def bfcl_system_prompt(functions: list[dict[str, Any]]) -> str:
 
 @dataclass
 class BfclBenchmark(ChatTask):
-    """BFCL (Berkeley Function Calling Leaderboard v4, Apache-2.0), one category; options
-    ``category`` (see ``bfcl.data.CATEGORIES``), ``n_train``, ``n_val``, ``n_test`` (None: all
-    the rest), ``seed``, ``max_tokens``. Needs ``skillgrad data pull bfcl`` once."""
+    """BFCL (Berkeley Function Calling Leaderboard v4, Apache-2.0), one category or a list of
+    them pooled; options ``category`` (see ``bfcl.data.CATEGORIES``), ``n_train``, ``n_val``,
+    ``n_test`` (None: all the rest), ``seed``, ``max_tokens``. Needs ``skillgrad data pull bfcl``
+    once."""
 
-    category: str = "simple"
+    category: str | list[str] = "simple"
     n_train: int = 40
     n_val: int = 40
     n_test: int | None = 80
     seed: int = 0
     max_tokens: int = 256
     name: str = "bfcl"
-    _kind: Kind = field(default="calls", init=False, repr=False)
+    _categories: tuple[tuple[str, Kind], ...] = field(default=(), init=False, repr=False)
     _splits: dict[str, list[Item]] = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
-        self.category, _, self._kind = category_of(self.category)
+        self._categories = _categories(self.category)
+        names = [name for name, _ in self._categories]
+        self.category = names[0] if len(names) == 1 else names
         check_sizes("bfcl", self.n_train, self.n_val, self.n_test, self.seed)
         check_int("bfcl", "max_tokens", self.max_tokens, 1)
 
@@ -85,19 +89,25 @@ class BfclBenchmark(ChatTask):
         if split not in SPLITS:
             raise ConfigError(f"unknown split {split!r}; use one of {', '.join(SPLITS)}")
         if not self._splits:
-            items = [self._item(e) for e in read_entries(self.category)]
-            key = f"bfcl:{self.category}:{self.seed}"
-            what = f"bfcl: category {self.category!r}"
+            items = [
+                self._item(e, name, kind)
+                for name, kind in self._categories
+                for e in read_entries(name)
+            ]
+            names = "+".join(name for name, _ in self._categories)
+            key = f"bfcl:{names}:{self.seed}"  # one category: the key of its own splits
+            what = f"bfcl: category {names!r}"
             self._splits = seeded_cut(items, key, self.n_train, self.n_val, self.n_test, what=what)
         return list(self._splits[split])
 
-    def _item(self, entry: Entry) -> Item:
-        reference: Any = entry.gold if self._kind == "calls" else REFERENCE_WORDS[self._kind]
+    @staticmethod
+    def _item(entry: Entry, category: str, kind: Kind) -> Item:
+        reference: Any = entry.gold if kind == "calls" else REFERENCE_WORDS[kind]
         return Item(
             id=entry.id,
             input={"messages": entry.messages, "functions": entry.functions},
             reference=reference,
-            meta={"category": self.category, "kind": self._kind},
+            meta={"category": category, "kind": kind},
         )
 
     def messages(self, item: Item, skill: str) -> tuple[Message, ...]:
@@ -120,6 +130,26 @@ class BfclBenchmark(ChatTask):
         kind: Kind = item.meta["kind"]
         gold = item.reference if kind == "calls" else []
         return score_reply(output, kind, gold, item.input["functions"])
+
+
+def _categories(option: object) -> tuple[tuple[str, Kind], ...]:
+    """(category, kind) of each category named by the ``category`` option: one name or a
+    non-empty list of distinct names (aliases resolved)."""
+    names = [option] if isinstance(option, str) else option
+    if not isinstance(names, list | tuple) or not names:
+        raise ConfigError(
+            f"bfcl: category must be a category name or a list of them, got {option!r} "
+            "(e.g. category: simple, or category: [simple, irrelevance])"
+        )
+    out: list[tuple[str, Kind]] = []
+    for name in names:
+        if not isinstance(name, str):
+            raise ConfigError(f"bfcl: category {name!r} is not a name (in {option!r})")
+        canonical, _, kind = category_of(name)
+        if any(canonical == seen for seen, _ in out):
+            raise ConfigError(f"bfcl: category {canonical!r} is listed twice in {option!r}")
+        out.append((canonical, kind))
+    return tuple(out)
 
 
 __all__ = ["REFERENCE_WORDS", "BfclBenchmark", "bfcl_system_prompt"]
