@@ -10,6 +10,7 @@ from skillgrad.testing import ScriptedBackend, rules_reply
 from skillgrad.train.reflect import (
     ReflectConfig,
     dominant_pattern,
+    feedback_batches,
     feedback_key,
     reflect,
     trajectory_id,
@@ -153,6 +154,35 @@ def test_the_dominant_pattern_is_the_largest_feedback_cluster() -> None:
     shown, ids = dominant_pattern(fails)  # type: ignore[misc]
     assert ids == {"a", "b", "c"} and shown.startswith("expected")
     assert dominant_pattern([]) is None
+
+
+EMPTY, LONG = "the reply is empty", "the reply is too long: 80 words, at most 5"
+
+
+def test_minibatches_group_failures_of_like_feedback_without_more_calls() -> None:
+    # interleaved kinds: plain cuts of 2 would mix them in every batch
+    kinds = {"a": "", "b": EMPTY, "c": "", "d": LONG, "e": EMPTY, "f": LONG, "g": ""}
+    trajs = [_traj(i, feedback=f) for i, f in kinds.items()]
+    batches = [[t.item_id for t in b] for b in feedback_batches(trajs, 2)]
+    assert batches == [["a", "c"], ["b", "e"], ["d", "f"], ["g"]]  # 4 = ceil(7 / 2) calls
+    # a piece never splits; small pieces of different kinds share a batch to save calls
+    three = [_traj(i, feedback=f) for i, f in {"a": "", "b": EMPTY, "c": LONG}.items()]
+    assert [[t.item_id for t in b] for b in feedback_batches(three, 2)] == [["a", "b"], ["c"]]
+    assert [len(b) for b in feedback_batches([_traj(i) for i in "abcde"], 2)] == [2, 2, 1]
+    assert feedback_batches([], 4) == []
+    # the same item sampled twice is two trajectories, both kept
+    twice = [_traj("a"), _traj("a"), _traj("b", feedback=EMPTY)]
+    assert sum(len(b) for b in feedback_batches(twice, 4)) == 3
+
+
+async def test_each_reflection_call_sees_one_kind_of_failure() -> None:
+    opt = ScriptedBackend().expect(REFLECT, rules_reply("x"), times=2)
+    trajs = [_traj(i, feedback=f) for i, f in {"a": "", "b": EMPTY, "c": "", "d": EMPTY}.items()]
+    out = await reflect(2, "", trajs, opt, CFG)
+    assert [r["items"] for r in out.records if r["mode"] == "shallow"] == [
+        ["step_0002/a", "step_0002/c"],
+        ["step_0002/b", "step_0002/d"],
+    ]
 
 
 async def test_deep_mode_runs_when_one_feedback_pattern_dominates() -> None:

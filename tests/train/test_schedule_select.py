@@ -7,7 +7,14 @@ import math
 import pytest
 
 from skillgrad.testing import ScriptedBackend
-from skillgrad.train.select import Schedule, clip_edit, edits_allowed, effective_lr, select
+from skillgrad.train.select import (
+    Schedule,
+    clip_edit,
+    edits_allowed,
+    effective_lr,
+    evidence,
+    select,
+)
 from skillgrad.types import Edit
 
 
@@ -70,6 +77,20 @@ async def test_select_asks_optimizer_to_rank_only_when_pool_exceeds_k() -> None:
     # pool == k: no call at all (the strict fake would fail on one)
     sel = await select(edits[:2], 2, max_edit_tokens=50, skill="", optimizer=ScriptedBackend())
     assert len(sel.selected) == 2
+
+
+async def test_a_rule_drawn_from_more_failures_outranks_the_optimizers_order() -> None:
+    # the 1.5B answers the ranking with the order shown; the rule six failures share must win
+    one = [Edit("add", "", f"- Call f{i}.", trajectory_ids=("s/a", "s/b")) for i in range(2)]
+    shared = Edit("add", "", "- Call none.", trajectory_ids=tuple(f"s/{n}" for n in "abcdef"))
+    opt = ScriptedBackend().expect("Order the proposed changes", {"order": [0, 1, 2]})
+    sel = await select([*one, shared], 1, max_edit_tokens=50, skill="", optimizer=opt)
+    assert [e.content for e in sel.selected] == ["- Call none."]
+    assert evidence(shared) == 6 and evidence(Edit("add", "", "x", trajectory_ids=("a", "a"))) == 1
+    # support still comes first: two proposals agreeing beat one drawn from more failures
+    agreed = Edit("add", "", "- Call g.", support=2, trajectory_ids=("s/a",))
+    sel = await select([shared, agreed], 1, max_edit_tokens=50, skill="")
+    assert [e.content for e in sel.selected] == ["- Call g."]
 
 
 async def test_an_edit_rejected_before_comes_after_new_ones_whatever_its_support() -> None:

@@ -1,7 +1,7 @@
 """Reflect (the backward pass): the optimizer reads scored trajectories and proposes edits.
 
 Shallow mode: failed trajectories (and successes unless ``failure_only``) are cut into
-minibatches, one optimizer call each, ``analyst_workers`` in parallel. Deep mode: when one
+minibatches of like feedback (``feedback_batches``), one optimizer call each, ``analyst_workers`` in parallel. Deep mode: when one
 failure pattern covers more than ``deep_reflect_threshold`` of the step's failures, one extra
 call cross-references every trajectory of that pattern and proposes systemic edits. A pattern is
 a cluster of the scorer's feedback (deterministic: no model call decides it).
@@ -167,9 +167,7 @@ async def reflect(
     trajectories = [t for t in trajectories if t.infra_error is None]
     failures = [t for t in trajectories if not t.score.passed]
     chosen = failures if cfg.failure_only else list(trajectories)
-    batches = [
-        chosen[i : i + cfg.minibatch_size] for i in range(0, len(chosen), cfg.minibatch_size)
-    ]
+    batches = feedback_batches(chosen, cfg.minibatch_size)
     common, schema = _prompt_fields(skill, meta_memo, rejected, step, cfg.max_edits)
     check = reply_check(skill, rejected, cfg.copies)
     limit = asyncio.Semaphore(cfg.workers)
@@ -239,20 +237,50 @@ def feedback_key(feedback: str) -> str:
     return " ".join(_QUOTED.sub("_", feedback.lower()).split())[:300]
 
 
+def _clusters(failures: Sequence[Trajectory]) -> list[list[int]]:
+    """Indices of ``failures`` clustered by feedback similarity once quoted values and numbers
+    are masked (``feedback_key``), largest first (ties: the masked text)."""
+    clusters: list[tuple[str, list[int]]] = []
+    for n, t in enumerate(failures):
+        key = feedback_key(t.score.feedback)
+        for name, members in clusters:
+            if difflib.SequenceMatcher(None, name, key).ratio() >= 0.6:
+                members.append(n)
+                break
+        else:
+            clusters.append((key, [n]))
+    clusters.sort(key=lambda c: (-len({failures[i].item_id for i in c[1]}), c[0]))
+    return [members for _, members in clusters]
+
+
 def feedback_clusters(failures: Sequence[Trajectory]) -> list[tuple[str, set[str]]]:
     """Failure patterns: the scorer's feedback clustered by text similarity once quoted values
     and numbers are masked; (a feedback of the cluster, its item ids), largest first."""
-    clusters: list[tuple[str, str, set[str]]] = []
-    for t in failures:
-        key = feedback_key(t.score.feedback)
-        for i, (name, shown, members) in enumerate(clusters):
-            if difflib.SequenceMatcher(None, name, key).ratio() >= 0.6:
-                clusters[i] = (name, shown, members | {t.item_id})
-                break
+    return [
+        (failures[c[0]].score.feedback, {failures[i].item_id for i in c})
+        for c in _clusters(failures)
+    ]
+
+
+def feedback_batches(trajs: Sequence[Trajectory], size: int) -> list[list[Trajectory]]:
+    """Minibatches of at most ``size`` whose trajectories share feedback where they can: each
+    feedback cluster (``feedback_clusters``) cut into pieces of ``size``, the pieces packed
+    first-fit, largest first, so there are about as many batches as plain cuts of ``size``
+    would make, and a piece is never split. Measured: a small optimizer shown four unrelated
+    failures writes a rule about one of them; shown failures of one kind, it writes their
+    common cause. Deterministic: trajectory order within a piece and among equals is kept."""
+    pieces: list[list[Trajectory]] = []
+    for cluster in _clusters(trajs):
+        members = [trajs[i] for i in cluster]
+        pieces += [members[i : i + size] for i in range(0, len(members), size)]
+    batches: list[list[Trajectory]] = []
+    for piece in sorted(pieces, key=len, reverse=True):  # stable: equals keep cluster order
+        room = next((b for b in batches if len(b) + len(piece) <= size), None)
+        if room is None:
+            batches.append(list(piece))
         else:
-            clusters.append((key, t.score.feedback, {t.item_id}))
-    clusters.sort(key=lambda c: (-len(c[2]), c[0]))
-    return [(shown, ids) for _, shown, ids in clusters]
+            room.extend(piece)
+    return batches
 
 
 def dominant_pattern(failures: Sequence[Trajectory]) -> tuple[str, set[str]] | None:
@@ -310,6 +338,7 @@ __all__ = [
     "ReflectConfig",
     "ReflectResult",
     "dominant_pattern",
+    "feedback_batches",
     "feedback_clusters",
     "feedback_key",
     "feedback_summary",

@@ -94,8 +94,12 @@ async def select(
 ) -> Selection:
     """Clip, rank, keep the top k (a rule the skill already has is dropped: it would change
     nothing and take a place). Ranking: an edit repeating one the gate ``rejected`` before
-    (same op, anchor and text) comes last; then support (how many proposals agree); then the
-    optimizer's relevance order if the pool exceeds k; then proposal order."""
+    (same op, anchor and text) comes last; then support (how many proposals agree); then
+    evidence (how many failed trajectories it was written from: a rule drawn from a cluster of
+    like failures before one drawn from a single task); then the optimizer's relevance order if
+    the pool exceeds k; then proposal order. Measured: the 1.5B optimizer answers the ranking
+    with the order it was shown, which put two rules about one task each before the rule that
+    six failures shared."""
     out = Selection()
     pool: list[Edit] = []
     present = known_rules(skill)
@@ -114,7 +118,12 @@ async def select(
     seen = {_key(e) for e in rejected}
     order = sorted(
         range(len(pool)),
-        key=lambda i: (_key(pool[i]) in seen, -pool[i].support, position.get(i, len(pool))),
+        key=lambda i: (
+            _key(pool[i]) in seen,
+            -pool[i].support,
+            -evidence(pool[i]),
+            position.get(i, len(pool)),
+        ),
     )
     out.selected = [pool[i] for i in order[:k]]
     out.dropped += [
@@ -123,6 +132,11 @@ async def select(
         for i in order[k:]
     ]  # fmt: skip
     return out
+
+
+def evidence(edit: Edit) -> int:
+    """How many distinct trajectories an edit was written from (merged edits: all of theirs)."""
+    return len(set(edit.trajectory_ids))
 
 
 def _key(edit: Edit) -> tuple[str, str, str]:
@@ -171,4 +185,12 @@ async def _rank(
     return seen + [i for i in range(len(pool)) if i not in seen], record
 
 
-__all__ = ["Schedule", "Selection", "clip_edit", "edits_allowed", "effective_lr", "select"]
+__all__ = [
+    "Schedule",
+    "Selection",
+    "clip_edit",
+    "edits_allowed",
+    "effective_lr",
+    "evidence",
+    "select",
+]
