@@ -1,10 +1,11 @@
 """Reflect (the backward pass): the optimizer reads scored trajectories and proposes edits.
 
 Shallow mode: failed trajectories (and successes unless ``failure_only``) are cut into
-minibatches of like feedback (``feedback_batches``), one optimizer call each, ``analyst_workers`` in parallel. Deep mode: when one
-failure pattern covers more than ``deep_reflect_threshold`` of the step's failures, one extra
-call cross-references every trajectory of that pattern and proposes systemic edits. A pattern is
-a cluster of the scorer's feedback (deterministic: no model call decides it).
+minibatches of like feedback (``feedback_batches``), one optimizer call each,
+``analyst_workers`` in parallel. Deep mode: when one failure pattern covers more than
+``deep_reflect_threshold`` of the step's failures, one extra call cross-references every
+trajectory of that pattern and proposes systemic edits. A pattern is a cluster of the scorer's
+feedback (deterministic: no model call decides it).
 
 The optimizer is asked for rules first (measured: a small model writes the right general rule
 when asked for it first, and copies whatever example a prompt shows); where a rule goes is an
