@@ -87,22 +87,6 @@ class FakeOptimizer(FunctionBackend):
         super().__init__(_logged(optimizer_reply, "optimizer"), "function:fake-optimizer", latency)
 
 
-def sampling_optimizer_reply(request: ChatRequest) -> dict[str, Any] | str:
-    """Like ``optimizer_reply``, but a reflection sampled at a temperature above 0 (several
-    candidates per step) proposes the bad, neutral or good rule by its seed (seed mod 3)."""
-    kind = optimizer_call_kind(request)
-    if kind in ("reflect", "deep_reflect") and request.temperature > 0:
-        seed = request.seed or 0
-        return rules_reply((BAD_RULE, NEUTRAL_RULE, GOOD_RULE)[seed % 3])
-    return optimizer_reply(request)
-
-
-class FakeSamplingOptimizer(FunctionBackend):
-    def __init__(self, latency: float = 0.0) -> None:
-        reply = _logged(sampling_optimizer_reply, "optimizer")
-        super().__init__(reply, "function:fake-sampling-optimizer", latency)
-
-
 class FakeCheckTarget(FunctionBackend):
     """Another target for ``train.check_targets``: answers in upper case with or without a
     skill, except that when the skill holds ``breaks_on`` it answers the words listed in

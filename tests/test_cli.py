@@ -73,15 +73,15 @@ def test_a_run_from_before_a_setting_existed_resumes_while_it_is_default(
     assert runner.invoke(app, ["train", str(cfg), "--quiet"]).exit_code == 0
     stored = tmp_path / "runs/toy/config.json"
     data = json.loads(stored.read_text())
-    del data["train"]["check_targets"], data["train"]["candidate_temperature"]
+    del data["train"]["check_targets"], data["train"]["reask_temperature"]
     stored.write_text(json.dumps(data))  # as written by a version without these settings
     again = runner.invoke(app, ["train", str(cfg), "--quiet"])
     assert again.exit_code == 0, again.output
     changed = runner.invoke(
-        app, ["train", str(cfg), "--quiet", "--set", "train.candidate_temperature=1.0"]
+        app, ["train", str(cfg), "--quiet", "--set", "train.reask_temperature=1.0"]
     )
     # the resumed run's config.json now names the setting (at its default)
-    assert changed.exit_code == 2 and "train.candidate_temperature: 0.7 -> 1.0" in changed.output
+    assert changed.exit_code == 2 and "train.reask_temperature: 0.7 -> 1.0" in changed.output
 
 
 def test_unknown_key_exits_2_with_did_you_mean(tmp_path: Path) -> None:

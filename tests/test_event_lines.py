@@ -52,17 +52,9 @@ def _record(**changes: Any) -> dict[str, Any]:
             },
             "| val candidate 1.000 vs incumbent 0.000: refused: loses 0.050 on a:b |",
         ),
-        (
-            {
-                "accepted": True,
-                "candidate_score": 0.5,
-                "candidates": [{"k": 1, "kept": False}, {"k": 2, "kept": True}],
-            },
-            "| val candidate 0.500 vs incumbent 0.000: accepted [k2 of 2 candidates kept] |",
-        ),
-        (
-            {"candidates": [{"k": 1, "kept": False}, {"k": 2, "kept": False}]},
-            ": rejected [none of 2 candidates kept] |",
+        (  # a record of the version with several candidates per step: the list is not shown
+            {"accepted": True, "candidate_score": 0.5, "candidates": [{"k": 2, "kept": True}]},
+            "| val candidate 0.500 vs incumbent 0.000: accepted | best",
         ),
     ],
 )

@@ -112,21 +112,12 @@ def _gate_text(r: dict[str, Any]) -> str:
     )
 
 
-def _candidates_text(r: dict[str, Any]) -> str:
-    """Which of several candidates was kept (``train.candidates_per_step > 1``)."""
-    cands = r.get("candidates") or []
-    if not cands:
-        return ""
-    kept = next((c["k"] for c in cands if c.get("kept")), None)
-    return f" [{'none' if kept is None else f'k{kept}'} of {len(cands)} candidates kept]"
-
-
 def _step_line(r: dict[str, Any]) -> str:
     tokens = sum(r.get("tokens", {}).values())
     return (
         f"step {r['step']:>3} ep {r['epoch']} {r['kind']:<11} lr {r['lr']:.2f} "
         f"train {r['train_score']:.3f} | edits {r['n_proposed']}->{r['n_applied']} | "
-        f"{_gate_text(r)}{_candidates_text(r)} | best {r['best_score']:.3f} | "
+        f"{_gate_text(r)} | best {r['best_score']:.3f} | "
         f"{r['skill_tokens']} tok skill | {tokens} tok | ${r.get('cum_cost', 0):.4f}"
     )
 

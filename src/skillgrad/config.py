@@ -151,21 +151,13 @@ class TrainConfig(_Section):
         "gate_confidence sure the candidate loses more than the tolerance (one item's noise "
         "does not refuse); 'strict' whenever its val mean loses more than the tolerance",
     )
-    candidates_per_step: int = Field(
-        1,
-        ge=1,
-        le=16,
-        description="independent proposals (reflect -> aggregate -> select -> update) per step "
-        "from the same trajectories, each gated; the best accepted one is kept (docs/gate.md)",
-    )
-    candidate_temperature: float = Field(
+    reask_temperature: float = Field(
         0.7,
         ge=0,
         le=2,
-        description="optimizer sampling temperature of the reflections when "
-        "candidates_per_step > 1 (each candidate has its own seed; with 1 candidate the "
-        "optimizer's own temperature is used), and of the one re-ask after a reflection that "
-        "only repeated rules the skill has or the gate rejected",
+        description="optimizer sampling temperature of the one re-ask after a reflection that "
+        "only repeated rules the skill has or the gate rejected, or copied a train/val item "
+        "(at temperature 0 a small model says the same again)",
     )
 
     @field_validator("check_targets", mode="before")
@@ -271,10 +263,44 @@ class Config(_Section):
         return redact(self.model_dump(mode="json"))
 
 
+# Settings a later version removed: (section, key) -> (the value that behaves as the version
+# without it does, why it went and what to do). A config, run or sweep holding one at that
+# value still loads and resumes; at any other value it is a ConfigError saying so.
+RETIRED: dict[tuple[str, str], tuple[Any, str]] = {
+    ("train", "candidates_per_step"): (
+        1,
+        "removed: several candidates per step did not beat one where measured "
+        "(docs/benchmarks.md, 'Several candidates per step'); delete the setting",
+    ),
+    ("train", "candidate_temperature"): (
+        0.7,
+        "renamed train.reask_temperature (the temperature of the one re-ask)",
+    ),
+}
+
+
+def drop_retired(raw: dict[str, Any], source: str = "<config>") -> dict[str, Any]:
+    """``raw`` without the retired settings (``RETIRED``) that hold their neutral value; one
+    holding another value is a ConfigError naming it, what became of it and the fix."""
+    out = dict(raw)
+    for (section, key), (neutral, why) in RETIRED.items():
+        block = out.get(section)
+        if not isinstance(block, dict) or key not in block:
+            continue
+        if block[key] != neutral:
+            raise ConfigError(f"{source}: {section}.{key}: {block[key]!r}: {why}")
+        out[section] = {k: v for k, v in block.items() if k != key}
+    return out
+
+
 def config_defaults() -> dict[str, Any]:
     """Every setting at its default, as JSON (what a resumed run or sweep compares a setting
-    its stored config lacks with: one added by a later version)."""
-    return Config().redacted_json()
+    its stored config lacks with: one added by a later version), and each retired setting at
+    its neutral value (one a stored config still has: removed by a later version)."""
+    out = Config().redacted_json()
+    for (section, key), (neutral, _) in RETIRED.items():
+        out[section][key] = neutral
+    return out
 
 
 def config_schema() -> dict[str, Any]:
@@ -432,6 +458,7 @@ def load_config(
 
 
 def validate_config(raw: dict[str, Any], source: str = "<config>") -> Config:
+    raw = drop_retired(raw, source)
     try:
         cfg = Config.model_validate(raw)
     except ValidationError as exc:

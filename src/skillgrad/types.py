@@ -326,37 +326,6 @@ class CheckResult:
         return found
 
 
-@dataclass(frozen=True)
-class CandidateRecord:
-    """One of a step's ``train.candidates_per_step`` candidates (``train/candidates.py``)."""
-
-    k: int
-    """Candidate number (1-based); its files are in ``steps/step_NNNN/candidates/k<k>/``."""
-    seed: int
-    """Sampling seed of its reflection calls."""
-    verdict: str
-    """``kept``, ``accepted`` (not kept: another scored higher), ``rejected``, ``early-rejected``,
-    ``refused ...`` (leak or check target), ``duplicate of k<j>`` or ``no edit applied``."""
-    kept: bool = False
-    """Whether it became the skill in force."""
-    n_applied: int = 0
-    """Edits that applied cleanly to it."""
-    candidate_score: float | None = None
-    """Its val mean (over the items evaluated); None when it was not gated."""
-    incumbent_score: float | None = None
-    """The incumbent's val mean on the same items."""
-    gate_evaluated: int = 0
-    """Val items the gate evaluated it on."""
-    duplicate_of: int | None = None
-    """The earlier candidate with the same text (then it was not gated again)."""
-    reason: str = ""
-    """The gate's reason (or why it was not gated)."""
-
-    @classmethod
-    def from_json(cls, data: Any) -> CandidateRecord:
-        return _flat_record(cls, "candidate record", data)
-
-
 def _flat_record(cls: Any, what: str, data: Any) -> Any:
     """A record of plain fields (str, int, float, bool, optional numbers) from JSON, each value
     checked against its declared type; raises ValueError naming the bad field."""
@@ -482,9 +451,6 @@ class StepRecord:
     check_targets: tuple[CheckResult, ...] = ()
     """The candidate on each check target (``train.check_targets``); empty when none are
     configured or the main gate refused the candidate first."""
-    candidates: tuple[CandidateRecord, ...] = ()
-    """Every candidate of the step when ``train.candidates_per_step > 1`` (empty with one: the
-    record itself describes it); the fields above describe the kept one (else the first gated)."""
 
     @property
     def verdict(self) -> str:
@@ -553,7 +519,6 @@ _ID_LISTS = frozenset({"fixed", "broken"})
 _RECORD_LISTS: dict[str, Any] = {
     "leaks": lambda v: Leak.from_json(v),  # Leak is defined below
     "check_targets": CheckResult.from_json,
-    "candidates": CandidateRecord.from_json,
 }
 _PER_ROLE: dict[str, type] = {"calls": int, "tokens": int, "cost": float, "timings": float}
 _INTS = frozenset(

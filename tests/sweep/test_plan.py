@@ -130,13 +130,20 @@ def test_a_sweep_from_before_a_setting_existed_resumes_while_it_is_default(
     out = tmp_path / "sw"
     assert check_or_write_plan(build_plan(config, seeds=2, out=out)) is False
     record = read_json(out / PLAN_FILE)
-    for key in ("check_targets", "check_targets_tolerance", "candidates_per_step"):
+    for key in ("check_targets", "check_targets_tolerance", "reask_temperature"):
         del record["config"]["train"][key]  # as written by a version without them
+    # and a setting a later version retired, at its neutral value (docs: config.RETIRED)
+    record["config"]["train"]["candidates_per_step"] = 1
     atomic_write_json(out / PLAN_FILE, record)
     assert check_or_write_plan(build_plan(config, seeds=2, out=out)) is True
-    changed = build_plan(config, seeds=2, out=out, sets=["train.candidates_per_step=3"])
-    with pytest.raises(RunDirError, match=re.escape("train.candidates_per_step: None -> 3")):
+    changed = build_plan(config, seeds=2, out=out, sets=["train.reask_temperature=1.0"])
+    with pytest.raises(RunDirError, match=re.escape("train.reask_temperature: None -> 1.0")):
         check_or_write_plan(changed)
+    record = read_json(out / PLAN_FILE)
+    record["config"]["train"]["candidates_per_step"] = 3  # not what this version does
+    atomic_write_json(out / PLAN_FILE, record)
+    with pytest.raises(RunDirError, match=re.escape("train.candidates_per_step: 3 -> None")):
+        check_or_write_plan(build_plan(config, seeds=2, out=out))
 
 
 def test_a_folder_that_is_not_a_sweep_is_refused(tmp_path: Path) -> None:

@@ -76,8 +76,8 @@ def test_killed_worker_then_rerun_finishes_without_paying_twice(
     assert_nothing_paid_twice(calls(tmp_path), paid)
 
 
-def test_a_grid_over_check_targets_and_candidates_per_step(tmp_path: Path) -> None:
-    """Both options work from --grid: a list of models (commas inside it) and K; the sweep
+def test_a_grid_over_check_targets_and_the_gate_rule(tmp_path: Path) -> None:
+    """Both options work from --grid: a list of models (commas inside it) and a rule; the sweep
     summary and its report give each check target's test scores over seeds."""
     from skillgrad.report.sweep import render_sweep_text
 
@@ -85,7 +85,7 @@ def test_a_grid_over_check_targets_and_candidates_per_step(tmp_path: Path) -> No
     e2e = Path(__file__).parents[1] / "fakes_e2e.py"
     model = f'{{provider: function, model: "{e2e}:FakeCheckTarget", options: {{breaks_on: X}}}}'
     grid = ["--grid", f"train.check_targets=[],[{model}]"]
-    grid += ["--grid", "train.candidates_per_step=1,2"]
+    grid += ["--grid", "train.check_targets_rule=strict,paired"]
     done = run_sweep(sweep_cmd(config, tmp_path / "sweep", *grid, *LOCAL))
     assert done.returncode == 0, done.stderr
     data = json.loads((tmp_path / "sweep" / "sweep_summary.json").read_text())

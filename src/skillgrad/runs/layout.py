@@ -9,8 +9,7 @@
   skills/skill_v0000.md initial skill; skill_vNNNN.md = skill in force after step NNNN
                         (a package: its bundle text; skill_vNNNN/ the installable folder)
   steps/step_0001/      trajectories.jsonl, reflections.json, aggregate.json, selection.json,
-                        candidate.md, apply_report.json, gate.json; with several candidates
-                        per step also candidates.json and candidates/k<k>/ (the same files)
+                        candidate.md, apply_report.json, gate.json, leaks.json
   slow_update/epoch_02/ pairs.jsonl, categories.json, guidance.json, candidate.md, gate.json
   meta_skill/epoch_01/  inputs.json, memo.md
   patch_log.jsonl       every accepted edit with provenance

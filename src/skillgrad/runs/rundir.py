@@ -88,12 +88,15 @@ _ABSENT = object()
 def _flat_diff(a: Any, b: Any, prefix: str = "", defaults: Any = None) -> list[str]:
     """Differences from the stored record ``a`` to ``b``, one line per leaf. A key ``a`` lacks
     (a setting added by a later version) is no difference while ``b`` has its value in
-    ``defaults`` (the config's defaults): runs and sweeps started before it still resume."""
+    ``defaults`` (the config's defaults): runs and sweeps started before it still resume. So is
+    a key ``b`` lacks (a setting a later version removed) while ``a`` has its value there."""
     if isinstance(a, dict) and isinstance(b, dict):
         out: list[str] = []
         for key in sorted(set(a) | set(b)):
             default = defaults.get(key, _ABSENT) if isinstance(defaults, dict) else _ABSENT
             if key not in a and default is not _ABSENT and b.get(key) == default:
+                continue
+            if key not in b and default is not _ABSENT and a.get(key) == default:
                 continue
             out += _flat_diff(a.get(key), b.get(key), f"{prefix}{key}.", default)
         return out

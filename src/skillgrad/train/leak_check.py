@@ -48,18 +48,16 @@ def check_leaks(ctx: RunContext, state: TrainState, candidate: str) -> LeakCheck
     return LeakCheck(new, tuple(x for x in found if x not in new))
 
 
-def leak_refusal(ctx: RunContext, step: int, leaks: tuple[Leak, ...], who: str = "") -> str:
+def leak_refusal(ctx: RunContext, step: int, leaks: tuple[Leak, ...]) -> str:
     """Flag a candidate's new leaks (a warning event); under ``train.reject_leaks`` return the
-    reason it is refused before any target call, else ``""``. ``who``: which candidate of the
-    step (``candidates_per_step > 1``), for the warning."""
+    reason it is refused before any target call, else ``""``."""
     if not leaks:
         return ""
     reject = ctx.cfg.train.reject_leaks
     n = len(leaks)
     what = f"{n} line{'s copy' if n != 1 else ' copies'} train/val data verbatim"
     action = "refused (train.reject_leaks)" if reject else "flagged (train.reject_leaks is off)"
-    name = f"candidate {who}" if who else "candidate"
-    ctx.emit("warning", message=f"step {step}: {name}: {what}: {describe(leaks)}; {action}")
+    ctx.emit("warning", message=f"step {step}: candidate: {what}: {describe(leaks)}; {action}")
     if not reject:
         return ""
     return f"refused before evaluation: {what} ({describe(leaks, limit=1)})"

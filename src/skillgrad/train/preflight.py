@@ -1,13 +1,11 @@
 """The preflight estimate printed before training: an upper bound on calls, tokens and cost.
 
 Counts assume the worst case (every gate evaluates the whole selection split, each item
-``samples_per_item`` times, for each of ``candidates_per_step`` candidates, and on every check
-target; every reflection is re-asked once); the run's cache and the gate's early rejection make
-the real numbers lower. The power check (what gain the gate can detect)
-is printed next to it once the baseline's per-item scores exist (``train/power.py``, event
-``power_check``). Tokens are rough: skill + prompt lengths from the target's tokenizer,
-completions at their ``max_tokens``.
-"""
+``samples_per_item`` times, and on every check target; every reflection is re-asked once); the
+run's cache and the gate's early rejection make the real numbers lower. The power check (what
+gain the gate can detect) is printed next to it once the baseline's per-item scores exist
+(``train/power.py``, event ``power_check``). Tokens are rough: skill + prompt lengths from the
+target's tokenizer, completions at their ``max_tokens``."""
 
 from __future__ import annotations
 
@@ -30,21 +28,20 @@ def estimate(ctx: RunContext, skill: str, prices: PriceTable) -> dict[str, Any]:
     n_val, n_test, batch = len(items["val"]), len(items["test"]), t.batch_size
     n_val *= t.samples_per_item  # every val item is sampled samples_per_item times
     slow_epochs = max(0, t.num_epochs - 1) if t.use_slow_update else 0
-    cands = t.candidates_per_step
     target_calls = (
         n_val  # baseline
-        + steps * (batch + cands * n_val)  # rollout + gate of each candidate
+        + steps * (batch + n_val)  # rollout + gate of the candidate
         + slow_epochs * (2 * min(t.slow_update_samples, len(items["train"])) + n_val)
         + 2 * n_test  # final test: initial and best skill
     )
     # per check target: the incumbent once (later incumbents were scored as candidates), each
     # gated candidate, the final test
-    check_calls = n_val * (1 + steps * cands + slow_epochs) + 2 * n_test
+    check_calls = n_val * (1 + steps + slow_epochs) + 2 * n_test
     reflections = math.ceil(batch / t.minibatch_size) + 1 + int(t.rank_with_optimizer)
     if t.semantic_merge:  # at most one call per (op, section) cluster of two or more edits
         reflections += reflections * t.max_edits_per_reflection // 2
     optimizer_calls = 2 * (
-        steps * cands * reflections + slow_epochs + (t.num_epochs if t.use_meta_skill else 0)
+        steps * reflections + slow_epochs + (t.num_epochs if t.use_meta_skill else 0)
     )
     skill_now = ctx.count_tokens(skill)
     skill_tokens = skill_now + t.max_edit_tokens * 2

@@ -42,10 +42,9 @@ class ReflectConfig:
     workers: int
     max_tokens: int
     temperature: float = 0.0
-    seed: int | None = None
-    """Sampling seed of the calls (None: the step number, as with one candidate per step)."""
     reask_temperature: float | None = None
-    """Temperature of the one re-ask after a reply that only repeats known rules."""
+    """Temperature of the one re-ask after a reply that only repeats known rules or copies an
+    item (the calls are seeded with the step number)."""
     copies: Callable[[str], str | None] | None = None
     """What a rule's text copies from the run's train/val items (None: nothing); given, a reply
     with such a rule earns the one re-ask (``train.reject_leaks``)."""
@@ -182,7 +181,7 @@ async def reflect(
                 schema,
                 max_tokens=cfg.max_tokens,
                 temperature=cfg.temperature,
-                seed=step if cfg.seed is None else cfg.seed,
+                seed=step,
                 check=check,
                 check_temperature=cfg.reask_temperature,
                 **common,
@@ -321,7 +320,7 @@ async def _deep(
         schema,
         max_tokens=cfg.max_tokens,
         temperature=cfg.temperature,
-        seed=step if cfg.seed is None else cfg.seed,
+        seed=step,
         check=check,
         check_temperature=cfg.reask_temperature,
         **common,

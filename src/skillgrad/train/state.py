@@ -12,7 +12,6 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from skillgrad.types import (
-    CandidateRecord,
     CheckResult,
     Conflict,
     EditResult,
@@ -104,10 +103,6 @@ class StepOutcome:
     """Why the candidate was refused before the gate ran (``""``: it was not)."""
     checks: tuple[CheckResult, ...] = ()
     """The candidate on each check target (empty when the main gate refused it first)."""
-    candidates: tuple[CandidateRecord, ...] = ()
-    """Every candidate of the step when ``train.candidates_per_step > 1``."""
-    also_rejected: tuple[RejectedEdit, ...] = ()
-    """The other candidates' rejected edits (``candidates_per_step > 1``), for the buffer."""
 
 
 def advance(state: TrainState, out: StepOutcome, *, patience: int, buffer_size: int) -> TrainState:
@@ -121,9 +116,8 @@ def advance(state: TrainState, out: StepOutcome, *, patience: int, buffer_size: 
     buffer = state.rejected_buffer
     current = state.current_score
     entry = rejected_entry(step, out.gate, out.applied, out.refused, out.checks, current)
-    entries = (*out.also_rejected, *((entry,) if entry is not None else ()))
-    if entries:
-        buffer = (*buffer, *entries)[-buffer_size:] if buffer_size else ()
+    if entry is not None:
+        buffer = (*buffer, entry)[-buffer_size:] if buffer_size else ()
     ever = dict(state.val_ever_passed)
     for t in out.gate_trajectories:
         ever[t.item_id] = ever.get(t.item_id, False) or t.score.passed
@@ -233,7 +227,6 @@ def _record(
         leaks=out.leaks,
         leak_refused=bool(out.refused),
         check_targets=out.checks,
-        candidates=out.candidates,
     )
 
 

@@ -1,9 +1,8 @@
 """One training step: rollout -> reflect -> aggregate -> select -> update -> gate.
 
 Each phase is a function in its own module; this file wires them in method.md order, writes the
-step's artifacts, and hands the outcome to ``state.advance``. Reflect -> update happens once per
-candidate (``train.candidates_per_step``, ``train/candidates.py``): one, as in method.md, unless
-configured otherwise.
+step's artifacts, and hands the outcome to ``state.advance``. The candidate's own phases
+(reflect -> update, then leak check, gate and check targets) are in ``train/candidate.py``.
 """
 
 from __future__ import annotations
@@ -14,15 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from skillgrad.models.context import call_context
-from skillgrad.train.candidates import (
-    Candidate,
-    gate_candidates,
-    kept_candidate,
-    propose_candidates,
-    records,
-    rejected_others,
-    representative,
-)
+from skillgrad.train.candidate import Candidate, gate_candidate, propose_candidate
 from skillgrad.train.context import RunContext
 from skillgrad.train.rollout import mean_score
 from skillgrad.train.select import edits_allowed, effective_lr
@@ -52,12 +43,11 @@ async def training_step(ctx: RunContext, state: TrainState) -> TrainState:
     with call_context("rollout", step):
         trajs = await ctx.rollout(batch, state.skill)
     clock.lap("rollout")
-    cands = await propose_candidates(ctx, state, step, k, trajs)  # reflect ... update
+    shown = await propose_candidate(ctx, state, step, k, trajs)  # reflect ... update
     clock.lap("reflect")
-    await gate_candidates(ctx, state, step, cands)
+    await gate_candidate(ctx, state, step, shown)
     clock.lap("gate")
-    kept, shown = kept_candidate(cands), representative(cands)
-    write_step(ctx, step, lr, k, trajs, cands, shown)
+    write_step(ctx, step, lr, k, trajs, shown)
     refl, outcome = shown.proposal.reflection, shown.outcome
     result = StepOutcome(
         kind="step",
@@ -74,7 +64,7 @@ async def training_step(ctx: RunContext, state: TrainState) -> TrainState:
         n_failures=sum(not x.score.passed for x in trajs),
         n_reflections=refl.calls,
         n_failed_reflections=refl.failed_calls,
-        gate_trajectories=tuple(x for c in cands if c.outcome for x in c.outcome.trajectories),
+        gate_trajectories=outcome.trajectories if outcome else (),
         usage=ctx.usage(step),
         timings=clock.laps,
         skill_tokens=ctx.count_tokens(state.skill),
@@ -83,8 +73,6 @@ async def training_step(ctx: RunContext, state: TrainState) -> TrainState:
         leaks=shown.leaks.new,
         refused=shown.refused,
         checks=shown.checks,
-        candidates=records(cands, kept),
-        also_rejected=rejected_others(state, step, cands, shown),
     )
     return commit(ctx, state, result)
 
@@ -95,20 +83,11 @@ def write_step(
     lr: float,
     k: int,
     trajs: Sequence[Any],
-    cands: list[Candidate],
-    shown: Candidate,
+    cand: Candidate,
 ) -> None:
-    """The step directory: the trajectories and the files of the candidate the record
-    describes; with several candidates, each one's files in ``candidates/k<k>/`` and their
-    records in ``candidates.json``."""
-    folder = ctx.run.paths.step_dir(step)
-    files = {"trajectories.jsonl": trajs, **shown.files(lr, k)}
-    if len(cands) > 1:
-        kept = kept_candidate(cands)
-        files["candidates.json"] = to_json(records(cands, kept))
-        for c in cands:
-            ctx.run.write_artifacts(folder / "candidates" / f"k{c.k}", c.files(lr, k))
-    ctx.run.write_artifacts(folder, files)
+    """The step directory: the trajectories and the candidate's files."""
+    files = {"trajectories.jsonl": trajs, **cand.files(lr, k)}
+    ctx.run.write_artifacts(ctx.run.paths.step_dir(step), files)
 
 
 class Stopwatch:

@@ -90,7 +90,6 @@ def build_summary(
         **({"skill_files": files} if files else {}),
         **gate_summary(cfg, history, power),
         "leaks": leak_summary(cfg, history, leaks),
-        "candidates_per_step": cfg.train.candidates_per_step,
         "check_targets": check_summary(cfg, history, check_tests),
         "best_skill_excerpt": skill_excerpt(state.best_skill),
     }
@@ -265,7 +264,6 @@ def render_report(
         )
     lines += gate_lines(s)
     lines += check_lines(s)
-    lines += candidate_lines(s, history)
     lines += leak_lines(s)
     lines += ["", "## Persistent failures", "", persistent_failures_text(s)]
     if s.get("nondeterministic_scorers"):
@@ -376,22 +374,6 @@ def check_lines(s: dict[str, Any]) -> list[str]:
     return lines
 
 
-def candidate_lines(s: dict[str, Any], history: Sequence[StepRecord]) -> list[str]:
-    """The report's per-step candidates (``train.candidates_per_step > 1``): how each ended."""
-    if s.get("candidates_per_step", 1) < 2:
-        return []
-    lines = ["", f"## Candidates ({s['candidates_per_step']} per step)", ""]
-    for r in history:
-        if r.candidates:
-            parts = [
-                f"k{c.k} {c.verdict}"
-                + (f" ({c.candidate_score:.3f})" if c.candidate_score is not None else "")
-                for c in r.candidates
-            ]
-            lines.append(f"- step {r.step}: " + "; ".join(parts))
-    return lines
-
-
 def leak_lines(s: dict[str, Any]) -> list[str]:
     """The report's answer-leak section: the best skill's lines that copy train/val data
     verbatim, and the steps whose candidates did (absent from older summaries)."""
@@ -460,7 +442,6 @@ def persistent_failures_text(summary: dict[str, Any]) -> str:
 
 __all__ = [
     "build_summary",
-    "candidate_lines",
     "check_lines",
     "check_summary",
     "gate_lines",
