@@ -23,7 +23,6 @@ from skillgrad.types import StepRecord
 sys.path.insert(0, str(Path(__file__).parents[1]))
 from fakes_e2e import FAKES_PATH, make_optimizer, make_target
 
-
 FAKES = Path(__file__).parents[1] / "fakes_e2e.py"
 MODELS = {
     "optimizer": {"provider": "function", "model": f"{FAKES}:FakeOptimizer"},
