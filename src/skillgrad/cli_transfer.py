@@ -72,13 +72,15 @@ def transfer_command(
 
 
 def _announce(plan: TransferPlan) -> None:
+    from skillgrad.sweep.worker import COMPLETE  # finished, or stopped by patience
+
     own = sorted({t.name for r, t in _own(plan)})
     for name in own:
         console.print(
             f"{name} is the sweep's own target: its values come from the runs (no calls)",
             markup=False,
         )
-    left_out = {k: v for k, v in plan.status.items() if v != "finished"}
+    left_out = {k: v for k, v in plan.status.items() if v not in COMPLETE}
     if left_out:
         console.print(
             "not finished, left out: " + ", ".join(f"{k} ({v})" for k, v in left_out.items()),

@@ -246,6 +246,17 @@ def test_unfinished_runs_are_left_out_and_named(made: Path, tmp_path: Path) -> N
     assert data["configs"][0]["targets"][PICKY]["seeds"] == [0]
 
 
+def test_a_run_stopped_by_patience_is_scored_not_named_left_out(
+    made: Path, tmp_path: Path
+) -> None:
+    sweep = copy_of(made, tmp_path, "sweep")
+    _edit_json(sweep / "seed1" / "summary.json", lambda s: s.update(status="early_stopped"))
+    code, _, err = finish(transfer(sweep, "--target_model", PICKY, log=tmp_path / "log"))
+    assert code == 0, err
+    assert "left out" not in err and "2 finished runs" in err
+    assert summary(sweep)["configs"][0]["targets"][PICKY]["seeds"] == [0, 1]
+
+
 def _edit_json(path: Path, change: Callable[[Any], None]) -> None:
     data = json.loads(path.read_text())
     change(data)
