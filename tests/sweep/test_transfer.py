@@ -246,9 +246,7 @@ def test_unfinished_runs_are_left_out_and_named(made: Path, tmp_path: Path) -> N
     assert data["configs"][0]["targets"][PICKY]["seeds"] == [0]
 
 
-def test_a_run_stopped_by_patience_is_scored_not_named_left_out(
-    made: Path, tmp_path: Path
-) -> None:
+def test_a_run_stopped_by_patience_is_scored_not_named_left_out(made: Path, tmp_path: Path) -> None:
     sweep = copy_of(made, tmp_path, "sweep")
     _edit_json(sweep / "seed1" / "summary.json", lambda s: s.update(status="early_stopped"))
     code, _, err = finish(transfer(sweep, "--target_model", PICKY, log=tmp_path / "log"))
