@@ -211,7 +211,9 @@ async def test_agents_run_on_ray_at_most_max_parallel_at_once(
         spans.append((float(start), float(end)))
         assert key == "key=***"  # the node's key is scrubbed before the result leaves it
         assert AGENT_KEY not in json.dumps([traj.output, list(traj.steps)])
-    assert most_at_once(spans) == 2
+    # the cap, not a speed: on a loaded machine Ray may start them one after another (the CI
+    # run of 2026-11-24 beside two sweeps: 1 at once), which is not a failure of the cap
+    assert 1 <= most_at_once(spans) <= 2
 
 
 def test_a_sweep_whose_runs_send_rollouts_to_ray_finishes(tmp_path: Path, ray_cluster: str) -> None:
