@@ -15,9 +15,9 @@ from typing import Any
 from skillgrad.models.context import call_context
 from skillgrad.skill import Skill
 from skillgrad.train.aggregate import Aggregated, aggregate
-from skillgrad.train.check_targets import check_candidate, with_checks
+from skillgrad.train.check_targets import gate_candidate
 from skillgrad.train.context import RunContext
-from skillgrad.train.evaluate import attribution_json, evaluate_candidate, gate_json
+from skillgrad.train.evaluate import attribution_json, gate_json
 from skillgrad.train.gate import GateOutcome
 from skillgrad.train.leak_check import (
     LeakCheck,
@@ -118,7 +118,7 @@ async def propose_candidate(
 ) -> Candidate:
     """The step's proposal from its trajectories, with at most ``k`` edits applied to a copy
     of the skill in force (update)."""
-    proposal = await propose(ctx, state, step, k, trajs, reflect_config(ctx, state))
+    proposal = await propose(ctx, state, step, k, trajs)
     skill, report = Skill(state.skill).apply(proposal.selection.selected)
     return Candidate(proposal, skill.text, report)
 
@@ -129,7 +129,6 @@ async def propose(
     step: int,
     k: int,
     trajs: list[Trajectory],
-    cfg: ReflectConfig,
 ) -> Proposal:
     """Reflect on the trajectories, aggregate the edits and select the top k."""
     t = ctx.cfg.train
@@ -139,7 +138,7 @@ async def propose(
             state.skill,
             trajs,
             ctx.optimizer,
-            cfg,
+            reflect_config(ctx, state),
             meta_memo=state.meta_memo if t.use_meta_skill else "",
             rejected=state.rejected_buffer,
             progress=ctx.progress,
@@ -165,25 +164,21 @@ async def propose(
     return Proposal(refl, agg, sel)
 
 
-async def gate_candidate(ctx: RunContext, state: TrainState, step: int, c: Candidate) -> None:
-    """Leak check and main gate of a candidate with an applied edit; the check targets of one
-    the main gate accepts."""
+async def judge_candidate(ctx: RunContext, state: TrainState, step: int, c: Candidate) -> None:
+    """Leak check of a candidate with an applied edit, then (unless refused for a leak) the
+    main gate and the check targets (``check_targets.gate_candidate``)."""
     if not c.applied:
         return
     c.leaks = check_leaks(ctx, state, c.text)
     c.refused = leak_refusal(ctx, step, c.leaks.new)
-    if c.refused:
-        return
-    c.outcome = await evaluate_candidate(ctx, step, c.text, state.skill)
-    if ctx.check_targets and c.accepted:
-        c.checks = await check_candidate(ctx, step, c.text, state.skill)
-        c.outcome = with_checks(c.outcome, c.checks)
+    if not c.refused:
+        c.outcome, c.checks = await gate_candidate(ctx, step, c.text, state.skill)
 
 
 __all__ = [
     "Candidate",
     "Proposal",
-    "gate_candidate",
+    "judge_candidate",
     "propose",
     "propose_candidate",
     "reflect_config",

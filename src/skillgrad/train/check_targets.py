@@ -53,11 +53,6 @@ async def check_candidate(
     return tuple(results)
 
 
-def not_checked(ctx: RunContext, reason: str) -> tuple[CheckResult, ...]:
-    """Every check target ``not evaluated`` for ``reason`` (a better candidate passed them)."""
-    return tuple(CheckResult(t.name, "not evaluated", reason=reason) for t in ctx.check_targets)
-
-
 def check_result(
     target: str, outcome: GateOutcome, tolerance: float, decided: bool = True
 ) -> CheckResult:
@@ -140,7 +135,6 @@ __all__ = [
     "check_candidate",
     "check_result",
     "gate_candidate",
-    "not_checked",
     "refusal_of",
     "test_scores",
     "with_checks",

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from skillgrad.models.context import call_context
-from skillgrad.train.candidate import Candidate, gate_candidate, propose_candidate
+from skillgrad.train.candidate import Candidate, judge_candidate, propose_candidate
 from skillgrad.train.context import RunContext
 from skillgrad.train.rollout import mean_score
 from skillgrad.train.select import edits_allowed, effective_lr
@@ -45,7 +45,7 @@ async def training_step(ctx: RunContext, state: TrainState) -> TrainState:
     clock.lap("rollout")
     shown = await propose_candidate(ctx, state, step, k, trajs)  # reflect ... update
     clock.lap("reflect")
-    await gate_candidate(ctx, state, step, shown)
+    await judge_candidate(ctx, state, step, shown)
     clock.lap("gate")
     write_step(ctx, step, lr, k, trajs, shown)
     refl, outcome = shown.proposal.reflection, shown.outcome
