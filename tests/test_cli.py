@@ -195,3 +195,28 @@ def test_missing_extra_names_the_install_command(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 2
     assert "pip install 'skillgrad[report]'" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_eval_against_a_baseline_pairs_the_items(tmp_path: Path) -> None:
+    cfg = _config(tmp_path)
+    assert runner.invoke(app, ["train", str(cfg), "--quiet"]).exit_code == 0
+    skill = tmp_path / "runs/toy/best_skill.md"
+    empty = tmp_path / "empty.md"
+    empty.write_text("")
+    out = tmp_path / "paired.json"
+    args = ["eval", str(cfg), "--skill", str(skill), "--baseline", str(empty), "--split", "test"]
+    result = runner.invoke(app, [*args, "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    data = json.loads(out.read_text())
+    pair, n = data["paired"], data["n"]
+    assert data["baseline"]["mean_score"] == 0.0 and data["mean_score"] == 1.0
+    assert (pair["n_pairs"], pair["wins"], pair["losses"], pair["ties"]) == (n, n, 0, 0)
+    assert pair["mean_diff"] == 1.0 and pair["missing_pairs"] == 0
+    assert pair["p_value"] == pytest.approx(2 / 2**n)  # exact: all +1 or all -1 of 2^n signs
+    assert f"difference +1.0000 [95% CI +1.0000, +1.0000] over {n} items, +{n} / -0 / =0" in (
+        result.output.replace("\n", " ")
+    )
+    same = runner.invoke(app, ["eval", str(cfg), "--skill", str(empty), "--baseline", str(empty)])
+    assert same.exit_code == 0 and "difference +0.0000" in same.output and "p = 1" in same.output
+    missing = runner.invoke(app, [*args[:-2], "--baseline", str(tmp_path / "nope.md")])
+    assert missing.exit_code == 2 and "nope.md" in missing.output

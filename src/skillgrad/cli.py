@@ -20,7 +20,7 @@ import asyncio
 import json
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -156,6 +156,13 @@ def eval_(
         typer.Option(help="Skill file or package folder (e.g. <run>/best_skill: recorded there)."),
     ],
     split: Annotated[str, typer.Option(help="val or test")] = "test",
+    baseline: Annotated[
+        Path | None,
+        typer.Option(
+            help="Another skill scored on the same items (e.g. an empty file): prints the "
+            "paired difference, its 95% interval and the sign-flip p."
+        ),
+    ] = None,
     set_: SetOpt = None,
     target_model: TgtModel = None,
     output: Annotated[Path | None, typer.Option("--out", help="Write results JSON here.")] = None,
@@ -165,7 +172,7 @@ def eval_(
     ] = None,
 ) -> None:
     """Zero-shot evaluation of any skill on a split (no training)."""
-    from skillgrad.evaluate import evaluate_skill
+    from skillgrad.evaluate import evaluate_skill, paired_comparison
     from skillgrad.runs.io import atomic_write_json
 
     if split not in ("val", "test", "train"):
@@ -173,6 +180,10 @@ def eval_(
     try:
         cfg = _config(config, set_, None, target_model)
         result = asyncio.run(evaluate_skill(cfg, skill, split))
+        if baseline is not None:
+            base = asyncio.run(evaluate_skill(cfg, baseline, split))
+            result["baseline"] = {k: base[k] for k in ("skill", "n", "mean_score", "pass_rate")}
+            result["paired"] = paired_comparison(result, base)
     except SkillgradError as exc:
         raise _fail(exc, 2) from None
     out.print(
@@ -180,6 +191,8 @@ def eval_(
         f"over {result['n']} items ({result['skill']})",
         markup=False,
     )
+    if baseline is not None:
+        out.print(_paired_line(result), markup=False)
     if output:
         try:
             atomic_write_json(output, result)  # redacted and private, as every run file
@@ -192,6 +205,21 @@ def eval_(
             )
         )
         raise typer.Exit(1)
+
+
+def _paired_line(result: dict[str, Any]) -> str:
+    """``skillgrad eval --baseline``'s comparison, one line."""
+    base, pair = result["baseline"], result["paired"]
+    head = f"baseline: mean score {base['mean_score']:.4f} ({base['skill']}); "
+    if not pair["n_pairs"]:
+        return head + "no item scored by both skills"
+    low, high = pair["interval_95"]
+    p = pair["p_value"]
+    return head + (
+        f"difference {pair['mean_diff']:+.4f} [95% CI {low:+.4f}, {high:+.4f}] over "
+        f"{pair['n_pairs']} items, +{pair['wins']} / -{pair['losses']} / ={pair['ties']}, "
+        f"sign-flip p = {p:.3g}"
+    )
 
 
 @app.command("config")

@@ -17,6 +17,7 @@ from skillgrad.runs.io import append_jsonl, read_jsonl
 from skillgrad.runs.layout import RunPaths
 from skillgrad.session import configured_specs, open_session
 from skillgrad.skill import Skill
+from skillgrad.stats import sign_flip_test, t_interval
 from skillgrad.train.rollout import mean_score, rollout
 from skillgrad.types import Trajectory
 
@@ -75,6 +76,31 @@ def _item(t: Trajectory) -> dict[str, Any]:
     return out
 
 
+def paired_comparison(result: dict[str, Any], baseline: dict[str, Any]) -> dict[str, Any]:
+    """``result`` against ``baseline`` (two ``evaluate_skill`` results on the same split) item
+    by item: the mean difference with its 95% Student-t interval over items, wins / losses /
+    ties and the two-sided sign-flip p (exact where it can be enumerated). Items either skill
+    could not score (an infrastructure failure) are left out and counted in ``missing_pairs``."""
+    ours, theirs = result["items"], baseline["items"]
+    ids = [i for i in ours if i in theirs]
+    usable = [i for i in ids if "infra_error" not in ours[i] and "infra_error" not in theirs[i]]
+    diffs = [float(ours[i]["score"]) - float(theirs[i]["score"]) for i in usable]
+    test = sign_flip_test(diffs)
+    interval = t_interval(diffs)
+    return {
+        "comparison": f"{result['split']}: {result['skill']} minus {baseline['skill']}, per item",
+        "n_pairs": test.n,
+        "mean_diff": test.mean_diff,
+        "interval_95": [interval.ci_low, interval.ci_high],
+        "wins": test.wins,
+        "losses": test.losses,
+        "ties": test.ties,
+        "p_value": test.p_value,
+        "method": test.method,
+        "missing_pairs": len(set(ours) | set(theirs)) - len(usable),
+    }
+
+
 def setup_label(cfg: Config) -> str:
     """Where a skill was evaluated: the harness and its model, or the target model."""
     options = cfg.env.options
@@ -100,4 +126,4 @@ def record_transfer(cfg: Config, skill_path: Path, result: dict[str, Any]) -> No
             return
 
 
-__all__ = ["eval_cache_path", "evaluate_skill"]
+__all__ = ["eval_cache_path", "evaluate_skill", "paired_comparison"]
