@@ -220,3 +220,19 @@ def test_eval_against_a_baseline_pairs_the_items(tmp_path: Path) -> None:
     assert same.exit_code == 0 and "difference +0.0000" in same.output and "p = 1" in same.output
     missing = runner.invoke(app, [*args[:-2], "--baseline", str(tmp_path / "nope.md")])
     assert missing.exit_code == 2 and "nope.md" in missing.output
+
+
+def test_paired_comparison_leaves_out_items_either_skill_could_not_score() -> None:
+    from skillgrad.evaluate import paired_comparison
+
+    ours = {"a": {"score": 1.0}, "b": {"score": 0.5}, "c": {"score": 0.0, "infra_error": "x"}}
+    theirs = {"a": {"score": 0.0}, "b": {"score": 0.5}, "c": {"score": 1.0}, "d": {"score": 1}}
+    pair = paired_comparison(
+        {"split": "val", "skill": "new.md", "items": ours},
+        {"split": "val", "skill": "old.md", "items": theirs},
+    )
+    assert (pair["n_pairs"], pair["wins"], pair["losses"], pair["ties"]) == (2, 1, 0, 1)
+    assert pair["mean_diff"] == 0.5 and pair["missing_pairs"] == 2
+    low, high = pair["interval_95"]
+    assert low < 0.5 < high  # two items: a wide Student-t interval around the mean
+    assert pair["comparison"] == "val: new.md minus old.md, per item"
