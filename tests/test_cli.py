@@ -236,3 +236,19 @@ def test_paired_comparison_leaves_out_items_either_skill_could_not_score() -> No
     low, high = pair["interval_95"]
     assert low < 0.5 < high  # two items: a wide Student-t interval around the mean
     assert pair["comparison"] == "val: new.md minus old.md, per item"
+    one = paired_comparison(
+        {"split": "val", "skill": "new.md", "items": {"a": {"score": 1.0}}},
+        {"split": "val", "skill": "old.md", "items": {"a": {"score": 0.0}}},
+    )
+    assert one["n_pairs"] == 1 and one["interval_95"] is None  # no spread from one item
+    none = paired_comparison(
+        {"split": "val", "skill": "new.md", "items": {"a": {"score": 1.0}}},
+        {"split": "val", "skill": "old.md", "items": {"b": {"score": 0.0}}},
+    )
+    assert (none["n_pairs"], none["interval_95"], none["missing_pairs"]) == (0, None, 2)
+    from skillgrad.cli import _paired_line
+
+    base = {"skill": "old.md", "mean_score": 0.0}
+    assert "(one item: no interval)" in _paired_line({"baseline": base, "paired": one})
+    empty_line = _paired_line({"baseline": base, "paired": none})
+    assert empty_line.endswith("no item scored by both skills")

@@ -213,12 +213,12 @@ def _paired_line(result: dict[str, Any]) -> str:
     head = f"baseline: mean score {base['mean_score']:.4f} ({base['skill']}); "
     if not pair["n_pairs"]:
         return head + "no item scored by both skills"
-    low, high = pair["interval_95"]
-    p = pair["p_value"]
+    bounds = pair["interval_95"]
+    ci = f" [95% CI {bounds[0]:+.4f}, {bounds[1]:+.4f}]" if bounds else " (one item: no interval)"
     return head + (
-        f"difference {pair['mean_diff']:+.4f} [95% CI {low:+.4f}, {high:+.4f}] over "
-        f"{pair['n_pairs']} items, +{pair['wins']} / -{pair['losses']} / ={pair['ties']}, "
-        f"sign-flip p = {p:.3g}"
+        f"difference {pair['mean_diff']:+.4f}{ci} over {pair['n_pairs']} items, "
+        f"+{pair['wins']} / -{pair['losses']} / ={pair['ties']}, "
+        f"sign-flip p = {pair['p_value']:.3g}"
     )
 
 
