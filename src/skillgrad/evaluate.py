@@ -85,19 +85,12 @@ def paired_comparison(result: dict[str, Any], baseline: dict[str, Any]) -> dict[
     ids = [i for i in ours if i in theirs]
     usable = [i for i in ids if "infra_error" not in ours[i] and "infra_error" not in theirs[i]]
     diffs = [float(ours[i]["score"]) - float(theirs[i]["score"]) for i in usable]
-    test = sign_flip_test(diffs)
     interval = t_interval(diffs)  # fewer than two pairs: no spread, so no interval
     bounds = None if interval.single or interval.n == 0 else [interval.ci_low, interval.ci_high]
     return {
         "comparison": f"{result['split']}: {result['skill']} minus {baseline['skill']}, per item",
-        "n_pairs": test.n,
-        "mean_diff": test.mean_diff,
+        **sign_flip_test(diffs).to_json(),
         "interval_95": bounds,
-        "wins": test.wins,
-        "losses": test.losses,
-        "ties": test.ties,
-        "p_value": test.p_value,
-        "method": test.method,
         "missing_pairs": len(set(ours) | set(theirs)) - len(usable),
     }
 

@@ -19,6 +19,7 @@ import math
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 _EXACT_MAX_SUMS = 200_000  # distinct partial sums kept by the exact enumeration
 _MC_SAMPLES = 100_000  # sign-flip samples when the exact enumeration would be too large
@@ -136,6 +137,18 @@ class PairedTest:
     ties: int
     p_value: float | None
     method: str
+
+    def to_json(self) -> dict[str, Any]:
+        """The record fields every paired comparison writes (``n`` as ``n_pairs``)."""
+        return {
+            "n_pairs": self.n,
+            "mean_diff": self.mean_diff,
+            "wins": self.wins,
+            "losses": self.losses,
+            "ties": self.ties,
+            "p_value": self.p_value,
+            "method": self.method,
+        }
 
 
 def sign_flip_test(diffs: Sequence[float], *, seed: int = 0) -> PairedTest:

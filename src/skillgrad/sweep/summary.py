@@ -187,16 +187,9 @@ def _config_summary(sweep_dir: Path, params: dict[str, Any], runs: list[dict[str
 def paired_record(diffs: Sequence[float], missing: int, split: str) -> dict[str, Any]:
     """The exact sign-flip test of best vs initial over per-item differences pooled over seeds,
     as the summaries record it (``missing``: items scored for only one of the two skills)."""
-    test = sign_flip_test(diffs)
     return {
         "comparison": f"{split}: best skill vs initial skill, per item, pooled over seeds",
-        "n_pairs": test.n,
-        "mean_diff": test.mean_diff,
-        "wins": test.wins,
-        "losses": test.losses,
-        "ties": test.ties,
-        "p_value": test.p_value,
-        "method": test.method,
+        **sign_flip_test(diffs).to_json(),
         "missing_pairs": missing,
     }
 

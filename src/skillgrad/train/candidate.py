@@ -59,10 +59,6 @@ class Candidate:
         return any(r.status == "applied" for r in self.report)
 
     @property
-    def accepted(self) -> bool:
-        return self.outcome is not None and self.outcome.result.accepted
-
-    @property
     def not_gated(self) -> str:
         """Why a candidate without a gate outcome has none (``gate.json``'s reason)."""
         return "" if self.applied else "no edit applied: gate not run"
@@ -96,7 +92,7 @@ class Candidate:
         return files
 
 
-def reflect_config(ctx: RunContext, state: TrainState) -> ReflectConfig:
+def _reflect_config(ctx: RunContext, state: TrainState) -> ReflectConfig:
     """The reflection settings: the optimizer's own temperature, seeded with the step; the one
     re-ask at ``train.reask_temperature``."""
     t = ctx.cfg.train
@@ -116,21 +112,8 @@ def reflect_config(ctx: RunContext, state: TrainState) -> ReflectConfig:
 async def propose_candidate(
     ctx: RunContext, state: TrainState, step: int, k: int, trajs: list[Trajectory]
 ) -> Candidate:
-    """The step's proposal from its trajectories, with at most ``k`` edits applied to a copy
-    of the skill in force (update)."""
-    proposal = await propose(ctx, state, step, k, trajs)
-    skill, report = Skill(state.skill).apply(proposal.selection.selected)
-    return Candidate(proposal, skill.text, report)
-
-
-async def propose(
-    ctx: RunContext,
-    state: TrainState,
-    step: int,
-    k: int,
-    trajs: list[Trajectory],
-) -> Proposal:
-    """Reflect on the trajectories, aggregate the edits and select the top k."""
+    """Reflect on the step's trajectories, aggregate the edits, select the top ``k`` and apply
+    them to a copy of the skill in force (update)."""
     t = ctx.cfg.train
     with call_context("reflect", step):
         refl = await reflect(
@@ -138,7 +121,7 @@ async def propose(
             state.skill,
             trajs,
             ctx.optimizer,
-            reflect_config(ctx, state),
+            _reflect_config(ctx, state),
             meta_memo=state.meta_memo if t.use_meta_skill else "",
             rejected=state.rejected_buffer,
             progress=ctx.progress,
@@ -161,7 +144,8 @@ async def propose(
             rejected=[e for r in state.rejected_buffer for e in r.edits],
             feedback=feedback_summary(trajs),
         )
-    return Proposal(refl, agg, sel)
+    skill, report = Skill(state.skill).apply(sel.selected)
+    return Candidate(Proposal(refl, agg, sel), skill.text, report)
 
 
 async def judge_candidate(ctx: RunContext, state: TrainState, step: int, c: Candidate) -> None:
@@ -179,7 +163,5 @@ __all__ = [
     "Candidate",
     "Proposal",
     "judge_candidate",
-    "propose",
     "propose_candidate",
-    "reflect_config",
 ]
