@@ -10,9 +10,9 @@ The layers, lowest first, and why each sits where it does:
 
 - foundations: ``errors``, ``types``, ``importing``, ``stats``, ``redact``, ``assets`` — plain
   data and helpers (``assets``: pinned registry files, used by models and benchmarks);
-- ``prompts`` (the .md templates and their renderer), ``skill_match``;
-- ``skill_package``, then ``skill`` (the skill document; ``skill_hash`` lives here), then
-  ``transcript`` (renders skills and steps);
+- ``prompts`` (the .md templates and their renderer);
+- ``skill`` (the skill document: ``match``, ``package``, ``document``; ``skill_hash`` lives
+  here), then ``transcript`` (renders skills and steps);
 - ``runs`` — the run directory and the call store, in JSON only (never train/ types): the
   model wrappers meter and cache into its store, so it sits below ``models``;
 - ``models`` — backends and wrappers (never the registry, tasks or the test fakes);
@@ -48,8 +48,7 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 # Lowest first; units in one inner tuple share a layer.
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("errors", "types", "importing", "stats", "redact", "assets"),
-    ("prompts", "skill_match"),
-    ("skill_package",),
+    ("prompts",),
     ("skill",),
     ("transcript",),
     ("runs",),

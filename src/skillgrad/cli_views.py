@@ -19,7 +19,7 @@ from rich.text import Text
 from skillgrad.console import missing_extra, print_error
 from skillgrad.errors import SkillgradError
 from skillgrad.runs.io import atomic_write_text, json_line
-from skillgrad.skill import text_lines
+from skillgrad.skill.document import text_lines
 
 F = TypeVar("F", bound=Callable[..., Any])
 RunDirArg = Annotated[Path, typer.Argument(help="A run directory (<output_root>/<run_name>).")]

@@ -43,7 +43,7 @@ from skillgrad.models.spec import ModelSpec
 from skillgrad.registry import load_task
 from skillgrad.runs.cache import CallCache, TargetResults
 from skillgrad.runs.rundir import RunDir, find_fresh_root
-from skillgrad.skill import approx_tokens
+from skillgrad.skill.document import approx_tokens
 from skillgrad.tasks.base import SPLITS, Task, task_abilities
 from skillgrad.train.context import CHECK_ROLE, CheckTarget, RunContext
 from skillgrad.train.loop import initial_skill_text, train, write_summary

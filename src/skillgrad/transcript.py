@@ -13,7 +13,7 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from skillgrad.skill import approx_tokens
+from skillgrad.skill.document import approx_tokens
 
 
 def _dump(value: Any) -> str:

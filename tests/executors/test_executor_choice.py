@@ -23,7 +23,7 @@ from skillgrad.errors import ConfigError
 from skillgrad.executors import LOCAL, RayExecutor, import_ray
 from skillgrad.runs.cache import CallCache
 from skillgrad.session import open_session
-from skillgrad.skill_package import SkillPackage
+from skillgrad.skill.package import SkillPackage
 from skillgrad.testing import FunctionBackend, ToyTask
 
 

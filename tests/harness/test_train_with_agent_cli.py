@@ -17,7 +17,7 @@ from tests.servers.agent_llm import request_text, serve_agent
 from skillgrad.config import load_config
 from skillgrad.runs.io import read_json, read_jsonl
 from skillgrad.session import run_training
-from skillgrad.skill_package import SkillPackage
+from skillgrad.skill.package import SkillPackage
 from skillgrad.testing import FunctionBackend, optimizer_call_kind, rules_reply, user_text
 from skillgrad.types import ChatRequest, Trajectory
 

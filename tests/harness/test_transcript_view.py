@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from skillgrad.skill import approx_tokens
+from skillgrad.skill.document import approx_tokens
 from skillgrad.transcript import transcript_view
 
 STEPS = [

@@ -16,8 +16,8 @@ from skillgrad.report.load import load_run
 from skillgrad.report.provenance import blame, skill_diff
 from skillgrad.runs.io import read_json, read_jsonl
 from skillgrad.session import run_training
-from skillgrad.skill import Skill
-from skillgrad.skill_package import SkillPackage, prompt_text
+from skillgrad.skill.document import Skill
+from skillgrad.skill.package import SkillPackage, prompt_text
 from skillgrad.testing import FunctionBackend, optimizer_call_kind, system_text, user_text
 from skillgrad.types import ChatRequest
 

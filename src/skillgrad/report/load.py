@@ -16,7 +16,7 @@ from skillgrad.errors import RunDirError
 from skillgrad.runs.integrity import check_no_links
 from skillgrad.runs.io import read_jsonl, read_text
 from skillgrad.runs.layout import RunPaths
-from skillgrad.skill import Skill
+from skillgrad.skill.document import Skill
 from skillgrad.types import StepRecord
 
 _VERSION_RE = re.compile(r"skill_v(\d+)\.md$")

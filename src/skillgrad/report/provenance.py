@@ -15,7 +15,7 @@ from typing import Any
 
 from skillgrad.errors import RunDirError
 from skillgrad.report.load import RunData, load_run
-from skillgrad.skill import text_lines
+from skillgrad.skill.document import text_lines
 
 
 @dataclass(frozen=True)

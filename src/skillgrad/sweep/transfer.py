@@ -35,7 +35,7 @@ from skillgrad.runs.layout import RunPaths
 from skillgrad.runs.lock import RunLock
 from skillgrad.runs.rundir import read_run_config
 from skillgrad.session import load_splits, resolved_spec
-from skillgrad.skill import Skill, skill_hash
+from skillgrad.skill.document import Skill, skill_hash
 from skillgrad.sweep.plan import load_plan_record
 from skillgrad.sweep.summary import paired_diffs, run_status
 from skillgrad.sweep.worker import COMPLETE

@@ -14,8 +14,8 @@ from typing import Literal, Protocol, runtime_checkable
 from skillgrad.errors import BudgetExceeded, PermanentModelError, SkillgradError
 from skillgrad.executors import RolloutExecutor
 from skillgrad.models.base import ModelBackend
-from skillgrad.skill import skill_hash
-from skillgrad.skill_package import prompt_text
+from skillgrad.skill.document import skill_hash
+from skillgrad.skill.package import prompt_text
 from skillgrad.types import ChatRequest, Completion, Item, Message, Score, Trajectory, Usage
 
 Split = Literal["train", "val", "test"]

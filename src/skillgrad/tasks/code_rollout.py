@@ -22,7 +22,7 @@ from skillgrad.executors import LOCAL, JobLost, RolloutExecutor
 from skillgrad.models.base import ModelBackend
 from skillgrad.sandbox import SandboxResult, run_tests
 from skillgrad.sandbox.bounds import tail
-from skillgrad.skill import skill_hash
+from skillgrad.skill.document import skill_hash
 from skillgrad.tasks.base import Split, complete_item, failed_trajectory, skill_messages
 from skillgrad.types import Item, Message, Score, Trajectory
 

@@ -48,8 +48,8 @@ from skillgrad.redact import redact_text
 from skillgrad.runs.io import jsonl_lines
 from skillgrad.sandbox import check_mode, require_bubblewrap
 from skillgrad.sandbox.bounds import tail
-from skillgrad.skill import skill_hash
-from skillgrad.skill_package import SkillPackage, is_package_text
+from skillgrad.skill.document import skill_hash
+from skillgrad.skill.package import SkillPackage, is_package_text
 from skillgrad.tasks.base import SPLITS, Split, failed_trajectory
 from skillgrad.types import Item, Message, Score, Trajectory, to_json
 

@@ -15,8 +15,8 @@ from typing import Any, Literal
 
 from skillgrad.errors import BudgetExceeded, ConfigError, PermanentModelError, SkillgradError
 from skillgrad.models.base import ModelBackend
-from skillgrad.skill import skill_hash
-from skillgrad.skill_package import prompt_text
+from skillgrad.skill.document import skill_hash
+from skillgrad.skill.package import prompt_text
 from skillgrad.tasks.base import Split
 from skillgrad.tasks.tools import Tool, ToolResult
 from skillgrad.types import ChatRequest, Completion, Item, Message, Score, Trajectory, Usage

@@ -8,7 +8,7 @@ from typing import Any
 
 from skillgrad.models.context import call_context
 from skillgrad.runs.io import read_jsonl
-from skillgrad.skill import Skill
+from skillgrad.skill.document import Skill
 from skillgrad.train.check_targets import gate_candidate
 from skillgrad.train.context import RunContext
 from skillgrad.train.evaluate import attribution_json, gate_json

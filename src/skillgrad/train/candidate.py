@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from skillgrad.models.context import call_context
-from skillgrad.skill import Skill
+from skillgrad.skill.document import Skill
 from skillgrad.train.aggregate import Aggregated, aggregate
 from skillgrad.train.check_targets import gate_candidate
 from skillgrad.train.context import RunContext

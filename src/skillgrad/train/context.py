@@ -19,7 +19,7 @@ from skillgrad.models.base import ModelBackend, backend_name
 from skillgrad.models.metering import PriceTable
 from skillgrad.runs.cache import CallCache, ResultStore
 from skillgrad.runs.rundir import RunDir
-from skillgrad.skill import approx_tokens
+from skillgrad.skill.document import approx_tokens
 from skillgrad.tasks.base import Task, task_abilities
 from skillgrad.train.leaks import LeakIndex
 from skillgrad.train.progress import NullProgress, Progress

@@ -18,7 +18,7 @@ from dataclasses import replace
 from typing import Any
 
 from skillgrad.models.context import call_context
-from skillgrad.skill import Skill
+from skillgrad.skill.document import Skill
 from skillgrad.train.boundary import epoch_boundary
 from skillgrad.train.check_targets import test_scores
 from skillgrad.train.context import RunContext

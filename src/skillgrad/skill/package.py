@@ -17,7 +17,7 @@ A text is a bundle exactly when its first line is the ``SKILL.md`` marker, so si
 are untouched everywhere. ``SkillPackage`` validates against the Agent Skills conventions, gives
 the building blocks of edits (a file's editable text, the frontmatter description; ``name``
 never changes), renders the chat-target prompt and writes a ready-to-install folder. Routing
-edits to files is ``Skill.apply`` (skill.py, the layer above).
+edits to files is ``Skill.apply`` (skill/document.py, the layer above).
 """
 
 from __future__ import annotations

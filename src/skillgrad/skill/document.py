@@ -16,7 +16,7 @@ from functools import cached_property
 from pathlib import Path
 
 from skillgrad.errors import SkillError
-from skillgrad.skill_match import (
+from skillgrad.skill.match import (
     AnchorMatch,
     AnchorMiss,
     Block,
@@ -31,7 +31,7 @@ from skillgrad.skill_match import (
     resolve_path,
     scan,
 )
-from skillgrad.skill_package import (
+from skillgrad.skill.package import (
     SKILL_FILE,
     SkillPackage,
     clean_path,
