@@ -22,12 +22,12 @@ The layers, lowest first, and why each sits where it does:
 - ``tasks`` — the Task protocol, rollout kinds (chat, tool, code, harness), data loading;
 - ``benchmarks`` — the built-in tasks on the generated-task base;
 - ``registry`` — tasks, scorers and providers by name;
-- ``config``, ``callbacks``, ``console``; then ``train``, the algorithm;
+- ``config``, ``callbacks``; then ``train``, the algorithm;
 - ``session``, ``evaluate``, ``fit``, ``trackers`` — assembling and running a run;
 - the package's ``__init__`` (the public API, also what a sweep worker calls);
 - ``sweep``, then ``report`` (reads runs and sweeps), then ``dashboard``;
-- ``cli_views``, ``cli_sweep``, ``cli_data``, ``cli_models`` and ``cli_transfer`` (commands
-  registered on the app), then ``cli`` and ``__main__``.
+- ``cli`` (the app, the commands each module registers on it, the console), and
+  ``__main__``.
 
 ``skillgrad.testing`` (the shipped fakes) sits above everything: no production module imports it.
 """
@@ -60,14 +60,13 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("tasks",),
     ("benchmarks",),
     ("registry",),
-    ("config", "callbacks", "console"),
+    ("config", "callbacks"),
     ("train",),
     ("session", "evaluate", "fit", "trackers"),
     ("__init__",),
     ("sweep",),
     ("report",),
     ("dashboard",),
-    ("cli_views", "cli_sweep", "cli_data", "cli_models", "cli_transfer"),
     ("cli", "__main__"),
     ("testing",),
 )

@@ -22,7 +22,7 @@ from typer.testing import CliRunner
 from fake_hub import FakeHub
 from fixtures_catalog import REPO, closed_port_endpoint, leftovers, write_user_catalog
 from interruptible import SKILLGRAD
-from skillgrad.cli import app
+from skillgrad.cli.main import app
 from skillgrad.config import load_config
 from skillgrad.errors import AssetError, PermanentModelError
 from skillgrad.models.catalog import Catalog, CatalogEntry, ModelStore

@@ -47,7 +47,7 @@ def test_a_chat_task_with_executor_ray_runs_here_without_ray(
 
 BLOCK_RAY = (
     "import sys; sys.modules['ray'] = None\n"  # `import ray` now raises ImportError
-    "from skillgrad.cli import app\n"
+    "from skillgrad.cli.main import app\n"
     "app(sys.argv[1:], prog_name='skillgrad')\n"
 )
 

@@ -13,7 +13,7 @@ from agent_script import follow_skill
 from tests.servers.agent_llm import request_text, serve_agent
 from typer.testing import CliRunner
 
-from skillgrad.cli import app
+from skillgrad.cli.main import app
 
 pytestmark = pytest.mark.slow
 

@@ -173,7 +173,7 @@ def test_eval_of_a_runs_package_is_listed_in_its_report(tmp_path: Path) -> None:
     the run and shown by ``skillgrad report``."""
     from typer.testing import CliRunner
 
-    from skillgrad.cli import app
+    from skillgrad.cli.main import app
 
     optimizer = FunctionBackend(package_optimizer, "function:fake-optimizer")
     run = run_training(config(tmp_path, "t"), optimizer=optimizer, target=seen_target([])).run_dir

@@ -9,7 +9,7 @@ import typer
 from typer.testing import CliRunner
 
 from fixtures_runs import build_run
-from skillgrad.cli_views import color_diff, register
+from skillgrad.cli.views import color_diff, register
 
 
 def _app() -> typer.Typer:

@@ -5,10 +5,10 @@ skillgrad train CONFIG [--set section.key=value ...] [--fresh] [--no-gate]
 skillgrad eval CONFIG --skill FILE --split val|test [--min-score X]
 skillgrad config [CONFIG] [--schema | --markdown]
 skillgrad report RUN_DIR [--html]
-skillgrad diff | blame | compare | dashboard   (see cli_views.py)
-skillgrad data list | pull NAME [--force]      (see cli_data.py)
-skillgrad models list | pull NAME...           (see cli_models.py)
-skillgrad transfer SWEEP_DIR --target_model P:M  (see cli_transfer.py)
+skillgrad diff | blame | compare | dashboard   (see cli/views.py)
+skillgrad data list | pull NAME [--force]      (see cli/data.py)
+skillgrad models list | pull NAME...           (see cli/models.py)
+skillgrad transfer SWEEP_DIR --target_model P:M  (see cli/transfer.py)
 
 Output goes through the ``skillgrad`` logger (``console.setup_logging``): ``-v`` shows debug
 lines, ``--quiet`` only warnings and errors. Help texts are plain text (no markup).
@@ -25,10 +25,10 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
-from skillgrad.cli_models import models_app
-from skillgrad.cli_sweep import sweep_command
+from skillgrad.cli.models import models_app
+from skillgrad.cli.sweep import sweep_command
 from skillgrad.config import Config, load_config
-from skillgrad.console import missing_extra, print_error, setup_logging
+from skillgrad.cli.console import missing_extra, print_error, setup_logging
 from skillgrad.errors import BudgetExceeded, SkillgradError
 
 app = typer.Typer(
@@ -120,7 +120,7 @@ def train(
 ) -> None:
     """Train a skill; re-running the same command on an existing run resumes it (a finished
     run continues when re-run with more epochs: --set train.num_epochs=N)."""
-    from skillgrad.console import RichProgress
+    from skillgrad.cli.console import RichProgress
     from skillgrad.session import run_training
 
     if quiet:
@@ -315,11 +315,13 @@ def _sweep_report(sweep_dir: Path, html: bool) -> None:
 
 
 def _register_views() -> None:
-    from skillgrad import cli_data, cli_transfer, cli_views
+    import skillgrad.cli.data
+    import skillgrad.cli.transfer
+    import skillgrad.cli.views
 
-    cli_views.register(app)
-    cli_data.register(app)
-    cli_transfer.register(app)
+    skillgrad.cli.views.register(app)
+    skillgrad.cli.data.register(app)
+    skillgrad.cli.transfer.register(app)
 
 
 _register_views()

@@ -15,7 +15,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from skillgrad.console import print_error
+from skillgrad.cli.console import print_error
 from skillgrad.errors import SkillgradError
 
 if TYPE_CHECKING:

@@ -1,6 +1,6 @@
 """CLI commands that view runs: ``diff``, ``blame``, ``compare``, ``dashboard``, ``report-html``.
 
-``register(app)`` adds them to the main Typer app (cli.py calls it). They only read run
+``register(app)`` adds them to the main Typer app (cli/main.py calls it). They only read run
 directories; errors are printed as one clear line and exit with status 2.
 """
 
@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from skillgrad.console import missing_extra, print_error
+from skillgrad.cli.console import missing_extra, print_error
 from skillgrad.errors import SkillgradError
 from skillgrad.runs.io import atomic_write_text, json_line
 from skillgrad.skill.document import text_lines

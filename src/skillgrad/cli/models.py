@@ -23,7 +23,7 @@ from rich.progress import (
     TransferSpeedColumn,
 )
 
-from skillgrad.console import print_error
+from skillgrad.cli.console import print_error
 from skillgrad.errors import SkillgradError
 from skillgrad.models.catalog import Catalog, size_text
 

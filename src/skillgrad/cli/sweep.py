@@ -16,7 +16,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from skillgrad.console import print_error
+from skillgrad.cli.console import print_error
 from skillgrad.errors import SkillgradError
 from skillgrad.sweep.worker import RunOutcome
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.console import Console
 
-from skillgrad.console import print_error
+from skillgrad.cli.console import print_error
 from skillgrad.errors import BudgetExceeded, SkillgradError, SystemicFailure, TransientModelError
 
 if TYPE_CHECKING:
