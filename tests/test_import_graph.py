@@ -8,17 +8,18 @@ not import each other in a cycle either.
 
 The layers, lowest first, and why each sits where it does:
 
-- foundations: ``errors``, ``types``, ``importing``, ``stats``, ``redact``, ``assets`` — plain
+- foundations: ``errors``, ``types``, ``plugins``, ``stats``, ``redact``, ``assets`` — plain
   data and helpers (``assets``: pinned registry files, used by models and benchmarks);
 - ``prompts`` (the .md templates and their renderer);
 - ``skill`` (the skill document: ``match``, ``package``, ``document``; ``skill_hash`` lives
-  here), then ``transcript`` (renders skills and steps);
+  here);
 - ``runs`` — the run directory and the call store, in JSON only (never train/ types): the
   model wrappers meter and cache into its store, so it sits below ``models``;
 - ``models`` — backends and wrappers (never the registry, tasks or the test fakes);
 - ``scorers`` — the loss functions and their lookup (the judge calls a model);
 - ``executors`` — where a rollout's heavy, model-free part runs (a thread, or a Ray task);
-- ``sandbox``, then ``harnesses`` — running untrusted code and agent CLIs;
+- ``sandbox``, then ``harnesses`` — running untrusted code and agent CLIs (``transcript``:
+  the optimizer's token-budgeted view of an agent's steps);
 - ``tasks`` — the Task protocol, rollout kinds (chat, tool, code, harness), data loading;
 - ``benchmarks`` — the built-in tasks on the generated-task base;
 - ``registry`` — tasks, scorers and providers by name;
@@ -47,10 +48,9 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 
 # Lowest first; units in one inner tuple share a layer.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("errors", "types", "importing", "stats", "redact", "assets"),
+    ("errors", "types", "plugins", "stats", "redact", "assets"),
     ("prompts",),
     ("skill",),
-    ("transcript",),
     ("runs",),
     ("models",),
     ("scorers",),

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from skillgrad.skill.document import approx_tokens
-from skillgrad.transcript import transcript_view
+from skillgrad.harnesses.transcript import transcript_view
 
 STEPS = [
     {"type": "model", "text": "Loading the skill."},

@@ -12,7 +12,7 @@ from typing import Any
 from skillgrad.callbacks import Control
 from skillgrad.config import load_config
 from skillgrad.dashboard.data import accepted_edits
-from skillgrad.report.load import load_run
+from skillgrad.runs.view import load_run
 from skillgrad.report.provenance import blame, skill_diff
 from skillgrad.runs.io import read_json, read_jsonl
 from skillgrad.session import run_training

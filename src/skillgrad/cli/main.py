@@ -264,7 +264,7 @@ def report(
     if is_sweep_dir(run_dir):
         _sweep_report(run_dir, html)
         return
-    from skillgrad.report.load import load_history
+    from skillgrad.runs.view import load_history
     from skillgrad.runs.integrity import check_no_links
     from skillgrad.runs.io import read_json, read_jsonl
     from skillgrad.train.summary import render_report

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from skillgrad.errors import ConfigError, PermanentModelError
-from skillgrad.importing import resolve_object
+from skillgrad.plugins import resolve_object
 from skillgrad.models.base import ModelBackend
 from skillgrad.models.provider import Provider
 from skillgrad.models.spec import ModelSpec

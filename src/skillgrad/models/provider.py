@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from skillgrad.errors import PermanentModelError
-from skillgrad.importing import did_you_mean
+from skillgrad.plugins import did_you_mean
 from skillgrad.models.spec import PROVIDER_GROUP, ModelSpec, provider_names
 
 if TYPE_CHECKING:

@@ -15,7 +15,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
 from skillgrad.errors import RunDirError
-from skillgrad.report.load import RunData, load_run
+from skillgrad.runs.view import RunData, load_run
 from skillgrad.report.plots import _png, _series, best_score, val_score
 from skillgrad.runs.io import atomic_write_bytes, atomic_write_text, flatten
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import jinja2
 
 from skillgrad.errors import SkillgradError
-from skillgrad.report.load import RunData, load_run
+from skillgrad.runs.view import RunData, load_run
 from skillgrad.report.plots import CATEGORY_COLORS, render_figures
 from skillgrad.report.provenance import blame, diff_html, skill_at
 from skillgrad.report.text import fmt

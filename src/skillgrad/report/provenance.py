@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from skillgrad.errors import RunDirError
-from skillgrad.report.load import RunData, load_run
+from skillgrad.runs.view import RunData, load_run
 from skillgrad.skill.document import text_lines
 
 

@@ -17,7 +17,7 @@ from skillgrad.skill.document import Skill
 from skillgrad.train.aggregate import Aggregated, aggregate
 from skillgrad.train.check_targets import gate_candidate
 from skillgrad.train.context import RunContext
-from skillgrad.train.evaluate import attribution_json, gate_json
+from skillgrad.train.validate import attribution_json, gate_json
 from skillgrad.train.gate import GateOutcome
 from skillgrad.train.leak_check import (
     LeakCheck,

@@ -22,7 +22,7 @@ from skillgrad.skill.document import Skill
 from skillgrad.train.boundary import epoch_boundary
 from skillgrad.train.check_targets import test_scores
 from skillgrad.train.context import RunContext
-from skillgrad.train.evaluate import gate_rule, val_scores
+from skillgrad.train.validate import gate_rule, val_scores
 from skillgrad.train.power import PowerCheck, power_check
 from skillgrad.train.preflight import estimate, large_skill_warning
 from skillgrad.train.rollout import cached_item_scores, mean_item_score, mean_score

@@ -29,7 +29,7 @@ from skillgrad.train.optimizer_call import ask_optimizer
 from skillgrad.train.progress import NullProgress, Progress
 from skillgrad.train.rules import known_rules, only_repeats, rule_edits, skill_choices
 from skillgrad.train.schemas import reflection_model
-from skillgrad.transcript import transcript_view
+from skillgrad.harnesses.transcript import transcript_view
 from skillgrad.types import Edit, RejectedEdit, Trajectory
 
 

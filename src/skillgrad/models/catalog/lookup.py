@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from skillgrad.errors import AssetError
-from skillgrad.importing import did_you_mean
+from skillgrad.plugins import did_you_mean
 from skillgrad.models.catalog.base import LogProgress, PullProgress
 from skillgrad.models.catalog.builtin import BUILTIN
 from skillgrad.models.catalog.entries import CatalogEntry, load_user_entries
