@@ -14,8 +14,8 @@ from tests.servers import serve
 
 from skillgrad.errors import PermanentModelError
 from skillgrad.models.factory import aclose_backend, build_backend
-from skillgrad.models.metering import MeteredBackend
-from skillgrad.models.ratelimit import LimiterRegistry
+from skillgrad.models.wrappers.metering import MeteredBackend
+from skillgrad.models.wrappers.ratelimit import LimiterRegistry
 from skillgrad.models.spec import ModelSpec
 from skillgrad.runs.cache import CallCache
 from skillgrad.types import ChatRequest, Message

@@ -15,7 +15,7 @@ from tests.servers import serve
 
 from skillgrad.errors import PermanentModelError
 from skillgrad.models.factory import build_backend
-from skillgrad.models.ratelimit import LimiterRegistry
+from skillgrad.models.wrappers.ratelimit import LimiterRegistry
 from skillgrad.models.spec import ModelSpec
 from skillgrad.types import ChatRequest, Message
 

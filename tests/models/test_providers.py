@@ -15,9 +15,9 @@ from tests.servers.fake_llm import Fault
 from skillgrad.errors import PermanentModelError, TransientModelError
 from skillgrad.models.factory import aclose_backend, build_backend
 from skillgrad.models.function import FunctionBackend
-from skillgrad.models.provider import get_provider, provider_names
-from skillgrad.models.ratelimit import LimiterRegistry
-from skillgrad.models.retry import RetryBackend
+from skillgrad.models.registry import get_provider, provider_names
+from skillgrad.models.wrappers.ratelimit import LimiterRegistry
+from skillgrad.models.wrappers.retry import RetryBackend
 from skillgrad.models.spec import ModelSpec
 from skillgrad.types import ChatRequest, Message
 
@@ -53,7 +53,7 @@ async def test_a_third_party_provider_is_one_file_plus_one_entry_point(
 ) -> None:
     (tmp_path / "echo_provider.py").write_text(
         "from skillgrad.models.function import FunctionBackend\n"
-        "from skillgrad.models.provider import Provider\n"
+        "from skillgrad.models.registry import Provider\n"
         "def build(spec):\n"
         "    return FunctionBackend(lambda r: 'echo:' + spec.model, name=spec.name)\n"
         "PROVIDER = Provider(name='echo', build=build, remote=False)\n"

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from skillgrad.errors import TransientModelError
-from skillgrad.models.ratelimit import (
+from skillgrad.models.wrappers.ratelimit import (
     EndpointLimiter,
     LimitedBackend,
     LimiterRegistry,

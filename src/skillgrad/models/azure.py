@@ -1,11 +1,11 @@
 """``provider: azure``: Azure OpenAI (API key, or Entra ID with skillgrad[azure]).
 
-One provider, one file: it declares its options and abilities; the wire is ``openai_wire.py``.
+One provider, one file: it declares its options and abilities; the wire is ``openai.py``.
 """
 
 from __future__ import annotations
 
-from skillgrad.models.openai_wire import wire_provider
+from skillgrad.models.openai import wire_provider
 
 PROVIDER = wire_provider(
     "azure",

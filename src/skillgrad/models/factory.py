@@ -15,9 +15,9 @@ from collections.abc import Iterable
 from typing import Any
 
 from skillgrad.models.base import ModelBackend
-from skillgrad.models.provider import Provider, get_provider
-from skillgrad.models.ratelimit import LimitedBackend, LimiterRegistry
-from skillgrad.models.retry import RetryBackend
+from skillgrad.models.registry import Provider, get_provider
+from skillgrad.models.wrappers.ratelimit import LimitedBackend, LimiterRegistry
+from skillgrad.models.wrappers.retry import RetryBackend
 from skillgrad.models.spec import ModelSpec
 from skillgrad.redact import redact_json, remember_env, remember_known_envs, remember_url_password
 

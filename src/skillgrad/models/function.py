@@ -17,7 +17,7 @@ from typing import Any
 from skillgrad.errors import ConfigError, PermanentModelError
 from skillgrad.plugins import resolve_object
 from skillgrad.models.base import ModelBackend
-from skillgrad.models.provider import Provider
+from skillgrad.models.registry import Provider
 from skillgrad.models.spec import ModelSpec
 from skillgrad.types import ChatRequest, Completion, Usage
 

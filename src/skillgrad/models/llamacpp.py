@@ -19,8 +19,8 @@ from typing import Any
 
 from skillgrad.errors import PermanentModelError
 from skillgrad.models.catalog import Catalog
-from skillgrad.models.cpu_slots import CpuSlots
-from skillgrad.models.provider import Provider
+from skillgrad.models.wrappers.cpu_slots import CpuSlots
+from skillgrad.models.registry import Provider
 from skillgrad.models.spec import ModelSpec
 from skillgrad.types import ChatRequest, Completion, Usage
 

@@ -16,7 +16,7 @@ from typing import Any
 from skillgrad.callbacks import Callback, Control, describe_event
 from skillgrad.config import Config
 from skillgrad.models.base import ModelBackend, backend_name
-from skillgrad.models.metering import PriceTable
+from skillgrad.models.wrappers.metering import PriceTable
 from skillgrad.runs.cache import CallCache, ResultStore
 from skillgrad.runs.rundir import RunDir
 from skillgrad.skill.document import approx_tokens

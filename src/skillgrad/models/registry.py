@@ -79,7 +79,7 @@ def get_provider(name: str) -> Provider:
     if not isinstance(provider, Provider):
         raise PermanentModelError(
             f"entry point {name!r} in {PROVIDER_GROUP!r} is {type(provider).__name__}, "
-            "not a skillgrad.models.provider.Provider"
+            "not a skillgrad.models.registry.Provider"
         )
     return provider
 

@@ -13,8 +13,8 @@ from typing import Any
 
 from skillgrad.errors import PermanentModelError, TransientModelError
 from skillgrad.models import structured
-from skillgrad.models.provider import REMOTE_OPTIONS, Provider
-from skillgrad.models.providers import (
+from skillgrad.models.registry import REMOTE_OPTIONS, Provider
+from skillgrad.models.clients import (
     Endpoint,
     extra_body,
     reported_usage,

@@ -16,8 +16,8 @@ from openai.types.chat import ChatCompletion
 
 from skillgrad.errors import PermanentModelError, TransientModelError
 from skillgrad.models import structured
-from skillgrad.models.provider import REMOTE_OPTIONS, Provider
-from skillgrad.models.providers import (
+from skillgrad.models.registry import REMOTE_OPTIONS, Provider
+from skillgrad.models.clients import (
     Endpoint,
     azure_client,
     extra_body,
