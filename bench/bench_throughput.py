@@ -27,7 +27,7 @@ from typing import Any
 import openai
 from openai.types.chat import ChatCompletion
 
-from skillgrad.models.factory import aclose_backend, build_backend
+from skillgrad.models.registry import aclose_backend, build_backend
 from skillgrad.models.wrappers.metering import MeteredBackend
 from skillgrad.models.wrappers.ratelimit import EndpointLimiter, LimitedBackend, LimiterRegistry
 from skillgrad.models.wrappers.retry import RetryBackend

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from skillgrad.config import Config
-from skillgrad.models.factory import check_models
+from skillgrad.models.registry import check_models
 from skillgrad.runs.cache import CallCache
 from skillgrad.runs.io import append_jsonl, read_jsonl
 from skillgrad.runs.layout import RunPaths

@@ -14,7 +14,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # for `tests.serve
 from tests.servers import serve
 
 from skillgrad.errors import PermanentModelError
-from skillgrad.models.factory import build_backend
+from skillgrad.models.registry import build_backend
 from skillgrad.models.wrappers.ratelimit import LimiterRegistry
 from skillgrad.models.spec import ModelSpec
 from skillgrad.types import ChatRequest, Message

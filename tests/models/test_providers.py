@@ -13,7 +13,7 @@ from tests.servers import serve
 from tests.servers.fake_llm import Fault
 
 from skillgrad.errors import PermanentModelError, TransientModelError
-from skillgrad.models.factory import aclose_backend, build_backend
+from skillgrad.models.registry import aclose_backend, build_backend
 from skillgrad.models.function import FunctionBackend
 from skillgrad.models.registry import get_provider, provider_names
 from skillgrad.models.wrappers.ratelimit import LimiterRegistry
@@ -34,7 +34,7 @@ def test_builtins_are_entry_points_declaring_their_abilities() -> None:
 
 
 def test_factory_source_has_no_provider_names_and_no_upward_imports() -> None:
-    src = (Path(__file__).resolve().parents[2] / "src/skillgrad/models/factory.py").read_text()
+    src = (Path(__file__).resolve().parents[2] / "src/skillgrad/models/registry.py").read_text()
     assert "skillgrad.registry" not in src and "skillgrad.testing" not in src
     for name in BUILTINS:
         assert f'"{name}"' not in src

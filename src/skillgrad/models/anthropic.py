@@ -201,13 +201,4 @@ class AnthropicBackend:
         )
 
 
-PROVIDER = Provider(
-    name="anthropic",
-    build=AnthropicBackend,
-    remote=True,
-    options=("base_url", "api_key_env", *REMOTE_OPTIONS),
-    extra="anthropic",
-    summary="Anthropic's Messages API (key in $ANTHROPIC_API_KEY)",
-)
-
-__all__ = ["PROVIDER", "AnthropicBackend", "to_anthropic_messages", "to_anthropic_tool"]
+__all__ = ["AnthropicBackend", "to_anthropic_messages", "to_anthropic_tool"]

@@ -82,20 +82,4 @@ def as_backend(obj: Any, name: str, options: dict[str, Any] | None = None) -> Mo
     )
 
 
-def build(spec: ModelSpec) -> ModelBackend:
-    try:
-        obj = resolve_object(spec.model)
-    except ConfigError as exc:
-        raise PermanentModelError(f"{spec.name}: {exc}") from exc
-    return as_backend(obj, spec.name, spec.options)
-
-
-PROVIDER = Provider(
-    name="function",
-    build=build,
-    remote=False,
-    options=("options",),
-    summary="a Python function or backend object named module:attr or file.py:attr",
-)
-
-__all__ = ["PROVIDER", "FunctionBackend", "as_backend", "as_completion"]
+__all__ = ["FunctionBackend", "as_backend", "as_completion"]

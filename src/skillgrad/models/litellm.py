@@ -84,13 +84,4 @@ def _mapped(exc: Exception, ep: Endpoint) -> Exception:
     return exc
 
 
-PROVIDER = Provider(
-    name="litellm",
-    build=LiteLLMBackend,
-    remote=True,
-    options=("base_url", "api_key_env", *REMOTE_OPTIONS),
-    extra="litellm",
-    summary="LiteLLM's acompletion: Gemini, Bedrock, Vertex, Mistral and the rest",
-)
-
-__all__ = ["PROVIDER", "LiteLLMBackend"]
+__all__ = ["LiteLLMBackend"]

@@ -130,16 +130,6 @@ class LlamaCppBackend:
         )
 
 
-PROVIDER = Provider(
-    name="llamacpp",
-    build=LlamaCppBackend,
-    remote=False,
-    options=("model_path", "n_ctx", "n_threads", "temperature", "max_tokens"),
-    extra="local",
-    summary="llama.cpp in process on a catalog model (SmolLM2-135M by default) or any GGUF",
-    check=check,
-)
-
 
 def _slots() -> CpuSlots:
     try:
@@ -151,4 +141,4 @@ def _slots() -> CpuSlots:
         ) from exc
 
 
-__all__ = ["PROVIDER", "LlamaCppBackend", "check", "model_file"]
+__all__ = ["LlamaCppBackend", "check", "model_file"]

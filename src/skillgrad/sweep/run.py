@@ -14,7 +14,7 @@ from typing import Any
 
 from skillgrad.config import load_config
 from skillgrad.errors import ConfigError
-from skillgrad.models.factory import check_models
+from skillgrad.models.registry import check_models
 from skillgrad.session import configured_specs
 from skillgrad.sweep.executors import Executor
 from skillgrad.sweep.plan import SweepPlan, check_or_write_plan
