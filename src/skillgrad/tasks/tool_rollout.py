@@ -18,7 +18,7 @@ from skillgrad.models.base import ModelBackend
 from skillgrad.skill.document import skill_hash
 from skillgrad.skill.package import prompt_text
 from skillgrad.tasks.base import Split
-from skillgrad.tasks.tools import Tool, ToolResult
+from skillgrad.tasks.toolkit import Tool, ToolResult
 from skillgrad.types import ChatRequest, Completion, Item, Message, Score, Trajectory, Usage
 
 ToolProtocol = Literal["native", "text", "auto"]
