@@ -11,7 +11,7 @@ from agent_script import follow_skill
 from tests.servers.agent_llm import Turn, request_text, serve_agent
 
 from skillgrad.skill.package import SkillPackage
-from skillgrad.tasks.harness_rollout import INFRA_PREFIX, HarnessTask
+from skillgrad.tasks.harness import INFRA_PREFIX, HarnessTask
 from skillgrad.testing import FunctionBackend
 from skillgrad.types import to_json
 

@@ -76,7 +76,7 @@ def test_one_training_step_with_claude_code(
         }
         cfg = load_config(
             data={
-                "env": {"task": "skillgrad.tasks.harness_rollout:HarnessTask", "options": options,
+                "env": {"task": "skillgrad.tasks.harness:HarnessTask", "options": options,
                         "output_root": str(tmp_path / "runs"), "run_name": "cc"},
                 "train": {"init_skill": str(pkg), "num_epochs": 1, "batch_size": 1,
                           "semantic_merge": False, "use_slow_update": False,

@@ -23,7 +23,7 @@ from skillgrad.benchmarks.splits import check_sizes, seeded_cut
 from skillgrad.errors import ConfigError, DataError
 from skillgrad.sandbox import preflight
 from skillgrad.tasks.base import SPLITS, Split
-from skillgrad.tasks.code_rollout import CodeTask
+from skillgrad.tasks.code import CodeTask
 from skillgrad.types import Item
 
 Inputs = list[tuple[Any, ...]]
