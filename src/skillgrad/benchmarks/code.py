@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from skillgrad.benchmarks.generated import GeneratedTask
-from skillgrad.benchmarks.humaneval_data import BUNDLE, HUMANEVAL_FILE
+from skillgrad.benchmarks.humaneval import BUNDLE, HUMANEVAL_FILE
 from skillgrad.benchmarks.splits import check_sizes, seeded_cut
 from skillgrad.errors import ConfigError, DataError
 from skillgrad.sandbox import preflight

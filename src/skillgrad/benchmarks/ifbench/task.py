@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from skillgrad.benchmarks.ifbench_checkers import UNCHECKABLE, OfficialCheckers, load_checkers
-from skillgrad.benchmarks.ifbench_data import BUNDLE, PROMPTS_FILE
+from skillgrad.benchmarks.ifbench.checkers import UNCHECKABLE, OfficialCheckers, load_checkers
+from skillgrad.benchmarks.ifbench.data import BUNDLE, PROMPTS_FILE
 from skillgrad.benchmarks.splits import check_int, check_sizes, seeded_cut
 from skillgrad.errors import ConfigError, DataError
 from skillgrad.tasks.base import SPLITS, Split

@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from skillgrad.benchmarks.ifbench_data import NLTK_DATA_DIR
+from skillgrad.benchmarks.ifbench.data import NLTK_DATA_DIR
 from skillgrad.errors import AssetError, ConfigError
 
 # Instruction types whose checker needs a resource no package we trust ships; their prompts are
