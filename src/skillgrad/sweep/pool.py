@@ -1,6 +1,6 @@
 """The local executor: a pool of ``workers`` processes on this machine, one fresh process per run.
 
-Each run gets its own process (``python -m skillgrad.sweep.local``), started ahead as a warm
+Each run gets its own process (``python -m skillgrad.sweep.pool``), started ahead as a warm
 spare that has imported skillgrad and waits for its job on stdin, so a run's start-up overlaps
 the runs in flight. A run's output goes to ``<sweep>/logs/<run>.log``. A run whose process dies
 (a crash, SIGKILL, out of memory) is reported failed with the signal; the other runs go on.
@@ -71,7 +71,7 @@ def log_path(job: RunJob) -> Path:
 
 def _spawn() -> Proc:
     return subprocess.Popen(
-        [sys.executable, "-m", "skillgrad.sweep.local"],
+        [sys.executable, "-m", "skillgrad.sweep.pool"],
         stdin=subprocess.PIPE,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
