@@ -66,14 +66,14 @@ def sweep_command(
     """Run a config over seeds and a grid; re-running the same command resumes the sweep."""
     from skillgrad.report.sweep import render_sweep_text
     from skillgrad.sweep.plan import build_plan
-    from skillgrad.sweep.run import check_plan_models, make_executor, run_sweep
+    from skillgrad.sweep.run import check_plan_models, make_pool, run_sweep
 
     try:
         plan = build_plan(
             config, seeds=seeds, grid=grid or [], sets=set_ or [], out=output,
             vary_split=vary_split,
         )  # fmt: skip
-        runner = make_executor(executor, workers or os.cpu_count() or 1, ray_address)
+        runner = make_pool(executor, workers or os.cpu_count() or 1, ray_address)
         if not ray_address:  # the runs use this machine's models (a cluster has its own)
             check_plan_models(plan)
         total = len(plan.jobs)
