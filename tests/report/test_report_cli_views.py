@@ -1,4 +1,4 @@
-"""The viewing commands registered by ``cli_views.register`` on a Typer app."""
+"""The viewing commands registered by ``cli.views.register`` on a Typer app."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 ``Skill`` exposes Markdown sections (heading paths) and protected blocks, applies structured
 edits (the optimizer step) to a copy with an applied/skipped report per edit, and measures
-length and diffs. Parsing and tolerant matching live in ``skill_match``.
+length and diffs. Parsing and tolerant matching live in ``skill.match``.
 """
 
 from __future__ import annotations
@@ -259,7 +259,7 @@ class Skill:
         carries the edit as applied), and an edit whose result would leave a fence or HTML block
         open to the end of the document (one that was closed before) is skipped.
 
-        A package bundle (``skill_package``) routes each edit to its ``file`` instead.
+        A package bundle (``skill.package``) routes each edit to its ``file`` instead.
         """
         if is_package_text(self.text):
             return _apply_package(self.text, edits, allow_protected)

@@ -105,7 +105,7 @@ def task_abilities(task: Task) -> TaskAbilities:
 
 def skill_messages(skill: str, prompt: str) -> tuple[Message, ...]:
     """The target's view: the skill as system prompt (if any), then the item's prompt. A skill
-    package is shown rendered (``skill_package.prompt_text``); any other skill as it is."""
+    package is shown rendered (``skill.package.prompt_text``); any other skill as it is."""
     system = (Message("system", prompt_text(skill)),) if skill.strip() else ()
     return (*system, Message("user", prompt))
 
