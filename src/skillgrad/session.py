@@ -37,9 +37,9 @@ from skillgrad.errors import (
 from skillgrad.executors import LOCAL, RolloutExecutor, open_executor
 from skillgrad.models.base import ModelBackend, backend_name, token_counter
 from skillgrad.models.registry import aclose_backend, build_backend, check_models
+from skillgrad.models.spec import ModelSpec
 from skillgrad.models.wrappers.metering import Budget, MeteredBackend, PriceTable
 from skillgrad.models.wrappers.ratelimit import LimiterRegistry
-from skillgrad.models.spec import ModelSpec
 from skillgrad.registry import load_task
 from skillgrad.runs.cache import CallCache, TargetResults
 from skillgrad.runs.rundir import RunDir, find_fresh_root

@@ -18,7 +18,6 @@ from pathlib import Path
 
 import pytest
 
-from skillgrad.benchmarks.ifbench.task import IFBenchTask, checkable, read_prompts
 from skillgrad.benchmarks.ifbench.checkers import UNCHECKABLE, load_checkers
 from skillgrad.benchmarks.ifbench.data import (
     BUNDLE,
@@ -26,6 +25,7 @@ from skillgrad.benchmarks.ifbench.data import (
     PROMPTS_FILE,
     SAMPLE_OUTPUT_FILE,
 )
+from skillgrad.benchmarks.ifbench.task import IFBenchTask, checkable, read_prompts
 from skillgrad.errors import AssetError, ConfigError
 from skillgrad.registry import load_task
 from skillgrad.testing import FunctionBackend

@@ -26,8 +26,8 @@ from skillgrad.cli.main import app
 from skillgrad.config import load_config
 from skillgrad.errors import AssetError, PermanentModelError
 from skillgrad.models.catalog import Catalog, CatalogEntry, ModelStore
-from skillgrad.models.registry import check_models
 from skillgrad.models.llamacpp import model_file
+from skillgrad.models.registry import check_models
 from skillgrad.models.spec import ModelSpec
 
 runner = CliRunner()

@@ -14,9 +14,9 @@ from tests.servers import serve
 
 from skillgrad.errors import PermanentModelError
 from skillgrad.models.registry import aclose_backend, build_backend
+from skillgrad.models.spec import ModelSpec
 from skillgrad.models.wrappers.metering import MeteredBackend
 from skillgrad.models.wrappers.ratelimit import LimiterRegistry
-from skillgrad.models.spec import ModelSpec
 from skillgrad.runs.cache import CallCache
 from skillgrad.types import ChatRequest, Message
 

@@ -15,8 +15,8 @@ from tests.servers import serve
 
 from skillgrad.errors import PermanentModelError
 from skillgrad.models.registry import build_backend
-from skillgrad.models.wrappers.ratelimit import LimiterRegistry
 from skillgrad.models.spec import ModelSpec
+from skillgrad.models.wrappers.ratelimit import LimiterRegistry
 from skillgrad.types import ChatRequest, Message
 
 SCHEMA = {"type": "object", "properties": {"word": {"type": "string"}}, "required": ["word"]}

@@ -13,12 +13,11 @@ from tests.servers import serve
 from tests.servers.fake_llm import Fault
 
 from skillgrad.errors import PermanentModelError, TransientModelError
-from skillgrad.models.registry import aclose_backend, build_backend
 from skillgrad.models.function import FunctionBackend
-from skillgrad.models.registry import get_provider, provider_names
+from skillgrad.models.registry import aclose_backend, build_backend, get_provider, provider_names
+from skillgrad.models.spec import ModelSpec
 from skillgrad.models.wrappers.ratelimit import LimiterRegistry
 from skillgrad.models.wrappers.retry import RetryBackend
-from skillgrad.models.spec import ModelSpec
 from skillgrad.types import ChatRequest, Message
 
 REQ = ChatRequest(messages=(Message("system", "Be terse."), Message("user", "hello there")))

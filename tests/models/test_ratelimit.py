@@ -8,6 +8,7 @@ import time
 import pytest
 
 from skillgrad.errors import TransientModelError
+from skillgrad.models.spec import ModelSpec
 from skillgrad.models.wrappers.ratelimit import (
     EndpointLimiter,
     LimitedBackend,
@@ -16,7 +17,6 @@ from skillgrad.models.wrappers.ratelimit import (
     endpoint_key,
     estimate_tokens,
 )
-from skillgrad.models.spec import ModelSpec
 from skillgrad.testing import FunctionBackend
 from skillgrad.types import ChatRequest, Completion, Message, Usage
 

@@ -12,9 +12,9 @@ from typing import Any
 from skillgrad.callbacks import Control
 from skillgrad.config import load_config
 from skillgrad.dashboard.data import accepted_edits
-from skillgrad.runs.view import load_run
 from skillgrad.report.provenance import blame, skill_diff
 from skillgrad.runs.io import read_json, read_jsonl
+from skillgrad.runs.view import load_run
 from skillgrad.session import run_training
 from skillgrad.skill.document import Skill
 from skillgrad.skill.package import SkillPackage, prompt_text

@@ -10,14 +10,12 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from skillgrad.benchmarks.generated import GeneratedTask
-from skillgrad.benchmarks.splits import check_sizes, seeded_cut
-from skillgrad.errors import ConfigError, DataError
 from skillgrad.sandbox import preflight
-from skillgrad.tasks.base import SPLITS, Split
+from skillgrad.tasks.base import Split
 from skillgrad.tasks.code import CodeTask
 from skillgrad.types import Item
 

@@ -25,10 +25,10 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
+from skillgrad.cli.console import missing_extra, print_error, setup_logging
 from skillgrad.cli.models import models_app
 from skillgrad.cli.sweep import sweep_command
 from skillgrad.config import Config, load_config
-from skillgrad.cli.console import missing_extra, print_error, setup_logging
 from skillgrad.errors import BudgetExceeded, SkillgradError
 
 app = typer.Typer(
@@ -264,9 +264,9 @@ def report(
     if is_sweep_dir(run_dir):
         _sweep_report(run_dir, html)
         return
-    from skillgrad.runs.view import load_history
     from skillgrad.runs.integrity import check_no_links
     from skillgrad.runs.io import read_json, read_jsonl
+    from skillgrad.runs.view import load_history
     from skillgrad.train.summary import render_report
 
     try:
@@ -315,13 +315,13 @@ def _sweep_report(sweep_dir: Path, html: bool) -> None:
 
 
 def _register_views() -> None:
-    import skillgrad.cli.data
-    import skillgrad.cli.transfer
-    import skillgrad.cli.views
+    from skillgrad.cli.data import register as register_data
+    from skillgrad.cli.transfer import register as register_transfer
+    from skillgrad.cli.views import register as register_views
 
-    skillgrad.cli.views.register(app)
-    skillgrad.cli.data.register(app)
-    skillgrad.cli.transfer.register(app)
+    register_views(app)
+    register_data(app)
+    register_transfer(app)
 
 
 _register_views()

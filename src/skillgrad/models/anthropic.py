@@ -13,7 +13,6 @@ from typing import Any
 
 from skillgrad.errors import PermanentModelError, TransientModelError
 from skillgrad.models import structured
-from skillgrad.models.registry import REMOTE_OPTIONS, Provider
 from skillgrad.models.clients import (
     Endpoint,
     extra_body,

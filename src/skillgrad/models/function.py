@@ -14,11 +14,8 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from skillgrad.errors import ConfigError, PermanentModelError
-from skillgrad.plugins import resolve_object
+from skillgrad.errors import PermanentModelError
 from skillgrad.models.base import ModelBackend
-from skillgrad.models.registry import Provider
-from skillgrad.models.spec import ModelSpec
 from skillgrad.types import ChatRequest, Completion, Usage
 
 Reply = str | dict[str, Any] | Completion

@@ -13,9 +13,9 @@ import os
 from typing import Any
 
 from skillgrad.errors import ModelError, TransientModelError
-from skillgrad.models.openai import as_openai_tool, chat_completion
-from skillgrad.models.registry import REMOTE_OPTIONS, Provider, missing_sdk
 from skillgrad.models.clients import NO_KEY, Endpoint, extra_body, require_env, sdk_error
+from skillgrad.models.openai import as_openai_tool, chat_completion
+from skillgrad.models.registry import missing_sdk
 from skillgrad.models.spec import ModelSpec
 from skillgrad.types import ChatRequest, Completion
 

@@ -19,9 +19,8 @@ from typing import Any
 
 from skillgrad.errors import PermanentModelError
 from skillgrad.models.catalog import Catalog
-from skillgrad.models.wrappers.cpu_slots import CpuSlots
-from skillgrad.models.registry import Provider
 from skillgrad.models.spec import ModelSpec
+from skillgrad.models.wrappers.cpu_slots import CpuSlots
 from skillgrad.types import ChatRequest, Completion, Usage
 
 INSTALL_HINT = (
@@ -128,7 +127,6 @@ class LlamaCppBackend:
             model=self.name,
             finish_reason=choice.get("finish_reason") or "stop",
         )
-
 
 
 def _slots() -> CpuSlots:

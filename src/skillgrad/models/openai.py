@@ -16,7 +16,6 @@ from openai.types.chat import ChatCompletion
 
 from skillgrad.errors import PermanentModelError, TransientModelError
 from skillgrad.models import structured
-from skillgrad.models.registry import REMOTE_OPTIONS, Provider
 from skillgrad.models.clients import (
     Endpoint,
     azure_client,
@@ -25,6 +24,7 @@ from skillgrad.models.clients import (
     reported_usage,
     sdk_error,
 )
+from skillgrad.models.registry import REMOTE_OPTIONS, Provider
 from skillgrad.models.spec import ModelSpec
 from skillgrad.models.structured import StructuredMode
 from skillgrad.types import ChatRequest, Completion

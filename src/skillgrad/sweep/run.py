@@ -14,11 +14,11 @@ from typing import Any
 
 from skillgrad.config import load_config
 from skillgrad.errors import ConfigError
+from skillgrad.executors import import_ray
 from skillgrad.models.registry import check_models
 from skillgrad.session import configured_specs
-from skillgrad.executors import import_ray
-from skillgrad.sweep.pool import LocalPool, Pool, RayPool
 from skillgrad.sweep.plan import SweepPlan, check_or_write_plan
+from skillgrad.sweep.pool import LocalPool, Pool, RayPool
 from skillgrad.sweep.summary import write_sweep_summary
 from skillgrad.sweep.worker import RunOutcome, is_finished
 

@@ -24,9 +24,9 @@ from pydantic import ValidationError
 from skillgrad.config import Config, load_yaml, validate_config
 from skillgrad.errors import ConfigError, RunDirError
 from skillgrad.evaluate import evaluate_skill
-from skillgrad.plugins import resolve_object
 from skillgrad.models.registry import check_models, parse_model_arg
 from skillgrad.models.spec import ModelSpec
+from skillgrad.plugins import resolve_object
 from skillgrad.redact import REDACTED
 from skillgrad.registry import load_task
 from skillgrad.runs import integrity
