@@ -13,8 +13,9 @@ The layers, lowest first, and why each sits where it does:
 - ``prompts`` (the .md templates and their renderer);
 - ``skill`` (the skill document: ``match``, ``package``, ``document``; ``skill_hash`` lives
   here);
-- ``runs`` — the run directory and the call store, in JSON only (never train/ types): the
-  model wrappers meter and cache into its store, so it sits below ``models``;
+- ``runs`` — the run directory, its records (``records``) and its one reader (``view``), and
+  the call store (never train/ types): the model wrappers meter and cache into its store, so it
+  sits below ``models``;
 - ``models`` — backends and wrappers (never the registry, tasks or the test fakes);
 - ``scorers`` — the loss functions and their lookup (the judge calls a model);
 - ``executors`` — where a rollout's heavy, model-free part runs (a thread, or a Ray task);

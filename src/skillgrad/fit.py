@@ -38,6 +38,7 @@ from skillgrad.models.spec import ModelSpec
 from skillgrad.registry import load_scorer
 from skillgrad.runs.io import read_json
 from skillgrad.runs.layout import RunPaths
+from skillgrad.runs.records import StepRecord
 from skillgrad.scorers import CallableScorer
 from skillgrad.scorers.base import Scorer, ScoresOutputs
 from skillgrad.scorers.base import as_scorer as as_base_scorer
@@ -45,7 +46,7 @@ from skillgrad.session import arun_training, safe_name
 from skillgrad.skill.document import Skill
 from skillgrad.tasks.base import Split
 from skillgrad.tasks.chat import ChatTask
-from skillgrad.types import Item, Score, StepRecord
+from skillgrad.types import Item, Score
 
 log = logging.getLogger(__name__)
 

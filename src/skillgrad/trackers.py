@@ -19,7 +19,7 @@ from skillgrad.callbacks import Callback, Control
 from skillgrad.errors import ConfigError
 from skillgrad.runs.io import flatten
 from skillgrad.runs.layout import RunPaths
-from skillgrad.types import StepRecord
+from skillgrad.runs.records import StepRecord
 
 EXTRAS = {"tensorboard": "tensorboard", "mlflow": "mlflow", "wandb": "wandb"}
 

@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from skillgrad.runs.layout import RunPaths
+from skillgrad.runs.records import StepRecord
 from skillgrad.runs.view import RunData, load_run, parse_history, step_details
-from skillgrad.types import StepRecord
 
 
 def point(r: StepRecord) -> dict[str, Any]:

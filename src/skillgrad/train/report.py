@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from skillgrad.types import StepRecord
+from skillgrad.runs.records import StepRecord
 
 
 def excerpt_lines(excerpt: dict[str, Any] | None) -> list[str]:
