@@ -214,6 +214,14 @@ def test_no_import_points_up(graph: dict[str, set[str]]) -> None:
     assert not bad, "imports that point up (see LAYERS):\n" + "\n".join(bad)
 
 
+def test_the_top_level_stays_small() -> None:
+    """The package's top level reads as the architecture: at most 16 modules besides
+    ``__init__`` and ``__main__``; everything else lives in a sub-package of its room."""
+    top = sorted(p.stem for p in (SRC / "skillgrad").glob("*.py"))
+    modules = [m for m in top if m not in ("__init__", "__main__")]
+    assert len(modules) <= 16, modules
+
+
 def test_production_code_never_imports_the_test_fakes(graph: dict[str, set[str]]) -> None:
     users = sorted(m for m, deps in graph.items() if TEST_FAKES in deps and m != TEST_FAKES)
     assert users == []

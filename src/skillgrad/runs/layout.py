@@ -2,7 +2,7 @@
 
 <output_root>/<run_name>/
   config.json           fully resolved config (secrets redacted)
-  history.json          list of step records (see ``train/state.py: StepRecord``)
+  history.json          list of step records (see ``runs/records.py: StepRecord``)
   runtime_state.json    resume checkpoint (atomic); re-running the same command resumes
   best_skill.md         highest selection-score skill: the deployable artifact
                         (a skill package: its SKILL.md; best_skill/ is the installable folder)
