@@ -113,7 +113,7 @@ def test_damaged_step_records_name_the_field(data: object, message: str) -> None
 
 
 def test_damaged_buffer_and_conflict_entries_are_errors() -> None:
-    with pytest.raises(ValueError, match="rejected-edit entry field 'incumbent'"):
+    with pytest.raises(ValueError, match="rejected-edit entry: required field 'incumbent'"):
         RejectedEdit.from_json({"step": 1, "edits": [], "candidate": 0.1})
     with pytest.raises(ValueError, match="conflict entry: an edit has no 'op'"):
         Conflict.from_json({"step": 1, "edits": [{"section": "x"}], "reason": "r"})

@@ -9,10 +9,15 @@ fields) still read.
 from __future__ import annotations
 
 import dataclasses
+import types
+import typing
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from skillgrad.types import Edit, to_json
+
+# the main gate's rules (``train.gate_rule``) and the check targets' (``train/check_targets.py``)
+GateRuleName = Literal["strict", "paired", "tolerance", "tolerance_paired"]
 
 
 @dataclass(frozen=True)
@@ -28,7 +33,7 @@ class GateResult:
     total: int
     early_rejected: bool = False
     reason: str = ""
-    rule: str = "strict"
+    rule: GateRuleName = "strict"
     """``train.gate_rule`` in force: ``strict`` or ``paired``."""
     confidence: float = 0.9
     """``train.gate_confidence``: the level of each end of the interval below."""
@@ -68,19 +73,6 @@ def _number(record: str, name: str, value: Any, kind: type) -> Any:
     if kind is int and not float(value).is_integer():
         raise _field_error(record, name, "int", value)
     return kind(value)
-
-
-def _per_role(record: str, name: str, value: Any, kind: type) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise _field_error(record, name, f"an object of {kind.__name__} per role", value)
-    return {str(k): _number(record, f"{name}.{k}", v, kind) for k, v in value.items()}
-
-
-def _text(record: str, name: str, value: Any) -> str:
-    """``value`` as a str; other types are refused."""
-    if not isinstance(value, str):
-        raise _field_error(record, name, "str", value)
-    return value
 
 
 def _object(record: str, data: Any) -> dict[str, Any]:
@@ -130,38 +122,57 @@ class CheckResult:
 
     @classmethod
     def from_json(cls, data: Any) -> CheckResult:
-        found = _flat_record(cls, "check-target record", data)
-        if found.verdict not in ("passed", "refused", "not evaluated"):
-            raise _field_error(
-                "check-target record", "verdict", "passed | refused | not evaluated", found.verdict
-            )
-        return found
+        return parse_record(cls, "check-target record", data)
 
 
-def _flat_record(cls: Any, what: str, data: Any) -> Any:
-    """A record of plain fields (str, int, float, bool, optional numbers) from JSON, each value
-    checked against its declared type; raises ValueError naming the bad field."""
+def parse_record(cls: Any, what: str, data: Any) -> Any:
+    """The one way a run's record is read back from JSON: every field of the dataclass ``cls``
+    checked against its declared type (numbers, text, flags, ``Literal`` choices, optional
+    values, per-role objects, id lists, edits and nested records); a field absent from ``data``
+    takes its default (records of earlier versions), unknown keys are ignored (fields a later
+    version dropped). Raises ValueError naming the record, the field and what was expected."""
     d = _object(what, data)
+    hints = typing.get_type_hints(cls)
     kwargs: dict[str, Any] = {}
     for f in dataclasses.fields(cls):
         if f.name not in d:
-            if f.default is dataclasses.MISSING:
+            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
                 raise ValueError(f"{what}: required field {f.name!r} is missing")
             continue
-        value, kind = d[f.name], str(f.type)
-        if value is None and kind.endswith("| None"):
-            kwargs[f.name] = None
-        elif kind.startswith("int"):
-            kwargs[f.name] = _number(what, f.name, value, int)
-        elif kind.startswith("float"):
-            kwargs[f.name] = _number(what, f.name, value, float)
-        elif kind == "bool":
-            if not isinstance(value, bool):
-                raise _field_error(what, f.name, "bool", value)
-            kwargs[f.name] = value
-        else:
-            kwargs[f.name] = _text(what, f.name, value)
+        kwargs[f.name] = _value(what, f.name, d[f.name], hints[f.name])
     return cls(**kwargs)
+
+
+def _value(what: str, name: str, value: Any, kind: Any) -> Any:
+    origin, args = typing.get_origin(kind), typing.get_args(kind)
+    if origin in (typing.Union, types.UnionType):  # ``X | None``
+        if value is None and type(None) in args:
+            return None
+        (inner,) = [a for a in args if a is not type(None)]
+        return _value(what, name, value, inner)
+    if origin is Literal:
+        if value not in args:
+            raise _field_error(what, name, " or ".join(map(repr, args)), value)
+        return value
+    if kind is bool or kind is str:
+        if not isinstance(value, kind):
+            raise _field_error(what, name, kind.__name__, value)
+        return value
+    if kind is int or kind is float:
+        return _number(what, name, value, kind)
+    if origin is dict:
+        if not isinstance(value, dict):
+            raise _field_error(what, name, "an object", value)
+        return {str(k): _value(what, f"{name}.{k}", v, args[1]) for k, v in value.items()}
+    if origin is tuple and args[0] is Edit:
+        return _edits(what, value)
+    if origin is tuple:
+        if not isinstance(value, list):
+            raise _field_error(what, name, "a list", value)
+        return tuple(_value(what, f"{name}[{i}]", v, args[0]) for i, v in enumerate(value))
+    if dataclasses.is_dataclass(kind):  # a nested record reads itself
+        return typing.cast(Any, kind).from_json(value)
+    raise TypeError(f"{what}: no reader for field {name!r} of type {kind!r}")
 
 
 @dataclass(frozen=True)
@@ -240,7 +251,7 @@ class StepRecord:
     """Cost in USD of the run so far (all roles)."""
     timings: dict[str, float] = field(default_factory=dict)
     """Wall-clock seconds per stage (``rollout``, ``reflect``, ``gate``); never part of results."""
-    gate_rule: str = "strict"
+    gate_rule: GateRuleName = "strict"
     """``train.gate_rule`` the gate decided under."""
     mean_diff: float | None = None
     """Mean paired difference candidate minus incumbent on the val items both were scored on."""
@@ -286,58 +297,7 @@ class StepRecord:
     @classmethod
     def from_json(cls, data: Any) -> StepRecord:
         """Parse one history entry; raises ValueError naming the bad field."""
-        what = "step record"
-        d = _object(what, data)
-        for name in ("step", "epoch", "kind"):
-            if name not in d:
-                raise ValueError(f"{what}: required field {name!r} is missing")
-        if d["kind"] not in ("step", "slow_update"):
-            raise _field_error(what, "kind", "'step' or 'slow_update'", d["kind"])
-        kwargs: dict[str, Any] = {"kind": d["kind"]}
-        for f in dataclasses.fields(cls):
-            if f.name not in d or f.name == "kind":
-                continue
-            value = d[f.name]
-            if f.name in _PER_ROLE:
-                kwargs[f.name] = _per_role(what, f.name, value, _PER_ROLE[f.name])
-            elif f.name in _BOOLS or f.name == "gate_reason":
-                expected = bool if f.name in _BOOLS else str
-                if not isinstance(value, expected):
-                    raise _field_error(what, f.name, expected.__name__, value)
-                kwargs[f.name] = value
-            elif f.name in _OPTIONAL_FLOATS and value is None:
-                kwargs[f.name] = None
-            elif f.name in _ID_LISTS:
-                if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-                    raise _field_error(what, f.name, "a list of item ids", value)
-                kwargs[f.name] = tuple(value)
-            elif f.name in _RECORD_LISTS:
-                if not isinstance(value, list):
-                    raise _field_error(what, f.name, "a list of records", value)
-                kwargs[f.name] = tuple(_RECORD_LISTS[f.name](v) for v in value)
-            elif f.name == "gate_rule":
-                if value not in ("strict", "paired"):
-                    raise _field_error(what, f.name, "'strict' or 'paired'", value)
-                kwargs[f.name] = value
-            else:
-                kind = int if f.name in _INTS else float
-                kwargs[f.name] = _number(what, f.name, value, kind)
-        return cls(**kwargs)
-
-
-_BOOLS = frozenset({"accepted", "early_rejected", "no_gate", "leak_refused"})
-_OPTIONAL_FLOATS = frozenset({"candidate_score", "mean_diff", "diff_low", "diff_high"})
-_ID_LISTS = frozenset({"fixed", "broken"})
-_RECORD_LISTS: dict[str, Any] = {
-    "leaks": lambda v: Leak.from_json(v),  # Leak is defined below
-    "check_targets": CheckResult.from_json,
-}
-_PER_ROLE: dict[str, type] = {"calls": int, "tokens": int, "cost": float, "timings": float}
-_INTS = frozenset(
-    {"step", "epoch", "k", "n_failures", "n_reflections", "n_failed_reflections", "n_proposed",
-     "n_merged", "n_conflicts", "n_selected", "n_applied", "gate_evaluated", "gate_total",
-     "skill_version", "skill_tokens", "candidate_tokens", "cum_calls", "gate_missing"}
-)  # fmt: skip
+        return parse_record(cls, "step record", data)
 
 
 LeakSource = Literal["input", "reference", "input+reference"]
@@ -373,22 +333,7 @@ class Leak:
     @classmethod
     def from_json(cls, data: Any) -> Leak:
         """Parse one leak record; raises ValueError naming the bad field."""
-        what = "leak record"
-        d = _object(what, data)
-        for name in ("file", "span", "item_id", "split"):
-            _text(what, name, d.get(name))
-        if d.get("source") not in ("input", "reference", "input+reference"):
-            raise _field_error(
-                what, "source", "'input', 'reference' or 'input+reference'", d.get("source")
-            )
-        return cls(
-            file=d["file"],
-            line=_number(what, "line", d.get("line"), int),
-            span=d["span"],
-            item_id=d["item_id"],
-            split=d["split"],
-            source=d["source"],
-        )
+        return parse_record(cls, "leak record", data)
 
 
 @dataclass(frozen=True)
@@ -417,15 +362,7 @@ class RejectedEdit:
 
     @classmethod
     def from_json(cls, data: Any) -> RejectedEdit:
-        what = "rejected-edit entry"
-        d = _object(what, data)
-        return cls(
-            step=_number(what, "step", d.get("step"), int),
-            edits=_edits(what, d.get("edits")),
-            incumbent=_number(what, "incumbent", d.get("incumbent"), float),
-            candidate=_number(what, "candidate", d.get("candidate"), float),
-            refused=_text(what, "refused", d.get("refused", "")),
-        )
+        return parse_record(cls, "rejected-edit entry", data)
 
 
 @dataclass(frozen=True)
@@ -448,13 +385,7 @@ class Conflict:
 
     @classmethod
     def from_json(cls, data: Any) -> Conflict:
-        what = "conflict entry"
-        d = _object(what, data)
-        return cls(
-            step=_number(what, "step", d.get("step"), int),
-            edits=_edits(what, d.get("edits")),
-            reason=_text(what, "reason", d.get("reason", "")),
-        )
+        return parse_record(cls, "conflict entry", data)
 
 
 POWER_MAX_ITEMS = 2000  # the power check searches validation sizes up to this
@@ -488,16 +419,7 @@ class PowerCheck:
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> PowerCheck:
         """From ``to_json`` (or a ``power_check`` event, whose extra keys are ignored)."""
-        return cls(
-            rule=str(d["rule"]),
-            confidence=float(d["confidence"]),
-            min_delta=float(d["min_delta"]),
-            n_items=int(d["n_items"]),
-            baseline=float(d["baseline"]),
-            min_gain=d.get("min_gain"),
-            min_items_flipped=d.get("min_items_flipped"),
-            items_needed=dict(d.get("items_needed") or {}),
-        )
+        return parse_record(cls, "power check", d)
 
     def line(self) -> str:
         """One line for the console and the report."""
