@@ -36,9 +36,9 @@ from skillgrad.models.base import ModelBackend, backend_name
 from skillgrad.models.function import as_backend
 from skillgrad.models.spec import ModelSpec
 from skillgrad.registry import load_scorer
-from skillgrad.runs.io import read_json
 from skillgrad.runs.layout import RunPaths
 from skillgrad.runs.records import StepRecord
+from skillgrad.runs.view import load_history
 from skillgrad.scorers import CallableScorer
 from skillgrad.scorers.base import Scorer, ScoresOutputs
 from skillgrad.scorers.base import as_scorer as as_base_scorer
@@ -240,10 +240,9 @@ async def afit(
         require_test=False,
     )
     paths = RunPaths(result.run_dir)
-    history = read_json(paths.history) or []
     return FitResult(
         best_skill=Skill.load(paths.best_skill).text,
-        history=[StepRecord.from_json(r) for r in history],
+        history=load_history(paths.history),  # the run directory's one reader
         summary=result.summary,
         run_dir=result.run_dir,
     )
