@@ -15,7 +15,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from skillgrad.console import print_error
+from skillgrad.console import print_error, sigterm_unwinds
 from skillgrad.errors import SkillgradError
 
 if TYPE_CHECKING:
@@ -87,10 +87,18 @@ def pull_cmd(
             )
             return
         out.print(f"fetching {bundle.summary} ...", markup=False)
-        root = bundle.pull(force=True)  # the copy is damaged or absent, or --force
+        with sigterm_unwinds():  # a kill stops pip and removes the work folder, as Ctrl-C does
+            root = bundle.pull(force=force)  # the copy is damaged or absent, or --force
     except SkillgradError as exc:
         print_error(exc)
         raise typer.Exit(2) from None
+    except KeyboardInterrupt as exc:
+        print_error(
+            KeyboardInterrupt(
+                "interrupted; nothing was installed, the same command fetches it again"
+            )
+        )
+        raise typer.Exit(getattr(exc, "exit_code", 130)) from None
     out.print(
         f"{name} {bundle.version}: {len(bundle.files)} files verified in {root}", markup=False
     )
