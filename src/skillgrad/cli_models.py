@@ -3,8 +3,8 @@
 list: every catalog model with its size, licence, whether a verified copy is here, and where.
 pull: fetch, verify and store each named model (a Rich bar per transfer); a verified copy makes
 it a fast no-op. Exit 0: every model is here and verified; 2: a model could not be pulled or
-the name is unknown (nothing half-written is left under a model's name); 130: Ctrl-C (the
-partial download is kept and resumed by the next pull).
+the name is unknown (nothing half-written is left under a model's name); 130: Ctrl-C, 143:
+SIGTERM (the partial download is kept and resumed by the next pull).
 """
 
 from __future__ import annotations
