@@ -26,7 +26,7 @@ from typing import Any
 import pytest
 
 from skillgrad.benchmarks.bfcl.data import BUNDLE as BFCL
-from skillgrad.benchmarks.ifbench_data import BUNDLE as IFBENCH
+from skillgrad.benchmarks.ifbench.data import BUNDLE as IFBENCH
 from skillgrad.errors import AssetError
 
 _PLANTED = """
