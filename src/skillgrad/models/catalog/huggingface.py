@@ -79,7 +79,7 @@ def download(
         raise SourceFailed(f"HF_ENDPOINT={hub_endpoint()!r} is not a usable URL ({exc})") from None
     own = client is None
     client = client or httpx.Client(
-        timeout=_timeout(clock.limits), follow_redirects=True, headers=_HEADERS
+        timeout=_timeout(clock), follow_redirects=True, headers=_HEADERS
     )
     try:
         resumed, digest = _fill(client, entry, partial, progress, clock)
@@ -91,10 +91,11 @@ def download(
             client.close()
 
 
-def _timeout(limits: PullLimits) -> httpx.Timeout:
-    """A read waits no longer than the rate window, so a silent server is caught as soon as a
-    trickling one."""
-    return httpx.Timeout(min(TIMEOUT.read or 60.0, limits.window_s), connect=TIMEOUT.connect)
+def _timeout(clock: PullClock) -> httpx.Timeout:
+    """A read waits no longer than the rate window (a silent server is caught as soon as a
+    trickling one) nor past the deadline."""
+    wait = min(TIMEOUT.read or 60.0, clock.limits.window_s, max(clock.remaining(), 0.1))
+    return httpx.Timeout(wait, connect=min(TIMEOUT.connect or 5.0, wait))
 
 
 def _fill(
@@ -120,6 +121,7 @@ def _fill(
                 resumed = False
                 progress.begin(f"{entry.name} from Hugging Face", entry.bytes, 0)
             except httpx.TransportError as exc:
+                clock.check_deadline(part.size, f"the transfer from {url}")  # say why, if so
                 if part.size == before:  # nothing arrived: unreachable or stuck, not worth a retry
                     raise SourceFailed(
                         f"Hugging Face is unreachable at {hub_endpoint()} ({_why(exc)})"
@@ -168,7 +170,7 @@ def _get(
     headers = {"Range": f"bytes={part.size}-"} if part.size else {}
     clock.begin_transfer(part.size)  # the rate window counts the wait for the answer too
     clock.check(part.size, f"the transfer from {url}")
-    with client.stream("GET", url, headers=headers) as resp:
+    with client.stream("GET", url, headers=headers, timeout=_timeout(clock)) as resp:
         if resp.status_code == 416:  # the partial holds what the server does not have
             part.reset()
             raise _StartOver
