@@ -25,6 +25,7 @@ from typing import Any
 
 import pytest
 
+from interruptible import SKILLGRAD
 from skillgrad.benchmarks.bfcl.data import BUNDLE as BFCL
 from skillgrad.benchmarks.ifbench.data import BUNDLE as IFBENCH
 from skillgrad.errors import AssetError
@@ -186,7 +187,7 @@ def _start_pull(tmp_path: Path, index: str, seen: list[str]) -> tuple[subprocess
     for name in ("PIP_NO_INDEX", "PIP_FIND_LINKS", "PIP_EXTRA_INDEX_URL"):
         env.pop(name, None)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "skillgrad", "data", "pull", "bfcl"],
+        [*SKILLGRAD, "data", "pull", "bfcl"],  # takes SIGINT even when started in the background
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
