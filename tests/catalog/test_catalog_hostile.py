@@ -216,3 +216,21 @@ def test_other_planted_cache_files_are_refused(
     assert str(where) in done.stderr and "never writes a cache file through a link" in done.stderr
     assert victim.read_bytes() == b"keep me\n"
     assert not (tmp_path / "created-through-the-link").exists()
+
+
+def test_a_planted_stamp_never_blocks_and_the_copy_is_hashed_again(
+    hub: FakeHub, env: dict[str, Path], store: ModelStore, entry: CatalogEntry, content: bytes
+) -> None:
+    write_user_catalog(env["config"], entry)
+    hub.add(REPO, entry.file, content)
+    assert _cli("models", "pull", entry.name).returncode == 0
+    stamp = store._stamp_path(store.path(entry))
+    stamp.unlink()
+    os.mkfifo(stamp)  # reading it as a file would wait forever for a writer
+    listed = _cli("models", "list", timeout=60)
+    assert listed.returncode == 0, listed.stderr
+    row = next(line for line in listed.stdout.splitlines() if line.startswith(entry.name))
+    assert "not verified" in row
+    again = _cli("models", "pull", entry.name, timeout=60)
+    assert again.returncode == 0 and "already here, verified" in again.stdout, again.stderr
+    assert stamp.is_file()  # hashed, then stamped anew
