@@ -65,7 +65,6 @@ def pull(
     """Make ``entry`` present and verified; raises ``AssetError`` naming every source's
     failure when none can deliver it (``limits``: the deadline and minimum transfer rate)."""
     start = time.monotonic()
-    clock = (limits or PullLimits()).clock()
     found = present_copy(entry, store, progress)
     if found is not None:
         return PullResult(entry.name, found, "present", time.monotonic() - start)
@@ -76,6 +75,7 @@ def pull(
             return PullResult(entry.name, found, "present", time.monotonic() - start)
         clean_workdirs(entry, store.root)
         _check_free_space(entry, store)
+        clock = (limits or PullLimits()).clock()  # from here: waiting for the lock is not pulling
         source, path = _from_sources(entry, store, progress, clock)
     return PullResult(entry.name, path, source, time.monotonic() - start)
 
