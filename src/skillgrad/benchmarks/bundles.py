@@ -103,14 +103,16 @@ class DataBundle:
         extra = []
         for folder in self.closed:
             for dirpath, dirnames, filenames in os.walk(root / folder):
-                for name in [*filenames, *(d for d in dirnames if (Path(dirpath, d)).is_symlink())]:
+                links = [d for d in dirnames if Path(dirpath, d).is_symlink()]
+                for name in [*filenames, *links]:
                     dest = Path(dirpath, name).relative_to(root).as_posix()
                     if dest not in own:
                         extra.append(FileCheck(dest, "unexpected", None, ""))
         return sorted(extra, key=lambda c: c.dest)
 
     def problems(self, root: Path) -> list[FileCheck]:
-        """The files of the copy at ``root`` that are missing or changed; [] when intact."""
+        """The files of the copy at ``root`` that are missing, changed or unexpected; [] when
+        intact."""
         return [c for c in self.checks(root) if c.state != "ok"]
 
     def verify(self, root: Path | None = None) -> Path:
