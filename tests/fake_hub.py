@@ -3,7 +3,8 @@
 Serves ``GET /{owner}/{repo}/resolve/{revision}/{file}`` as the hub does: a 302 redirect to a
 CDN path (like the hub's LFS redirect), then the bytes, with HTTP ``Range`` support (206 and
 ``Content-Range``). Injectable misbehaviour: cut a response after N bytes (the connection closes
-mid-body), ignore ``Range``, a slow link; every request is recorded (path, Range header).
+mid-body), ignore ``Range``, a slow link, redirect in a loop, send a body labelled
+``Content-Encoding: gzip`` that is not gzip; every request is recorded (path, Range header).
 """
 
 from __future__ import annotations
@@ -31,6 +32,12 @@ class FakeHub:
     ignore_range: bool = False
     pace_s: float = 0.0
     """Pause this long after every 16 kB of body (a slow link, to interrupt a pull mid-way)."""
+    redirect_loop: bool = False
+    """Answer every request with a redirect to itself (after the first hop, as a CDN would)."""
+    content_range_total: str | None = None
+    """Write this as the total of a 206 answer's ``Content-Range`` instead of the real size."""
+    fake_gzip: bool = False
+    """Send the file's bytes labelled ``Content-Encoding: gzip`` (not gzip: undecodable)."""
     requests: list[dict[str, Any]] = field(default_factory=list)
     _server: ThreadingHTTPServer | None = None
 
@@ -75,6 +82,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         self.hub.requests.append({"path": self.path, "range": self.headers.get("Range")})
+        if self.hub.redirect_loop and self.path.startswith("/cdn/"):
+            return self._redirect(self.path)
         if self.path.startswith("/cdn/"):
             owner, repo, revision, name = (unquote(p) for p in self.path[5:].split("/", 3))
             return self._send_file(self.hub.files.get((f"{owner}/{repo}", revision, name)))
@@ -82,8 +91,11 @@ class _Handler(BaseHTTPRequestHandler):
         if not match or tuple(unquote(g) for g in match.groups()) not in self.hub.files:
             return self._plain(404, b"Entry not found")
         repo, revision, name = match.groups()
-        self.send_response(302)  # as the hub redirects LFS files to its CDN
-        self.send_header("Location", f"/cdn/{repo}/{revision}/{name}")
+        self._redirect(f"/cdn/{repo}/{revision}/{name}")  # as the hub sends LFS files to its CDN
+
+    def _redirect(self, location: str) -> None:
+        self.send_response(302)
+        self.send_header("Location", location)
         self.send_header("Content-Length", "0")
         self.end_headers()
 
@@ -107,7 +119,10 @@ class _Handler(BaseHTTPRequestHandler):
         body = content[start:]
         self.send_response(206 if start else 200)
         if start:
-            self.send_header("Content-Range", f"bytes {start}-{len(content) - 1}/{len(content)}")
+            total = self.hub.content_range_total or len(content)
+            self.send_header("Content-Range", f"bytes {start}-{len(content) - 1}/{total}")
+        if self.hub.fake_gzip:
+            self.send_header("Content-Encoding", "gzip")
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         if self.hub.cut_after:

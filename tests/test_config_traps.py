@@ -76,6 +76,21 @@ def test_duplicate_key_through_the_cli_exit_2(tmp_path: Path) -> None:
     assert "key 'budget' appears twice" in proc.stderr
 
 
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        ("notes: " + "[" * 5000 + "]" * 5000 + "\n", "nested too deeply"),
+        ("a: &a [1, 2]\nb: [" + ", ".join(["*a"] * 101) + "]\n", "more than 100 aliases"),
+    ],
+)
+def test_yaml_too_deep_or_alias_heavy_is_a_clear_error_exit_2(
+    tmp_path: Path, extra: str, message: str
+) -> None:
+    proc = _cli("train", str(_config(tmp_path, tmp_path / "runs", extra)))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    assert f"toy.yaml: {message}" in proc.stderr
+
+
 def test_unusable_output_root_is_a_clear_error_exit_2(tmp_path: Path) -> None:
     blocker = tmp_path / "a_file"
     blocker.write_text("not a folder")

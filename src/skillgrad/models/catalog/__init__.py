@@ -6,7 +6,7 @@ and ``pypi`` (the two sources), ``store`` (the cache folder, stamps, atomic comm
 ``skillgrad models list`` / ``pull`` (``cli/models.py``) and the llama.cpp provider use it.
 """
 
-from skillgrad.models.catalog.base import LogProgress, PullProgress, SourceFailed
+from skillgrad.models.catalog.base import LogProgress, PullLimits, PullProgress, SourceFailed
 from skillgrad.models.catalog.builtin import BUILTIN, SMOLLM2
 from skillgrad.models.catalog.entries import (
     CatalogEntry,
@@ -30,6 +30,7 @@ __all__ = [
     "LogProgress",
     "ModelStatus",
     "ModelStore",
+    "PullLimits",
     "PullProgress",
     "PullResult",
     "SourceFailed",

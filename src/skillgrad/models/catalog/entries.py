@@ -12,11 +12,11 @@ import re
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from skillgrad.assets import PinnedWheel
 from skillgrad.errors import AssetError
+from skillgrad.safe_yaml import load_yaml
 
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 _NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
@@ -133,9 +133,10 @@ def load_user_entries(path: Path) -> list[CatalogEntry]:
     if not path.is_file():
         return []
     try:
-        data: Any = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
         raise AssetError(f"{path}: cannot read the model catalog: {exc}") from exc
+    data: Any = load_yaml(text, str(path), AssetError) or {}
     models = data.get("models") if isinstance(data, dict) else None
     if not isinstance(models, dict) or set(data) - {"models"}:
         raise AssetError(f"{path}: expected one top-level key `models:` mapping names to entries")

@@ -16,14 +16,23 @@ from urllib.parse import quote
 
 import httpx
 
-from skillgrad.models.catalog.base import PartialFile, PullProgress, SourceFailed
+from skillgrad.models.catalog.base import (
+    PartialFile,
+    PullClock,
+    PullLimits,
+    PullProgress,
+    SourceFailed,
+)
 from skillgrad.models.catalog.entries import CatalogEntry
 
 HF_DEFAULT_ENDPOINT = "https://huggingface.co"
 # an unreachable hub must cost seconds, not minutes; a stalled transfer a minute at most
 TIMEOUT = httpx.Timeout(60.0, connect=5.0)
 ATTEMPTS = 4  # transfers cut mid-way are resumed this many times in one pull
-_CONTENT_RANGE = re.compile(r"bytes (\d+)-(\d+)/(\d+|\*)")
+_HEADERS = {"User-Agent": "skillgrad", "Accept-Encoding": "identity"}
+# ASCII digits, at most 19 (any real size): int() of thousands of digits raises ValueError
+_NUMBER = r"[0-9]{1,19}"
+_CONTENT_RANGE = re.compile(rf"bytes ({_NUMBER})-({_NUMBER})/({_NUMBER}|\*)")
 
 
 def hub_offline() -> bool:
@@ -48,30 +57,53 @@ class _StartOver(Exception):
 
 
 def download(
-    entry: CatalogEntry, partial: Path, progress: PullProgress, client: httpx.Client | None = None
+    entry: CatalogEntry,
+    partial: Path,
+    progress: PullProgress,
+    client: httpx.Client | None = None,
+    clock: PullClock | None = None,
 ) -> None:
     """Fill ``partial`` with the entry's file, verified: size and SHA-256 equal the pin.
 
     Resumes from the bytes ``partial`` already holds; a transfer cut mid-way is resumed up to
-    ``ATTEMPTS`` times. Raises ``SourceFailed`` when the hub is unreachable or refuses (what
-    arrived stays in ``partial`` for the next pull to resume) or serves other bytes than the pin
-    (``partial`` removed; a resumed file that fails is fetched once more from the start)."""
+    ``ATTEMPTS`` times. Raises ``SourceFailed`` when the hub is unreachable, refuses, misbehaves
+    (a bad endpoint URL, redirect loops, a compressed body, too slow for ``clock``'s limits):
+    what arrived stays in ``partial`` for the next pull to resume; or serves other bytes than
+    the pin (``partial`` removed; a resumed file that fails is fetched once more from the start).
+    """
+    clock = clock or PullLimits().clock()
+    url = file_url(entry)
+    try:
+        httpx.URL(url)
+    except httpx.InvalidURL as exc:
+        raise SourceFailed(f"HF_ENDPOINT={hub_endpoint()!r} is not a usable URL ({exc})") from None
     own = client is None
     client = client or httpx.Client(
-        timeout=TIMEOUT, follow_redirects=True, headers={"User-Agent": "skillgrad"}
+        timeout=_timeout(clock), follow_redirects=True, headers=_HEADERS
     )
     try:
-        resumed, digest = _fill(client, entry, partial, progress)
+        resumed, digest = _fill(client, entry, partial, progress, clock)
         if not _verified(entry, partial, digest, resumed):
             progress.note(f"{entry.name}: the resumed file did not verify; downloading it again")
-            _verified(entry, partial, _fill(client, entry, partial, progress)[1], False)
+            _verified(entry, partial, _fill(client, entry, partial, progress, clock)[1], False)
     finally:
         if own:
             client.close()
 
 
+def _timeout(clock: PullClock) -> httpx.Timeout:
+    """A read waits no longer than the rate window (a silent server is caught as soon as a
+    trickling one) nor past the deadline."""
+    wait = min(TIMEOUT.read or 60.0, clock.limits.window_s, max(clock.remaining(), 0.1))
+    return httpx.Timeout(wait, connect=min(TIMEOUT.connect or 5.0, wait))
+
+
 def _fill(
-    client: httpx.Client, entry: CatalogEntry, partial: Path, progress: PullProgress
+    client: httpx.Client,
+    entry: CatalogEntry,
+    partial: Path,
+    progress: PullProgress,
+    clock: PullClock,
 ) -> tuple[bool, str]:
     """Transfer what ``partial`` lacks; returns (resumed an earlier partial, SHA-256 of it)."""
     url = file_url(entry)
@@ -83,22 +115,30 @@ def _fill(
         for _ in range(ATTEMPTS):
             before = part.size
             try:
-                _get(client, url, part, entry, progress)
+                _get(client, url, part, entry, progress, clock)
                 return resumed, part.hexdigest()
             except _StartOver:
                 resumed = False
                 progress.begin(f"{entry.name} from Hugging Face", entry.bytes, 0)
             except httpx.TransportError as exc:
+                clock.check_deadline(part.size, f"the transfer from {url}")  # say why, if so
                 if part.size == before:  # nothing arrived: unreachable or stuck, not worth a retry
                     raise SourceFailed(
-                        f"Hugging Face is unreachable at {hub_endpoint()} ({type(exc).__name__}: "
-                        f"{exc or 'no detail'})"
+                        f"Hugging Face is unreachable at {hub_endpoint()} ({_why(exc)})"
                     ) from exc
                 progress.note(f"{entry.name}: transfer cut at {part.size:,} bytes; resuming")
+            except (httpx.HTTPError, httpx.InvalidURL, httpx.StreamError) as exc:
+                # redirect loops, a body that cannot be decoded, a Location that is no URL: the
+                # endpoint is broken, not the link: another try would meet the same
+                raise SourceFailed(f"{hub_endpoint()} cannot serve {url} ({_why(exc)})") from exc
     raise SourceFailed(
         f"the transfer from {url} was cut {ATTEMPTS} times; {part.size:,} bytes are kept in "
         f"{partial} and the next `skillgrad models pull {entry.name}` resumes from there"
     )
+
+
+def _why(exc: Exception) -> str:
+    return f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else 'no detail'}"
 
 
 def _verified(entry: CatalogEntry, partial: Path, digest: str, resumed: bool) -> bool:
@@ -118,33 +158,55 @@ def _verified(entry: CatalogEntry, partial: Path, digest: str, resumed: bool) ->
 
 
 def _get(
-    client: httpx.Client, url: str, part: PartialFile, entry: CatalogEntry, progress: PullProgress
+    client: httpx.Client,
+    url: str,
+    part: PartialFile,
+    entry: CatalogEntry,
+    progress: PullProgress,
+    clock: PullClock,
 ) -> None:
     if part.size == entry.bytes:
         return
     headers = {"Range": f"bytes={part.size}-"} if part.size else {}
-    with client.stream("GET", url, headers=headers) as resp:
+    clock.begin_transfer(part.size)  # the rate window counts the wait for the answer too
+    clock.check(part.size, f"the transfer from {url}")
+    with client.stream("GET", url, headers=headers, timeout=_timeout(clock)) as resp:
         if resp.status_code == 416:  # the partial holds what the server does not have
             part.reset()
             raise _StartOver
         if resp.status_code not in (200, 206):
             raise SourceFailed(_status_message(resp, url))
+        _check_encoding(resp, url)
         if resp.status_code == 200 and part.size:
             part.reset()  # the server ignored Range: it sends the whole file
+            clock.begin_transfer(0)
             progress.begin(f"{entry.name} from Hugging Face", entry.bytes, 0)
         _check_length(resp, part.size, entry, url)
-        for block in resp.iter_bytes():  # as it arrives: a cut keeps every byte received
+        for block in resp.iter_raw():  # as it arrives: a cut keeps every byte received
             if part.size + len(block) > entry.bytes:
                 part.reset()
                 raise SourceFailed(f"{url} sent more than the pinned {entry.bytes:,} bytes")
             part.write(block)
             progress.advance(len(block))
+            clock.check(part.size, f"the transfer from {url}")
+
+
+def _check_encoding(resp: httpx.Response, url: str) -> None:
+    """The file is asked for as it is (``Accept-Encoding: identity``): byte offsets of a
+    resumed transfer and the pinned SHA-256 are those of the raw file, never of a compressed
+    body."""
+    encoding = resp.headers.get("content-encoding", "identity").strip().lower()
+    if encoding not in ("", "identity"):
+        raise SourceFailed(
+            f"{url} sent the file compressed (Content-Encoding: {encoding[:40]}) though it "
+            "was asked for as it is; a mirror or proxy is rewriting it"
+        )
 
 
 def _check_length(resp: httpx.Response, offset: int, entry: CatalogEntry, url: str) -> None:
     """Refuse early a response that cannot be the pinned file (another size or offset)."""
     if resp.status_code == 206:
-        match = _CONTENT_RANGE.match(resp.headers.get("content-range", ""))
+        match = _CONTENT_RANGE.fullmatch(resp.headers.get("content-range", "").strip())
         if not match or int(match.group(1)) != offset:
             raise SourceFailed(f"{url} answered a range request with another range; not resuming")
         total = match.group(3)
@@ -152,7 +214,7 @@ def _check_length(resp: httpx.Response, offset: int, entry: CatalogEntry, url: s
             raise SourceFailed(_size_message(url, int(total), entry))
         return
     length = resp.headers.get("content-length")
-    if length is not None and length.isdigit() and int(length) != entry.bytes:
+    if length is not None and re.fullmatch(_NUMBER, length) and int(length) != entry.bytes:
         raise SourceFailed(_size_message(url, int(length), entry))
 
 

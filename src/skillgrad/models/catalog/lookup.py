@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from skillgrad.errors import AssetError
-from skillgrad.models.catalog.base import LogProgress, PullProgress
+from skillgrad.models.catalog.base import LogProgress, PullLimits, PullProgress
 from skillgrad.models.catalog.builtin import BUILTIN
 from skillgrad.models.catalog.entries import CatalogEntry, load_user_entries
 from skillgrad.models.catalog.pull import PullResult, pull, size_text
@@ -50,9 +50,20 @@ class Catalog:
     ) -> None:
         self.store = store or ModelStore()
         self._entries: dict[str, CatalogEntry] = {}
+        files: dict[str, CatalogEntry] = {}
         for entry in entries:
             if entry.name in self._entries:
                 raise AssetError(f"the model catalog names {entry.name!r} twice")
+            # The store keys a file by its name: two entries sharing one would each take the
+            # other's verified copy for a damaged one of its own and delete it on every pull.
+            # Case-folded, as on the case-insensitive disks of macOS and Windows.
+            other = files.setdefault(entry.file.casefold(), entry)
+            if other is not entry:
+                raise AssetError(
+                    f"the model catalog entries {other.name!r} and {entry.name!r} both store "
+                    f"their model as {entry.file!r}; give one of them another `file:` name in "
+                    f"{user_catalog_path()}"
+                )
             self._entries[entry.name] = entry
 
     @classmethod
@@ -108,8 +119,10 @@ class Catalog:
             f"damaged since it was verified), so it is not used. Run: {pull_cmd}  (replaces it)"
         )
 
-    def pull(self, name: str, progress: PullProgress | None = None) -> PullResult:
-        return pull(self.get(name), self.store, progress or LogProgress())
+    def pull(
+        self, name: str, progress: PullProgress | None = None, limits: PullLimits | None = None
+    ) -> PullResult:
+        return pull(self.get(name), self.store, progress or LogProgress(), limits)
 
 
 __all__ = ["Catalog", "ModelStatus", "user_catalog_path"]

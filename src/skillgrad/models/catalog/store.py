@@ -19,13 +19,14 @@ import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from skillgrad.assets import cache_dir, sha256_file
+from skillgrad.assets import cache_dir, open_cache_file, read_cache_file, sha256_file
 from skillgrad.errors import AssetError
 from skillgrad.models.catalog.base import SOURCES
 from skillgrad.models.catalog.entries import CatalogEntry
 
 log = logging.getLogger(__name__)
 _STAMP_FIELDS = ("st_size", "st_mtime_ns", "st_ctime_ns", "st_ino", "st_dev")
+_STAMP_LIMIT = 64 << 10  # a stamp is ~300 bytes: anything larger was not written by us
 
 
 def _identity(path: Path) -> dict[str, int]:
@@ -80,14 +81,14 @@ class ModelStore:
     def is_stamped(self, path: Path, entry: CatalogEntry) -> bool:
         """True when ``path`` was verified against ``entry`` and has not changed since."""
         try:
-            stamp = json.loads(self._stamp_path(path).read_text(encoding="utf-8"))
+            stamp = json.loads(read_cache_file(self._stamp_path(path), _STAMP_LIMIT))
             return bool(
                 stamp.get("sha256") == entry.sha256
                 and stamp.get("path") == str(path.resolve())
                 and stamp.get("stat") == _identity(path)
             )
-        except (OSError, ValueError, AttributeError):
-            return False
+        except (OSError, ValueError, AttributeError, RecursionError, AssetError):
+            return False  # no usable stamp: the copy is hashed again, which is always safe
 
     def verify(
         self, path: Path, entry: CatalogEntry, progress: Callable[[int], None] | None = None
@@ -106,9 +107,12 @@ class ModelStore:
         tmp = target.with_suffix(f".{os.getpid()}.tmp")
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
-            tmp.write_text(json.dumps(stamp), encoding="utf-8")
+            _write_new(tmp, json.dumps(stamp).encode())
             os.replace(tmp, target)
-        except OSError as exc:  # a read-only cache still serves a package copy: re-hash each use
+        except (
+            OSError,
+            AssetError,
+        ) as exc:  # a read-only cache still serves a package copy: re-hash each use
             tmp.unlink(missing_ok=True)
             log.debug("cannot stamp %s (%s); it will be hashed again next time", path, exc)
 
@@ -119,7 +123,7 @@ class ModelStore:
         probe = self.root / f".probe-{os.getpid()}"
         try:
             self.root.mkdir(parents=True, exist_ok=True)
-            probe.write_bytes(b"")
+            os.close(open_cache_file(probe, os.O_WRONLY | os.O_CREAT | os.O_TRUNC))
             probe.unlink()
         except OSError as exc:
             raise unwritable(self.root, exc) from exc
@@ -130,7 +134,7 @@ class ModelStore:
         lock_path = self.root / ".locks" / f"{entry.name}.lock"
         try:
             lock_path.parent.mkdir(parents=True, exist_ok=True)
-            fh = lock_path.open("a+b")
+            fh = os.fdopen(open_cache_file(lock_path, os.O_RDWR | os.O_CREAT), "r+b")
         except OSError as exc:
             raise unwritable(self.root, exc) from exc
         with fh:
@@ -140,7 +144,7 @@ class ModelStore:
     def commit(self, partial: Path, entry: CatalogEntry) -> Path:
         """Move a verified partial file to the final name atomically, then stamp it."""
         final = self.path(entry)
-        with partial.open("rb+") as fh:
+        with os.fdopen(open_cache_file(partial, os.O_RDWR), "r+b") as fh:
             os.fsync(fh.fileno())
         os.replace(partial, final)
         dir_fd = os.open(self.root, os.O_RDONLY)
@@ -159,6 +163,11 @@ class ModelStore:
     def partials(self, entry: CatalogEntry) -> list[Path]:
         """The partial downloads of ``entry`` left by interrupted pulls (one per source)."""
         return [p for p in (self.partial(entry, s) for s in SOURCES) if p.exists()]
+
+
+def _write_new(path: Path, data: bytes) -> None:
+    with os.fdopen(open_cache_file(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC), "wb") as fh:
+        fh.write(data)
 
 
 __all__ = ["ModelStore", "unwritable"]
