@@ -8,8 +8,9 @@ not import each other in a cycle either.
 
 The layers, lowest first, and why each sits where it does:
 
-- foundations: ``errors``, ``types``, ``importing``, ``stats``, ``redact``, ``assets`` — plain
-  data and helpers (``assets``: pinned registry files, used by models and benchmarks);
+- foundations: ``errors``, ``types``, ``importing``, ``stats``, ``redact``, ``assets``,
+  ``safejson`` — plain data and helpers (``assets``: pinned registry files, used by models and
+  benchmarks; ``safejson``: bounded JSON parsing of outside text, used from ``runs`` up);
 - ``prompts`` (the .md templates and their renderer), ``skill_match``;
 - ``skill_package``, then ``skill`` (the skill document; ``skill_hash`` lives here), then
   ``transcript`` (renders skills and steps);
@@ -47,7 +48,7 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 
 # Lowest first; units in one inner tuple share a layer.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("errors", "types", "importing", "stats", "redact", "assets"),
+    ("errors", "types", "importing", "stats", "redact", "assets", "safejson"),
     ("prompts", "skill_match"),
     ("skill_package",),
     ("skill",),

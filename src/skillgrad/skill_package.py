@@ -31,6 +31,7 @@ from pathlib import Path, PurePosixPath
 import yaml
 
 from skillgrad.errors import SkillError
+from skillgrad.safejson import too_deep
 
 SKILL_FILE = "SKILL.md"
 MAX_NAME = 64
@@ -70,6 +71,11 @@ def split_frontmatter(text: str) -> tuple[dict[str, object] | None, str]:
         data = yaml.safe_load(m.group(1) or "") or {}
     except yaml.YAMLError as exc:
         raise SkillError(f"{SKILL_FILE}: the frontmatter is not valid YAML: {exc}") from exc
+    except RecursionError:  # model-written text: ``[[[...`` nested past the parser's stack
+        raise SkillError(f"{SKILL_FILE}: the frontmatter nests too deep to read") from None
+    deep = too_deep(data)
+    if deep:  # readable, but every recursive reader after this would not be
+        raise SkillError(f"{SKILL_FILE}: the frontmatter is {deep}")
     if not isinstance(data, dict):
         raise SkillError(
             f"{SKILL_FILE}: the frontmatter must be a mapping (name: ..., description: ...)"
