@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +30,13 @@ DEEP_ARGUMENTS = '{"item": ' + "[" * DEPTH
 
 
 def deep_optimizer_reply(request: ChatRequest) -> object:
+    """The deep reply to every optimizer call. With ``$FAKE_DIE_ON_REASK`` naming a file that
+    does not exist yet, the process dies (once) when asked again: the first reply is then in
+    the run's call cache, as it was for every resume of a run killed by it."""
+    marker = os.environ.get("FAKE_DIE_ON_REASK")
+    if marker and len(request.messages) > 2 and not Path(marker).exists():
+        Path(marker).touch()
+        os._exit(9)
     if optimizer_call_kind(request) is not None:
         return DEEP_RULES
     return optimizer_reply(request)

@@ -52,11 +52,16 @@ def _eval(tmp_path: Path, cfg: Path) -> tuple[subprocess.CompletedProcess[str], 
 
 
 def test_a_deeply_nested_optimizer_reply_is_one_failed_reflection_and_resume_goes_on(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     root = tmp_path / "runs"
     env = f'{{task: toy, output_root: "{root}", run_name: deep}}'
     cfg = _config(tmp_path, env, f"{E2E}:FakeTarget", optimizer=f"{FAKES}:DeepOptimizer")
+    # the process dies once, mid-reflection, with the deep reply already in the call cache ...
+    monkeypatch.setenv("FAKE_DIE_ON_REASK", str(tmp_path / "died"))
+    crashed = _cli("train", str(cfg), "--quiet")
+    assert crashed.returncode == 9 and (tmp_path / "died").exists(), crashed.stderr[-3000:]
+    # ... and the resume replays it from the cache: one failed reflection, not a wedged run
     first = _cli("train", str(cfg), "--quiet")
     assert first.returncode == 0, first.stderr[-3000:]
     assert "Traceback" not in first.stderr
