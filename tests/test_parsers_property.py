@@ -25,8 +25,8 @@ from skillgrad.harnesses.events import PARSERS
 from skillgrad.models.structured import extract_json, normalise_json_text, validate_reply
 from skillgrad.safejson import loads
 from skillgrad.scorers.structured import JsonFieldsScorer
-from skillgrad.tasks.tool_rollout import ToolTask, parse_text_turn
-from skillgrad.tasks.tools import Tool, make_tool
+from skillgrad.tasks.toolkit import Tool, make_tool
+from skillgrad.tasks.tools import ToolTask, parse_text_turn
 from skillgrad.testing import FunctionBackend
 from skillgrad.train.leaks import LeakIndex
 from skillgrad.train.schemas import reflection_model

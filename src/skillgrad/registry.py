@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from skillgrad.errors import ConfigError
-from skillgrad.importing import call_factory, did_you_mean, resolve_object
-from skillgrad.models.provider import PROVIDER_GROUP, get_provider, provider_names
+from skillgrad.models.registry import PROVIDER_GROUP, get_provider, provider_names
+from skillgrad.plugins import call_factory, did_you_mean, resolve_object
 from skillgrad.scorers import SCORER_GROUP, load_scorer, scorer_names
 from skillgrad.tasks.base import Task
 

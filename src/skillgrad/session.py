@@ -36,14 +36,14 @@ from skillgrad.errors import (
 )
 from skillgrad.executors import LOCAL, RolloutExecutor, open_executor
 from skillgrad.models.base import ModelBackend, backend_name, token_counter
-from skillgrad.models.factory import aclose_backend, build_backend, check_models
-from skillgrad.models.metering import Budget, MeteredBackend, PriceTable
-from skillgrad.models.ratelimit import LimiterRegistry
+from skillgrad.models.registry import aclose_backend, build_backend, check_models
 from skillgrad.models.spec import ModelSpec
+from skillgrad.models.wrappers.metering import Budget, MeteredBackend, PriceTable
+from skillgrad.models.wrappers.ratelimit import LimiterRegistry
 from skillgrad.registry import load_task
 from skillgrad.runs.cache import CallCache, TargetResults
 from skillgrad.runs.rundir import RunDir, find_fresh_root
-from skillgrad.skill import approx_tokens
+from skillgrad.skill.document import approx_tokens
 from skillgrad.tasks.base import SPLITS, Task, task_abilities
 from skillgrad.train.context import CHECK_ROLE, CheckTarget, RunContext
 from skillgrad.train.loop import initial_skill_text, train, write_summary

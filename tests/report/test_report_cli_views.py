@@ -1,4 +1,4 @@
-"""The viewing commands registered by ``cli_views.register`` on a Typer app."""
+"""The viewing commands registered by ``cli.views.register`` on a Typer app."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import typer
 from typer.testing import CliRunner
 
 from fixtures_runs import build_run
-from skillgrad.cli_views import color_diff, register
+from skillgrad.cli.views import color_diff, register
 
 
 def _app() -> typer.Typer:

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from skillgrad.errors import RunDirError
-from skillgrad.report.load import load_history
+from skillgrad.runs.view import load_history
 from skillgrad.train.summary import render_report
 
 

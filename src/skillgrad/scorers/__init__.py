@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from skillgrad.errors import ConfigError
-from skillgrad.importing import call_factory, did_you_mean, resolve_object
 from skillgrad.models.base import ModelBackend
+from skillgrad.plugins import call_factory, did_you_mean, resolve_object
 from skillgrad.scorers.base import BaseScorer, Scorer, ScoresOutputs, as_scorer
 from skillgrad.scorers.callables import CallableScorer, CodeTestsScorer
 from skillgrad.scorers.judge import LLMJudgeScorer

@@ -8,15 +8,15 @@ from typing import Any
 
 from skillgrad.models.context import call_context
 from skillgrad.runs.io import read_jsonl
-from skillgrad.skill import Skill
+from skillgrad.skill.document import Skill
 from skillgrad.train.check_targets import gate_candidate
 from skillgrad.train.context import RunContext
-from skillgrad.train.evaluate import attribution_json, gate_json
 from skillgrad.train.leak_check import LeakCheck, check_leaks, leak_refusal
 from skillgrad.train.rollout import mean_score
 from skillgrad.train.slow import GUIDANCE_BLOCK, meta_skill_memo, slow_update_guidance
 from skillgrad.train.state import StepOutcome, TrainState
 from skillgrad.train.step import commit
+from skillgrad.train.validate import attribution_json, gate_json
 from skillgrad.types import CheckResult, Edit, EditResult, GateResult
 
 

@@ -18,17 +18,17 @@ from dataclasses import replace
 from typing import Any
 
 from skillgrad.models.context import call_context
-from skillgrad.skill import Skill
+from skillgrad.skill.document import Skill
 from skillgrad.train.boundary import epoch_boundary
 from skillgrad.train.check_targets import test_scores
 from skillgrad.train.context import RunContext
-from skillgrad.train.evaluate import gate_rule, val_scores
 from skillgrad.train.power import PowerCheck, power_check
 from skillgrad.train.preflight import estimate, large_skill_warning
 from skillgrad.train.rollout import cached_item_scores, mean_item_score, mean_score
 from skillgrad.train.state import TrainState
 from skillgrad.train.step import training_step
 from skillgrad.train.summary import build_summary, render_report, warnings_for
+from skillgrad.train.validate import gate_rule, val_scores
 
 
 async def train(ctx: RunContext, initial_skill: str) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from skillgrad.config import Config
-from skillgrad.skill_package import file_lengths, prompt_text
+from skillgrad.skill.package import file_lengths, prompt_text
 from skillgrad.types import Leak, StepRecord
 
 if TYPE_CHECKING:  # the loop imports this module; avoid the cycle at run time
