@@ -10,11 +10,10 @@
     │   └── PermanentModelError  (also a ModelError, below)
     ├── DataError                malformed dataset row / missing split (file, line, field)
     ├── SkillError               a skill document that cannot be parsed or loaded
-    ├── ModelError               anything a model backend raises
-    │   ├── TransientModelError  408/409/429/5xx, timeouts, truncated bodies: retried
-    │   ├── PermanentModelError  400/401/403/404, missing key or extra: stops the run
-    │   └── ReplayMissError      record/replay mode met a request that was not recorded
-    └── OptimizerOutputError     optimizer output failed schema validation twice
+    └── ModelError               anything a model backend raises
+        ├── TransientModelError  408/409/429/5xx, timeouts, truncated bodies: retried
+        ├── PermanentModelError  400/401/403/404, missing key or extra: stops the run
+        └── ReplayMissError      record/replay mode met a request that was not recorded
 
 Failures of a single item are *data* (an error in its Trajectory), never exceptions. The one
 rule every rollout kind (chat, tools, code, harness, environments) follows:
@@ -68,10 +67,6 @@ class ReplayMissError(ModelError):
     pass
 
 
-class OptimizerOutputError(SkillgradError):
-    pass
-
-
 class BudgetExceeded(SystemicError):
     pass
 
@@ -94,7 +89,6 @@ __all__ = [
     "ConfigError",
     "DataError",
     "ModelError",
-    "OptimizerOutputError",
     "PermanentModelError",
     "ReplayMissError",
     "RunDirError",

@@ -1,14 +1,17 @@
-"""Import a user object named ``package.module:attr`` or ``path/to/file.py:attr``.
+"""Plugins: the one entry-point lookup (``load_plugin``, with a "did you mean"), and user objects
+named ``package.module:attr`` or ``path/to/file.py:attr``.
 
-A leaf module (it imports only ``skillgrad.errors``), so every room can resolve user objects and
-call their factories with checked options (``call_factory``) without importing the registry:
-tasks, scorers and the ``function`` model provider use it.
+Tasks, scorers, model providers and data bundles are all found here, built-ins exactly like
+third-party ones (entry-point groups ``skillgrad.tasks``, ``skillgrad.scorers``,
+``skillgrad.providers``, ``skillgrad.data``). A leaf module (it imports only
+``skillgrad.errors``), so every room can use it without importing the registry.
 """
 
 from __future__ import annotations
 
 import difflib
 import importlib
+import importlib.metadata
 import importlib.util
 import inspect
 import sys
@@ -16,13 +19,52 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from skillgrad.errors import ConfigError
+from skillgrad.errors import ConfigError, SkillgradError
 
 
 def did_you_mean(name: str, known: list[str]) -> str:
     """`` Did you mean 'x'?`` for the closest known name, or ''."""
     close = difflib.get_close_matches(name, known, n=1)
     return f" Did you mean {close[0]!r}?" if close else ""
+
+
+def plugin_names(group: str) -> list[str]:
+    """Every name registered in the entry-point ``group``, sorted."""
+    return sorted({ep.name for ep in importlib.metadata.entry_points(group=group)})
+
+
+def load_plugin(
+    group: str,
+    name: str,
+    what: str,
+    *,
+    paths: bool = False,
+    base_dir: Path | None = None,
+    hint: str = "",
+    error: type[SkillgradError] = ConfigError,
+) -> Any:
+    """The object registered as ``name`` in the entry-point ``group``; with ``paths`` also
+    ``module:attr`` / ``file.py:attr`` (relative to ``base_dir``). An unknown name raises
+    ``error`` naming the closest known one, every known one and ``hint``; an entry point that
+    cannot be imported raises it saying so."""
+    eps = {ep.name: ep for ep in importlib.metadata.entry_points(group=group)}
+    if name in eps:
+        try:
+            return eps[name].load()
+        except ImportError as exc:
+            raise error(
+                f"{what} {name!r} ({eps[name].value}) cannot be imported: {exc}. Install the "
+                "package that provides it."
+            ) from exc
+    if paths and ":" in name:
+        return resolve_object(name, base_dir)
+    known = sorted(eps)
+    if paths:
+        hint = f"; or give 'package.module:attribute' / 'file.py:attribute'{hint}"
+    raise error(
+        f"unknown {what} {name!r}.{did_you_mean(name, known)} Known {what.split()[-1]}s: "
+        f"{', '.join(known) or 'none'}{hint}."
+    )
 
 
 def import_file(path: Path, spec: str) -> Any:
@@ -103,4 +145,11 @@ def call_factory(
         raise ConfigError(f"options do not fit {what}: {exc}") from exc
 
 
-__all__ = ["call_factory", "did_you_mean", "import_file", "resolve_object"]
+__all__ = [
+    "call_factory",
+    "did_you_mean",
+    "import_file",
+    "load_plugin",
+    "plugin_names",
+    "resolve_object",
+]

@@ -138,23 +138,15 @@ def resolved_spec(spec: ModelSpec, base_dir: str) -> ModelSpec:
     return spec
 
 
-def build_role_backends(
-    cfg: Config, optimizer: ModelBackend | None = None, target: ModelBackend | None = None
-) -> tuple[ModelBackend, ModelBackend]:
-    """The two roles' backends before metering. Identical specs share one instance (one model
-    load, one connection pool); given backends are used as they are."""
-    opt, tgt, _ = _build_backends(cfg, optimizer, target, ())
-    return opt, tgt
-
-
 def _build_backends(
     cfg: Config,
     optimizer: ModelBackend | None,
     target: ModelBackend | None,
     checks: Sequence[ModelSpec],
 ) -> tuple[ModelBackend, ModelBackend, list[ModelBackend]]:
-    """``build_role_backends`` plus the check targets' backends (sharing instances and
-    limiters with the roles: a check target that is the optimizer's model loads it once)."""
+    """The two roles' backends and the check targets' before metering. Identical specs share
+    one instance and limiters (one model load, one connection pool: a check target that is the
+    optimizer's model loads it once); given backends are used as they are."""
     limiters = LimiterRegistry()
     built: dict[str, ModelBackend] = {}
 
@@ -383,7 +375,6 @@ __all__ = [
     "RunResult",
     "Session",
     "arun_training",
-    "build_role_backends",
     "configured_specs",
     "load_splits",
     "open_session",

@@ -10,7 +10,7 @@ import pytest
 
 from skillgrad.errors import RunDirError
 from skillgrad.runs.view import load_history
-from skillgrad.train.summary import render_report
+from skillgrad.train.report import render_report
 
 
 def _summary(run_dir: Path) -> dict[str, Any]:

@@ -1,11 +1,15 @@
-"""Console output: Rich progress bars per stage, and the ``skillgrad`` logger drawn on a console
-(a line per step and run event, warnings and errors)."""
+"""Console output: the one pair of consoles (``out`` for results, ``err`` for messages), the one
+exit-code rule of every command (``exits``), Rich progress bars per stage, and the ``skillgrad``
+logger drawn on ``err`` (a line per step and run event, warnings and errors)."""
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable
+from typing import ParamSpec, TypeVar
 
+import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import (
@@ -19,15 +23,49 @@ from rich.progress import (
 )
 from rich.text import Text
 
-from skillgrad.errors import SkillgradError
+from skillgrad.errors import BudgetExceeded, SkillgradError
 from skillgrad.redact import redact_message
+
+# Rich reads sys.stdout / sys.stderr at each print, so module-level consoles follow redirection.
+# Lines are never re-wrapped (logs and CI stay greppable, reports and YAML keep their lines).
+out = Console(emoji=False, soft_wrap=True)
+err = Console(stderr=True, emoji=False, soft_wrap=True)
+
+P = ParamSpec("P")
+R = TypeVar("R")
+RESUME_HINT = "interrupted; re-run the same command to resume"
 
 
 def print_error(exc: BaseException) -> None:
     """One error line on stderr: not re-wrapped (greppable), brackets in ids kept literally."""
-    Console(stderr=True, soft_wrap=True, emoji=False).print(
-        f"[bold red]error:[/] {escape(redact_message(str(exc)))}"
-    )
+    err.print(f"[bold red]error:[/] {escape(redact_message(str(exc)))}")
+
+
+def fail(exc: BaseException, code: int = 2) -> typer.Exit:
+    """Print ``exc`` as one error line; the ``typer.Exit`` to raise with ``code``."""
+    print_error(exc)
+    return typer.Exit(code)
+
+
+def exits(interrupted: str = RESUME_HINT) -> Callable[[Callable[P, R]], Callable[P, R]]:
+    """The exit codes of every command: ``SkillgradError`` -> 2, ``BudgetExceeded`` -> 3,
+    ``KeyboardInterrupt`` -> 130 (saying ``interrupted``), each as one error line."""
+
+    def wrap(command: Callable[P, R]) -> Callable[P, R]:
+        @functools.wraps(command)
+        def run(*args: P.args, **kwargs: P.kwargs) -> R:
+            try:
+                return command(*args, **kwargs)
+            except KeyboardInterrupt:
+                raise fail(KeyboardInterrupt(interrupted), 130) from None
+            except BudgetExceeded as exc:
+                raise fail(exc, 3) from None
+            except SkillgradError as exc:
+                raise fail(exc, 2) from None
+
+        return run
+
+    return wrap
 
 
 def missing_extra(exc: ImportError, extra: str) -> SkillgradError:
@@ -135,7 +173,11 @@ def setup_logging(console: Console, verbosity: int = 0) -> ConsoleLogHandler:
 __all__ = [
     "ConsoleLogHandler",
     "RichProgress",
+    "err",
+    "exits",
+    "fail",
     "missing_extra",
+    "out",
     "print_error",
     "setup_logging",
 ]

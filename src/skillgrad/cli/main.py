@@ -23,13 +23,14 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 
-from skillgrad.cli.console import missing_extra, print_error, setup_logging
-from skillgrad.cli.models import models_app
-from skillgrad.cli.sweep import sweep_command
+from skillgrad.cli.console import err, exits, fail, missing_extra, out, print_error, setup_logging
 from skillgrad.config import Config, load_config
-from skillgrad.errors import BudgetExceeded, SkillgradError
+from skillgrad.errors import SkillgradError
+from skillgrad.plugins import load_plugin, plugin_names
+from skillgrad.runs.layout import RunPaths
+
+COMMAND_GROUP = "skillgrad.commands"
 
 app = typer.Typer(
     help="Train agent skill documents the way deep-learning frameworks train weights.",
@@ -38,9 +39,6 @@ app = typer.Typer(
     rich_markup_mode=None,  # plain help: docstrings and brackets are never markup
     pretty_exceptions_enable=False,
 )
-console = Console(stderr=True, emoji=False)
-out = Console(emoji=False, soft_wrap=True)  # reports and YAML are never re-wrapped
-
 SetOpt = Annotated[
     list[str] | None,
     typer.Option(
@@ -81,7 +79,7 @@ def main_options(
     ] = False,
 ) -> None:
     """Train agent skill documents the way deep-learning frameworks train weights."""
-    setup_logging(console, -1 if quiet else int(verbose))
+    setup_logging(err, -1 if quiet else int(verbose))
 
 
 def _print_markdown(text: str) -> None:
@@ -101,12 +99,8 @@ def _config(path: Path | None, sets: list[str] | None, opt: str | None, tgt: str
     return load_config(path, overrides)
 
 
-def _fail(exc: BaseException, code: int) -> typer.Exit:
-    print_error(exc)
-    return typer.Exit(code)
-
-
 @app.command()
+@exits()
 def train(
     config: Annotated[Path, typer.Argument(help="YAML config file.")],
     set_: SetOpt = None,
@@ -124,31 +118,21 @@ def train(
     from skillgrad.session import run_training
 
     if quiet:
-        setup_logging(console, -1)
-    try:
-        sets = [*(set_ or []), *(["train.gate=false"] if no_gate else [])]
-        cfg = _config(config, sets, optimizer_model, target_model)
-        progress = RichProgress(console)
-        with progress:
-            result = run_training(
-                cfg,
-                config_path=str(config),
-                fresh=fresh,
-                progress=None if quiet else progress,
-            )
-    except KeyboardInterrupt:
-        raise _fail(
-            KeyboardInterrupt("interrupted; re-run the same command to resume"), 130
-        ) from None
-    except BudgetExceeded as exc:
-        raise _fail(exc, 3) from None
-    except SkillgradError as exc:
-        raise _fail(exc, 2) from None
-    _print_markdown((result.run_dir / "report.md").read_text(encoding="utf-8"))
-    out.print(f"best skill: {result.run_dir / 'best_skill.md'}", markup=False)
+        setup_logging(err, -1)
+    sets = [*(set_ or []), *(["train.gate=false"] if no_gate else [])]
+    cfg = _config(config, sets, optimizer_model, target_model)
+    progress = RichProgress(err)
+    with progress:
+        result = run_training(
+            cfg, config_path=str(config), fresh=fresh, progress=None if quiet else progress
+        )
+    paths = RunPaths(result.run_dir)
+    _print_markdown(paths.report.read_text(encoding="utf-8"))
+    out.print(f"best skill: {paths.best_skill}", markup=False)
 
 
 @app.command("eval")
+@exits()
 def eval_(
     config: Annotated[Path, typer.Argument(help="YAML config file (task, target model).")],
     skill: Annotated[
@@ -176,16 +160,13 @@ def eval_(
     from skillgrad.runs.io import atomic_write_json
 
     if split not in ("val", "test", "train"):
-        raise _fail(ValueError(f"--split must be val or test, got {split!r}"), 2)
-    try:
-        cfg = _config(config, set_, None, target_model)
-        result = asyncio.run(evaluate_skill(cfg, skill, split))
-        if baseline is not None:
-            base = asyncio.run(evaluate_skill(cfg, baseline, split))
-            result["baseline"] = {k: base[k] for k in ("skill", "n", "mean_score", "pass_rate")}
-            result["paired"] = paired_comparison(result, base)
-    except SkillgradError as exc:
-        raise _fail(exc, 2) from None
+        raise fail(ValueError(f"--split must be val or test, got {split!r}"))
+    cfg = _config(config, set_, None, target_model)
+    result = asyncio.run(evaluate_skill(cfg, skill, split))
+    if baseline is not None:
+        base = asyncio.run(evaluate_skill(cfg, baseline, split))
+        result["baseline"] = {k: base[k] for k in ("skill", "n", "mean_score", "pass_rate")}
+        result["paired"] = paired_comparison(result, base)
     out.print(
         f"{split}: mean score {result['mean_score']:.4f}, pass rate {result['pass_rate']:.4f} "
         f"over {result['n']} items ({result['skill']})",
@@ -197,7 +178,7 @@ def eval_(
         try:
             atomic_write_json(output, result)  # redacted and private, as every run file
         except OSError as exc:
-            raise _fail(SkillgradError(f"--out {output}: cannot write it ({exc})"), 2) from None
+            raise fail(SkillgradError(f"--out {output}: cannot write it ({exc})")) from None
     if min_score is not None and result["mean_score"] < min_score:
         print_error(
             SkillgradError(
@@ -223,6 +204,7 @@ def _paired_line(result: dict[str, Any]) -> str:
 
 
 @app.command("config")
+@exits()
 def show_config(
     config: Annotated[Path | None, typer.Argument(help="YAML config (omit: the defaults).")] = None,
     set_: SetOpt = None,
@@ -245,14 +227,12 @@ def show_config(
     if markdown:
         out.print(config_markdown(), markup=False, end="")
         return
-    try:
-        cfg = _config(config, set_, optimizer_model, target_model)
-    except SkillgradError as exc:
-        raise _fail(exc, 2) from None
+    cfg = _config(config, set_, optimizer_model, target_model)
     out.print(yaml.safe_dump(cfg.redacted_json(), sort_keys=False), markup=False, end="")
 
 
 @app.command()
+@exits()
 def report(
     run_dir: Annotated[Path, typer.Argument(help="A run directory.")],
     html: Annotated[bool, typer.Option(help="Also write a self-contained HTML report.")] = False,
@@ -267,27 +247,22 @@ def report(
     from skillgrad.runs.integrity import check_no_links
     from skillgrad.runs.io import read_json, read_jsonl
     from skillgrad.runs.view import load_history
-    from skillgrad.train.summary import render_report
+    from skillgrad.train.report import render_report
 
-    try:
-        check_no_links(run_dir)
-        summary = read_json(run_dir / "summary.json")
-        history = load_history(run_dir / "history.json")
-        if summary is None:
-            raise SkillgradError(f"{run_dir} has no summary.json (not a finished run?)")
-        transfer = read_jsonl(run_dir / "transfer.jsonl")  # skillgrad eval of this run's skills
-    except SkillgradError as exc:
-        raise _fail(exc, 2) from None
+    check_no_links(run_dir)
+    paths = RunPaths(run_dir)
+    summary = read_json(paths.summary)
+    history = load_history(paths.history)
+    if summary is None:
+        raise SkillgradError(f"{run_dir} has no {paths.summary.name} (not a finished run?)")
+    transfer = read_jsonl(paths.transfer)  # skillgrad eval of this run's skills
     _print_markdown(render_report(summary, history, transfer))
     if html:
         try:
             from skillgrad.report.html import write_html_report
         except ImportError as exc:
-            raise _fail(missing_extra(exc, "report"), 2) from None
-        try:
-            out.print(f"HTML report: {write_html_report(run_dir)}")
-        except SkillgradError as exc:
-            raise _fail(exc, 2) from None
+            raise fail(missing_extra(exc, "report")) from None
+        out.print(f"HTML report: {write_html_report(run_dir)}")
 
 
 def _sweep_report(sweep_dir: Path, html: bool) -> None:
@@ -298,35 +273,31 @@ def _sweep_report(sweep_dir: Path, html: bool) -> None:
     )
     from skillgrad.sweep.transfer_matrix import load_transfer_summary
 
-    try:
-        out.print(render_sweep_text(load_summary_or_fail(sweep_dir)), markup=False)
-        if (transfer := load_transfer_summary(sweep_dir)) is not None:
-            out.print(render_transfer_text(transfer), markup=False)
-        if html:
-            try:
-                from skillgrad.report.sweep_html import write_sweep_html
+    out.print(render_sweep_text(load_summary_or_fail(sweep_dir)), markup=False)
+    if (transfer := load_transfer_summary(sweep_dir)) is not None:
+        out.print(render_transfer_text(transfer), markup=False)
+    if html:
+        try:
+            from skillgrad.report.sweep_html import write_sweep_html
 
-                page = write_sweep_html(sweep_dir)
-            except ImportError as exc:
-                raise _fail(missing_extra(exc, "report"), 2) from None
-            out.print(f"HTML report: {page}")
-    except SkillgradError as exc:
-        raise _fail(exc, 2) from None
+            page = write_sweep_html(sweep_dir)
+        except ImportError as exc:
+            raise fail(missing_extra(exc, "report")) from None
+        out.print(f"HTML report: {page}")
 
 
-def _register_views() -> None:
-    from skillgrad.cli.data import register as register_data
-    from skillgrad.cli.transfer import register as register_transfer
-    from skillgrad.cli.views import register as register_views
+def _register_commands() -> None:
+    """Every other command module adds its commands the same way, ``register(app)``, found as
+    an entry point of the ``skillgrad.commands`` group (the built-ins, and any package's). A
+    module that cannot be loaded is one error line; the other commands still work."""
+    for name in plugin_names(COMMAND_GROUP):
+        try:
+            load_plugin(COMMAND_GROUP, name, "command module")(app)
+        except SkillgradError as exc:
+            print_error(exc)
 
-    register_views(app)
-    register_data(app)
-    register_transfer(app)
 
-
-_register_views()
-app.command("sweep")(sweep_command)
-app.add_typer(models_app, name="models")
+_register_commands()
 
 
 def main() -> None:  # pragma: no cover - console entry

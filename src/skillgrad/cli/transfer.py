@@ -16,19 +16,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
 
-from skillgrad.cli.console import print_error
-from skillgrad.errors import BudgetExceeded, SkillgradError, SystemicFailure, TransientModelError
+from skillgrad.cli.console import err, exits, out, print_error
+from skillgrad.errors import BudgetExceeded, SystemicFailure, TransientModelError
 
 if TYPE_CHECKING:
     from skillgrad.models.spec import ModelSpec
     from skillgrad.sweep.transfer import TransferPlan, TransferRun
 
-console = Console(stderr=True, emoji=False, soft_wrap=True)
-out = Console(emoji=False, soft_wrap=True)
 
-
+@exits()
 def transfer_command(
     sweep_dir: Annotated[Path, typer.Argument(help="A sweep directory (skillgrad sweep --out).")],
     target_model: Annotated[
@@ -49,24 +46,14 @@ def transfer_command(
     from skillgrad.sweep.transfer import prepare_transfer, run_transfer
     from skillgrad.sweep.transfer_matrix import TRANSFER_FILE, write_transfer_summary
 
-    try:
-        plan = prepare_transfer(sweep_dir, target_model or [], split)
-    except SkillgradError as exc:
-        print_error(exc)
-        raise typer.Exit(2) from None
+    plan = prepare_transfer(sweep_dir, target_model or [], split)
     _announce(plan)
     try:
         summary = write_transfer_summary(plan, asyncio.run(run_transfer(plan, _Progress(plan))))
-    except KeyboardInterrupt:
-        print_error(KeyboardInterrupt("interrupted; re-run the same command to resume"))
-        raise typer.Exit(130) from None
     except (TransientModelError, SystemicFailure, BudgetExceeded) as exc:
-        print_error(exc)
-        console.print("What was answered is cached: re-run the same command to resume.")
+        print_error(exc)  # not the input's fault: exit 1, and the next run resumes
+        err.print("What was answered is cached: re-run the same command to resume.")
         raise typer.Exit(1) from None
-    except SkillgradError as exc:
-        print_error(exc)
-        raise typer.Exit(2) from None
     out.print(render_transfer_text(summary), markup=False)
     out.print(f"transfer summary: {plan.sweep_dir / TRANSFER_FILE}", markup=False)
 
@@ -76,17 +63,17 @@ def _announce(plan: TransferPlan) -> None:
 
     own = sorted({t.name for r, t in _own(plan)})
     for name in own:
-        console.print(
+        err.print(
             f"{name} is the sweep's own target: its values come from the runs (no calls)",
             markup=False,
         )
     left_out = {k: v for k, v in plan.status.items() if v not in COMPLETE}
     if left_out:
-        console.print(
+        err.print(
             "not finished, left out: " + ", ".join(f"{k} ({v})" for k, v in left_out.items()),
             markup=False,
         )
-    console.print(
+    err.print(
         f"transfer {plan.sweep_dir}: {len(plan.runs)} finished runs, "
         f"{2 * len(plan.calls())} evaluations on the {plan.split} split",
         markup=False,
@@ -108,7 +95,7 @@ class _Progress:
         self, run: TransferRun, target: ModelSpec, kind: str, result: dict[str, Any]
     ) -> None:
         self.done += 1
-        console.print(
+        err.print(
             f"[{self.done}/{self.total}] {run.name} on {target.name}: {kind} "
             f"{result['mean_score']:.4f} over {result['n']} items",
             markup=False,

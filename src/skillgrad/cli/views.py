@@ -1,4 +1,4 @@
-"""CLI commands that view runs: ``diff``, ``blame``, ``compare``, ``dashboard``, ``report-html``.
+"""CLI commands that view runs: ``diff``, ``blame``, ``compare``, ``dashboard``.
 
 ``register(app)`` adds them to the main Typer app (cli/main.py calls it). They only read run
 directories; errors are printed as one clear line and exit with status 2.
@@ -6,28 +6,20 @@ directories; errors are printed as one clear line and exit with status 2.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from skillgrad.cli.console import missing_extra, print_error
-from skillgrad.errors import SkillgradError
+from skillgrad.cli.console import exits, fail, missing_extra
+from skillgrad.cli.console import out as stdout
 from skillgrad.runs.io import atomic_write_text, json_line
 from skillgrad.skill.document import text_lines
 
-F = TypeVar("F", bound=Callable[..., Any])
 RunDirArg = Annotated[Path, typer.Argument(help="A run directory (<output_root>/<run_name>).")]
-
-
-def _fail(exc: Exception) -> typer.Exit:
-    print_error(exc)
-    return typer.Exit(2)
 
 
 def color_diff(text: str) -> Text:
@@ -47,6 +39,7 @@ def color_diff(text: str) -> Text:
     return out
 
 
+@exits()
 def diff_cmd(
     run_dir: RunDirArg,
     step_a: Annotated[int | None, typer.Option("--from", help="Step (default: initial).")] = None,
@@ -56,15 +49,13 @@ def diff_cmd(
     """Show how the skill changed between two steps (default: initial vs best)."""
     from skillgrad.report.provenance import skill_diff, skill_diff_html
 
-    try:
-        text = skill_diff(run_dir, step_a, step_b)
-        if html is not None:
-            atomic_write_text(html, skill_diff_html(run_dir, step_a, step_b))
-    except SkillgradError as exc:
-        raise _fail(exc) from exc
-    Console().print(color_diff(text) if text else "[dim]no differences[/]")
+    text = skill_diff(run_dir, step_a, step_b)
+    if html is not None:
+        atomic_write_text(html, skill_diff_html(run_dir, step_a, step_b))
+    stdout.print(color_diff(text) if text else "[dim]no differences[/]")
 
 
+@exits()
 def blame_cmd(
     run_dir: RunDirArg,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON lines.")] = False,
@@ -72,10 +63,7 @@ def blame_cmd(
     """Annotate each line of best_skill.md with the step and edit that produced it."""
     from skillgrad.report.provenance import blame
 
-    try:
-        lines = blame(run_dir)
-    except SkillgradError as exc:
-        raise _fail(exc) from exc
+    lines = blame(run_dir)
     if as_json:
         for b in lines:
             typer.echo(json_line(asdict(b)), nl=False)
@@ -88,9 +76,10 @@ def blame_cmd(
         edit = f"{b.op} [{b.section}]" if b.op else ""
         step = f"{b.step} (ep {b.epoch})" if b.step is not None else ""
         table.add_row(str(b.line_no), b.source, step, edit, Text(b.text), style=style)
-    Console().print(table)
+    stdout.print(table)
 
 
+@exits()
 def compare_cmd(
     run_dirs: Annotated[list[Path], typer.Argument(help="Two or more run directories.")],
     out: Annotated[Path | None, typer.Option(help="Write compare.html + PNG here.")] = None,
@@ -100,49 +89,29 @@ def compare_cmd(
         from skillgrad.report.compare import compare_runs, write_compare_html
         from skillgrad.report.text import fmt
     except ImportError as exc:
-        raise _fail(missing_extra(exc, "report")) from exc
+        raise fail(missing_extra(exc, "report")) from exc
 
-    try:
-        result = compare_runs(run_dirs)
-    except SkillgradError as exc:
-        raise _fail(exc) from exc
-    console = Console()
+    result = compare_runs(run_dirs)
     table = Table(title="Final numbers")
     columns = list(result.rows[0])
     for col in columns:
         table.add_column(col)
     for row in result.rows:
         table.add_row(*(fmt(row[c]) for c in columns))
-    console.print(table)
+    stdout.print(table)
     diff = Table(title="Config settings that differ")
     diff.add_column("setting")
     for name in result.names:
         diff.add_column(name)
     for key, values in result.config_diff.items():
         diff.add_row(key, *(fmt(v) for v in values))
-    console.print(diff if result.config_diff else "[dim]configs are identical[/]")
+    stdout.print(diff if result.config_diff else "[dim]configs are identical[/]")
     if out is not None:
         page = write_compare_html(result, out / "compare.html")
-        console.print(f"wrote {page}")
+        stdout.print(f"wrote {page}")
 
 
-def report_html_cmd(
-    run_dir: RunDirArg,
-    out: Annotated[Path | None, typer.Option(help="Output file (default RUN/report.html).")] = None,
-) -> None:
-    """Write the self-contained HTML report and figures/*.png of a run."""
-    try:
-        from skillgrad.report.html import write_html_report
-    except ImportError as exc:
-        raise _fail(missing_extra(exc, "report")) from exc
-
-    try:
-        path = write_html_report(run_dir, out)
-    except SkillgradError as exc:
-        raise _fail(exc) from exc
-    Console().print(f"wrote {path} and {run_dir / 'figures'}/")
-
-
+@exits(interrupted="dashboard stopped")
 def dashboard_cmd(
     runs_root: Annotated[Path, typer.Argument(help="Folder of run directories.")] = Path("runs"),
     host: Annotated[str, typer.Option(help="Bind address (loopback only by default).")] = (
@@ -161,13 +130,10 @@ def dashboard_cmd(
     try:
         from skillgrad.dashboard.app import check_host, serve
     except ImportError as exc:
-        raise _fail(missing_extra(exc, "dashboard")) from exc
-    try:
-        check_host(host, allow_remote)  # refuse before announcing anything
-        Console().print(f"dashboard on http://{host}:{port}/ (Ctrl-C to stop)")
-        serve(runs_root, host=host, port=port, allow_remote=allow_remote)
-    except SkillgradError as exc:
-        raise _fail(exc) from exc
+        raise fail(missing_extra(exc, "dashboard")) from exc
+    check_host(host, allow_remote)  # refuse before announcing anything
+    stdout.print(f"dashboard on http://{host}:{port}/ (Ctrl-C to stop)")
+    serve(runs_root, host=host, port=port, allow_remote=allow_remote)
 
 
 def register(app: typer.Typer) -> None:
@@ -175,7 +141,6 @@ def register(app: typer.Typer) -> None:
     app.command("diff")(diff_cmd)
     app.command("blame")(blame_cmd)
     app.command("compare")(compare_cmd)
-    app.command("report-html")(report_html_cmd)
     app.command("dashboard")(dashboard_cmd)
 
 

@@ -18,7 +18,6 @@ sharing an endpoint share its limits.
 
 from __future__ import annotations
 
-import importlib.metadata
 import logging
 import random
 from collections.abc import Callable, Iterable
@@ -30,7 +29,7 @@ from skillgrad.models.base import ModelBackend
 from skillgrad.models.spec import PROVIDER_GROUP, ModelSpec, provider_names
 from skillgrad.models.wrappers.ratelimit import LimitedBackend, LimiterRegistry
 from skillgrad.models.wrappers.retry import RetryBackend
-from skillgrad.plugins import did_you_mean
+from skillgrad.plugins import load_plugin
 from skillgrad.redact import redact_json, remember_env, remember_known_envs, remember_url_password
 
 log = logging.getLogger(__name__)
@@ -72,21 +71,16 @@ class Provider:
 
 def get_provider(name: str) -> Provider:
     """The ``Provider`` registered as ``name``, or a PermanentModelError listing the known ones."""
-    eps = {ep.name: ep for ep in importlib.metadata.entry_points(group=PROVIDER_GROUP)}
-    if name not in eps:
-        known = sorted(eps)
-        raise PermanentModelError(
-            f"unknown model provider {name!r}.{did_you_mean(name, known)} Known providers: "
-            f"{', '.join(known)} (write 'provider:model'; register your own in the "
-            f"{PROVIDER_GROUP!r} entry-point group)."
-        )
-    try:
-        provider = eps[name].load()
-    except ImportError as exc:
-        raise PermanentModelError(
-            f"model provider {name!r} ({eps[name].value}) cannot be imported: {exc}. Install the "
-            "package that provides it."
-        ) from exc
+    provider = load_plugin(
+        PROVIDER_GROUP,
+        name,
+        "model provider",
+        hint=(
+            " (write 'provider:model'; register your own in the "
+            f"{PROVIDER_GROUP!r} entry-point group)"
+        ),
+        error=PermanentModelError,
+    )
     if not isinstance(provider, Provider):
         raise PermanentModelError(
             f"entry point {name!r} in {PROVIDER_GROUP!r} is {type(provider).__name__}, "

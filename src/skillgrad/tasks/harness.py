@@ -375,9 +375,6 @@ def _trajectory(
     if infra:
         steps.append({"type": "infra_error", "reason": infra})
     error = f"{INFRA_PREFIX}{infra}" if infra else scorer_error
-    extra: dict[str, Any] = (
-        {"infra_error": infra} if "infra_error" in Trajectory.__dataclass_fields__ else {}
-    )
     return Trajectory(
         item_id=item.id,
         skill_hash=skill_hash(skill),
@@ -388,7 +385,7 @@ def _trajectory(
         error=error,
         usage=transcript.usage,
         steps=tuple(steps),
-        **extra,
+        infra_error=infra,
     )
 
 
