@@ -9,8 +9,8 @@ not import each other in a cycle either.
 The layers, lowest first, and why each sits where it does:
 
 - foundations: ``errors``, ``types``, ``plugins``, ``stats``, ``redact``, ``assets``,
-  ``safe_yaml`` — plain data and helpers (``assets``: pinned registry files, used by models and
-  benchmarks; ``safe_yaml``: the one YAML loader, used by configs, the catalog and skills);
+  ``safeparse`` — plain data and helpers (``assets``: pinned registry files, used by models and
+  benchmarks; ``safeparse``: bounded JSON and the one YAML loader for outside text);
 - ``prompts`` (the .md templates and their renderer);
 - ``skill`` (the skill document: ``match``, ``package``, ``document``; ``skill_hash`` lives
   here);
@@ -50,7 +50,7 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 
 # Lowest first; units in one inner tuple share a layer.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("errors", "types", "plugins", "stats", "redact", "assets", "safe_yaml"),
+    ("errors", "types", "plugins", "stats", "redact", "assets", "safeparse"),
     ("prompts",),
     ("skill",),
     ("runs",),

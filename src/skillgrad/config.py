@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from skillgrad.errors import ConfigError
 from skillgrad.models.spec import ModelSpec, provider_names
 from skillgrad.redact import redact_json
-from skillgrad.safe_yaml import load_yaml
+from skillgrad.safeparse import load_yaml
 
 
 class _Section(BaseModel):

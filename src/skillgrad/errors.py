@@ -1,19 +1,29 @@
 """The exception tree. Every message says what is wrong, where, and how to fix it.
 
     SkillgradError
-    ├── ConfigError              bad YAML, unknown key ("did you mean"), overlapping splits
+    ├── SystemicError            what a rollout re-raises: the run stops (checkpointed first)
+    │   ├── ConfigError          bad YAML, unknown key ("did you mean"), overlapping splits
+    │   ├── BudgetExceeded       a budget limit would be crossed by the next call
+    │   ├── SystemicFailure      every item of a stage is missing data: the run stops cleanly
+    │   ├── RunDirError          a run directory that is missing, foreign or corrupt
+    │   ├── AssetError           a pinned model or data file that is missing, changed or unreachable
+    │   └── PermanentModelError  (also a ModelError, below)
     ├── DataError                malformed dataset row / missing split (file, line, field)
     ├── SkillError               a skill document that cannot be parsed or loaded
-    ├── ModelError               anything a model backend raises
-    │   ├── TransientModelError  408/409/429/5xx, timeouts, truncated bodies: retried
-    │   ├── PermanentModelError  400/401/403/404, missing key or extra: stops the run
-    │   └── ReplayMissError      record/replay mode met a request that was not recorded
-    ├── BudgetExceeded           a budget limit would be crossed by the next call
-    ├── SystemicFailure          every item of a stage failed: the run stops cleanly
-    ├── RunDirError              a run directory that is missing, foreign or corrupt
-    └── AssetError               a pinned model or data file that is missing, changed or unreachable
+    └── ModelError               anything a model backend raises
+        ├── TransientModelError  408/409/429/5xx, timeouts, truncated bodies: retried
+        ├── PermanentModelError  400/401/403/404, missing key or extra: stops the run
+        └── ReplayMissError      record/replay mode met a request that was not recorded
 
-Failures of a single item are *data* (an error in its Trajectory), never exceptions.
+Failures of a single item are *data* (an error in its Trajectory), never exceptions. The one
+rule every rollout kind (chat, tools, code, harness, environments) follows:
+
+- a ``SystemicError`` is re-raised: no other item would fare better (the endpoint refuses us,
+  the budget is spent, the config or a pinned file is wrong);
+- any other ``SkillgradError`` from a target call that outlived its retries is the item's
+  *missing data* (``Trajectory.infra_error``): left out of the scores and the gate, not a 0;
+- anything the target's reply causes (unreadable output, a tool error, a scorer that raises on
+  it) is the item's *score* (0, with the reason in its feedback and ``Trajectory.error``).
 """
 
 from __future__ import annotations
@@ -23,7 +33,11 @@ class SkillgradError(Exception):
     """Base class of every error skillgrad raises on purpose."""
 
 
-class ConfigError(SkillgradError):
+class SystemicError(SkillgradError):
+    """A failure no other item would escape: rollouts re-raise it (see the module doc)."""
+
+
+class ConfigError(SystemicError):
     pass
 
 
@@ -45,7 +59,7 @@ class TransientModelError(ModelError):
         self.retry_after = retry_after
 
 
-class PermanentModelError(ModelError):
+class PermanentModelError(ModelError, SystemicError):
     pass
 
 
@@ -53,19 +67,19 @@ class ReplayMissError(ModelError):
     pass
 
 
-class BudgetExceeded(SkillgradError):
+class BudgetExceeded(SystemicError):
     pass
 
 
-class SystemicFailure(SkillgradError):
+class SystemicFailure(SystemicError):
     pass
 
 
-class RunDirError(SkillgradError):
+class RunDirError(SystemicError):
     pass
 
 
-class AssetError(SkillgradError):
+class AssetError(SystemicError):
     pass
 
 
@@ -80,6 +94,7 @@ __all__ = [
     "RunDirError",
     "SkillError",
     "SkillgradError",
+    "SystemicError",
     "SystemicFailure",
     "TransientModelError",
 ]

@@ -278,3 +278,40 @@ def test_the_slow_update_guidance_is_checked_too(tmp_path: Path) -> None:
     assert leaks_json["refused"] and leaks_json["new"] == slow["leaks"]
     assert not any(reference in system_text(r) for r in target.calls)
     assert reference not in (run / "best_skill.md").read_text()
+
+
+ZWSP = "\u200b"
+
+
+def _salted(text: str) -> str:
+    """``text`` with a zero-width space inside every word: it reads the same, and a ``\\w+``
+    reader sees two words where there is one."""
+    return " ".join(w[:1] + ZWSP + w[1:] if len(w) > 1 else w for w in text.split())
+
+
+def test_a_copy_salted_with_zero_width_characters_is_flagged_and_shown(tmp_path: Path) -> None:
+    """Issue 24 §10: the salted copy is a leak like the plain one, and the reports show the
+    span as the target receives it (the invisible characters visible)."""
+    task = ReverseTask()
+    paste = _salted(_pastes(task)["input"][0])
+    run, summary, _ = _run(tmp_path, task, paste, reject=False)
+    first = read_json(run / "history.json")[0]
+    assert first["accepted"] and [x["source"] for x in first["leaks"]] == ["input"]
+    (leak,) = summary["leaks"]["best_skill"]
+    assert ZWSP in leak["span"] and leak["item_id"] == "train-0"
+    html = write_html_report(run).read_text()
+    assert 'id="no-leaks"' not in html
+    assert "&lt;U+200B&gt;" in html.split('id="leaks"')[1].split("</table>")[0]
+    assert "&lt;U+200B&gt;" in html.split('id="best-skill"')[1]
+    page = TestClient(create_app(run.parent), base_url="http://127.0.0.1").get(f"/run/{run.name}")
+    assert "&lt;U+200B&gt;" in page.text.split('id="leaks-best"')[1].split("</table>")[0]
+
+
+def test_reject_leaks_refuses_a_copy_salted_with_zero_width_characters(tmp_path: Path) -> None:
+    task = ReverseTask()
+    paste = _salted(_pastes(task)["input"][0])
+    run, summary, target = _run(tmp_path, task, paste, reject=True)
+    assert any(r["reasked"] for r in read_json(run / "steps/step_0001/reflections.json"))
+    assert not any(paste in system_text(r) for r in target.calls)
+    assert paste not in (run / "best_skill.md").read_text()
+    assert summary["leaks"]["best_skill"] == []

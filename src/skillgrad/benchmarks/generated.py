@@ -21,6 +21,7 @@ from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
 from typing import ClassVar
 
+from skillgrad.benchmarks.splits import MAX_SPLIT_SIZE, check_int
 from skillgrad.errors import ConfigError, DataError
 from skillgrad.tasks.base import SPLITS, Split
 from skillgrad.types import Item
@@ -89,8 +90,10 @@ class GeneratedTask:
         self.check_sizes()
 
     def check_sizes(self) -> None:
-        """Raise ConfigError for a split size below ``min_split_size``."""
+        """Raise ConfigError for a split size that is no integer, below ``min_split_size`` or
+        above ``splits.MAX_SPLIT_SIZE`` (at construction: before any item is built)."""
         for key, n in (("n_train", self.n_train), ("n_val", self.n_val), ("n_test", self.n_test)):
+            check_int(self.family, key, n, None, MAX_SPLIT_SIZE)
             if n < self.min_split_size:
                 raise ConfigError(
                     f"{self.family}: env.options.{key} must be >= {self.min_split_size} (got {n})"

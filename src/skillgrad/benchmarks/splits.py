@@ -3,7 +3,10 @@
 ``bfcl``, ``ifbench`` and ``humaneval`` each draw all three splits from one shipped file: its
 items, in file order, are shuffled by ``random.Random(key)`` and cut into ``n_train``, ``n_val``
 and ``n_test`` (``None``: the rest), so the splits are disjoint and the same on every machine.
-``check_sizes`` refuses a size or seed that is not a whole number in range, as a config error.
+``check_sizes`` refuses a size or seed that is not a whole number in range, as a config error;
+a split size is at most ``MAX_SPLIT_SIZE`` (for every built-in benchmark, generated ones too:
+checked where the option is read, before any item is built, so a typo'd ``n_test: 1000000000``
+is a clear error, not a machine out of memory).
 """
 
 from __future__ import annotations
@@ -15,21 +18,32 @@ from skillgrad.errors import ConfigError
 
 T = TypeVar("T")
 
+MAX_SPLIT_SIZE = 100_000
+"""The most items one split may ask for (the largest built-in file holds a few thousand)."""
 
-def check_int(task: str, key: str, value: object, minimum: int | None = 0) -> None:
+
+def check_int(
+    task: str, key: str, value: object, minimum: int | None = 0, maximum: int | None = None
+) -> None:
     """``ConfigError`` naming ``env.options.<key>`` unless ``value`` is an integer (a bool is
-    not) of at least ``minimum``."""
+    not) of at least ``minimum`` and at most ``maximum``."""
     if type(value) is not int or (minimum is not None and value < minimum):
         bound = "an integer" if minimum is None else f"an integer >= {minimum}"
         raise ConfigError(f"{task}: env.options.{key} must be {bound} (got {value!r})")
+    if maximum is not None and value > maximum:
+        raise ConfigError(
+            f"{task}: env.options.{key} is {value:,}; at most {maximum:,} items are allowed per "
+            "split (a typo? every item is built before the run starts)"
+        )
 
 
 def check_sizes(task: str, n_train: object, n_val: object, n_test: object, seed: object) -> None:
-    """The split sizes (``n_test`` may be ``None``: the rest) and the seed, checked up front."""
-    check_int(task, "n_train", n_train)
-    check_int(task, "n_val", n_val)
+    """The split sizes (``n_test`` may be ``None``: the rest; each at most ``MAX_SPLIT_SIZE``)
+    and the seed, checked up front."""
+    check_int(task, "n_train", n_train, 0, MAX_SPLIT_SIZE)
+    check_int(task, "n_val", n_val, 0, MAX_SPLIT_SIZE)
     if n_test is not None:
-        check_int(task, "n_test", n_test)
+        check_int(task, "n_test", n_test, 0, MAX_SPLIT_SIZE)
     check_int(task, "seed", seed, None)
 
 
@@ -52,4 +66,4 @@ def seeded_cut(
     return {"train": items[:a], "val": items[a:b], "test": items[b:end]}
 
 
-__all__ = ["check_int", "check_sizes", "seeded_cut"]
+__all__ = ["MAX_SPLIT_SIZE", "check_int", "check_sizes", "seeded_cut"]

@@ -38,6 +38,7 @@ from skillgrad.errors import ConfigError, SkillgradError
 from skillgrad.report.provenance import diff_html, skill_at
 from skillgrad.report.text import fmt
 from skillgrad.runs.view import RunData, list_runs
+from skillgrad.train.leaks import visible
 
 log = logging.getLogger(__name__)
 
@@ -110,6 +111,7 @@ def _env() -> jinja2.Environment:
         undefined=jinja2.ChainableUndefined,
     )
     env.globals["fmt"] = fmt
+    env.filters["visible"] = visible  # skill text as the target receives it (<U+200B>)
     env.globals["live_js"] = (HERE / "static" / "live.js").read_text(encoding="utf-8")
     shared = HERE.parent / "report" / "templates" / "_style.css"  # one stylesheet for both
     env.globals["style_css"] = shared.read_text(encoding="utf-8") + (

@@ -11,6 +11,7 @@ import inspect
 import json
 from typing import Any
 
+from skillgrad import safeparse
 from skillgrad.errors import PermanentModelError, TransientModelError
 from skillgrad.models import structured
 from skillgrad.models.clients import (
@@ -35,11 +36,16 @@ _STOP_REASONS = {
 def _tool_use_block(call: dict[str, Any]) -> dict[str, Any]:
     fn = call.get("function") or {}
     args = fn.get("arguments") or "{}"
+    if isinstance(args, str):
+        try:
+            args = safeparse.loads(args)
+        except json.JSONDecodeError:  # the model's own unreadable arguments, already answered
+            args = {}  # with an error observation: the wire needs an object here
     return {
         "type": "tool_use",
         "id": call.get("id", ""),
         "name": fn.get("name", ""),
-        "input": json.loads(args) if isinstance(args, str) else args,
+        "input": args if isinstance(args, dict) else {},
     }
 
 

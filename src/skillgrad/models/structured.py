@@ -22,6 +22,7 @@ from typing import Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from skillgrad import safeparse
 from skillgrad.models.base import ModelBackend
 from skillgrad.prompts import render_prompt
 from skillgrad.types import ChatRequest, Message
@@ -38,6 +39,9 @@ _REJECTION_WORDS = ("response_format", "json_schema", "json_object", "schema", "
 # A fenced block: its language tag (may be empty) and its body.
 _FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n`]*\n?(.*?)```", re.DOTALL)
 _JSON_FENCES = ("", "json", "javascript", "js")
+# Bracket positions tried as the start of a JSON value after prose: each try scans ahead, so
+# a reply made of brackets would otherwise cost quadratic time.
+_MAX_STARTS = 1000
 
 
 def next_mode(mode: StructuredMode) -> StructuredMode | None:
@@ -99,24 +103,37 @@ def extract_json(text: str) -> Any:
     """The JSON value in model text: the whole text, else the first fenced block (untagged or
     ``json``/``js``) that parses, else the first decodable ``{...}``/``[...]`` after prose.
 
-    Raises ``ValueError`` saying why (empty output, or no JSON object or array, with the start of
-    the text). Callers that normalise text first (scorers: NFKC) do so before calling this.
+    Raises ``ValueError`` saying why (empty output, a value nested deeper or a text longer than
+    ``safeparse`` accepts, or no JSON object or array, with the start of the text). Callers that
+    normalise text first (scorers: NFKC) do so before calling this.
     """
     stripped = text.strip()
     if not stripped:
         raise ValueError("output is empty")
+    if len(stripped) > safeparse.MAX_CHARS:
+        raise ValueError(
+            f"output is {len(stripped)} characters; at most {safeparse.MAX_CHARS} are read"
+        )
     fenced = [b for tag, b in _FENCE.findall(stripped) if tag.lower() in _JSON_FENCES]
+    bound: safeparse.JSONBoundError | None = None
     for candidate in (stripped, *fenced):
         try:
-            return json.loads(candidate.strip())
+            return safeparse.loads(candidate.strip())
+        except safeparse.JSONBoundError as exc:
+            bound = bound or exc
         except json.JSONDecodeError:
             continue
-    decoder = json.JSONDecoder()
-    for match in re.finditer(r"[\[{]", stripped):
+    for n, match in enumerate(re.finditer(r"[\[{]", stripped)):
+        if n >= _MAX_STARTS:
+            break
         try:
-            return decoder.raw_decode(stripped, match.start())[0]
+            return safeparse.raw_decode(stripped, match.start())[0]
+        except safeparse.JSONBoundError as exc:
+            bound = bound or exc
         except json.JSONDecodeError:
             continue
+    if bound is not None:
+        raise ValueError(f"the JSON in the output is refused: {bound.msg} (character {bound.pos})")
     raise ValueError(f"no JSON object or array found in model output: {stripped[:200]!r}")
 
 

@@ -17,6 +17,7 @@ from skillgrad.report.provenance import blame, diff_html, skill_at
 from skillgrad.report.text import fmt
 from skillgrad.runs.io import atomic_write_text
 from skillgrad.runs.view import RunData, load_run
+from skillgrad.train.leaks import visible
 
 TEMPLATES = Path(__file__).parent / "templates"
 
@@ -28,6 +29,8 @@ def environment() -> jinja2.Environment:
         undefined=jinja2.ChainableUndefined,
     )
     env.globals["fmt"] = fmt
+    # skill text as the target receives it: a zero-width character shows as <U+200B>
+    env.filters["visible"] = visible
     return env
 
 

@@ -23,6 +23,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from skillgrad import safeparse
 from skillgrad.errors import RunDirError
 from skillgrad.redact import redact_text
 from skillgrad.types import to_json
@@ -181,8 +182,8 @@ def json_objects(text: str) -> list[dict[str, Any]]:
     object — a torn last line, other output — are skipped, never an error."""
     events = []
     for line in jsonl_lines(text):
-        try:
-            event = json.loads(line)
+        try:  # bounded: an agent's tool arguments nested 1,000 deep are skipped, not a crash
+            event = safeparse.loads(line, max_chars=None)
         except json.JSONDecodeError:
             continue
         if isinstance(event, dict):

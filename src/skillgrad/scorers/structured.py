@@ -8,6 +8,7 @@ import json
 import re
 from typing import Any
 
+from skillgrad import safeparse
 from skillgrad.errors import ConfigError
 from skillgrad.models.structured import extract_json
 from skillgrad.scorers.base import BaseScorer
@@ -34,8 +35,8 @@ class ChoiceScorer(BaseScorer):
         raw = item.input.get(self.options_field) if isinstance(item.input, dict) else None
         if isinstance(raw, str) and raw.strip()[:1] in ("[", "{"):  # a CSV cell holding JSON
             try:
-                raw = json.loads(raw)
-            except json.JSONDecodeError:
+                raw = safeparse.loads(raw)
+            except json.JSONDecodeError:  # also too deep or too long (JSONBoundError)
                 raw = None
         if isinstance(raw, dict):
             return {str(k).strip().upper(): str(v) for k, v in raw.items()}
@@ -156,8 +157,8 @@ class JsonFieldsScorer(BaseScorer):
     def _reference(self, reference: Any) -> dict[str, Any] | None:
         if isinstance(reference, str):
             try:
-                reference = json.loads(reference)
-            except json.JSONDecodeError:
+                reference = safeparse.loads(reference)
+            except json.JSONDecodeError:  # also too deep or too long (JSONBoundError)
                 return None
         return reference if isinstance(reference, dict) else None
 

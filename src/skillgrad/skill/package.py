@@ -31,7 +31,7 @@ from pathlib import Path, PurePosixPath
 import yaml
 
 from skillgrad.errors import SkillError
-from skillgrad.safe_yaml import load_yaml
+from skillgrad.safeparse import load_yaml
 
 SKILL_FILE = "SKILL.md"
 MAX_NAME = 64

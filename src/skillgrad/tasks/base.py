@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal, Protocol, runtime_checkable
 
-from skillgrad.errors import BudgetExceeded, PermanentModelError, SkillgradError
+from skillgrad.errors import SkillgradError, SystemicError
 from skillgrad.executors import RolloutExecutor
 from skillgrad.models.base import ModelBackend
 from skillgrad.skill.document import skill_hash
@@ -32,8 +32,11 @@ class Task(Protocol):
     - ``rollout(item, skill, backend)`` runs the target with ``skill`` as its system prompt and
       returns a scored Trajectory. A failure of this one item (bad output, a transient model
       error that survived retries, a tool crash) is returned as a trajectory with ``error`` set
-      and score 0 — never raised. Only systemic failures raise (``PermanentModelError``,
-      ``BudgetExceeded``).
+      and score 0 — never raised. Only systemic failures raise (``errors.SystemicError``:
+      ``PermanentModelError``, ``BudgetExceeded``, ``ConfigError``, ...); a target call that
+      outlived its retries is missing data (``infra_error``), and a scorer raising on the
+      reply is the item's score 0 with the error (``scorer_failure``). The rule is drawn in
+      ``skillgrad/errors.py``.
     - The item's ``reference`` never reaches the target's messages.
 
     Optional abilities (the built-in tasks declare them; read them through ``task_abilities``,
@@ -125,11 +128,28 @@ async def complete_item(
     request = ChatRequest(messages, temperature=temperature, max_tokens=max_tokens)
     try:
         return await backend.complete(request)
-    except (PermanentModelError, BudgetExceeded):
+    except SystemicError:
         raise
     except SkillgradError as exc:
         error = f"{type(exc).__name__}: {exc}"
         return failed_trajectory(item, skill, messages, error, infra=True)
+
+
+ERROR_CHARS = 2000  # an exception's message as kept in feedback and the trajectory
+
+
+def scorer_failure(exc: Exception) -> tuple[Score, str]:
+    """The verdict on a reply the scorer raised on (a ``SystemicError`` is re-raised first by
+    the caller): score 0, the exception in the feedback, and the error for the trajectory.
+    The reply caused it, so it is the item's data, never the run's end."""
+    try:
+        text = str(exc)
+    except Exception:  # a message that cannot be made (e.g. an int too long to print)
+        text = "(its message could not be shown)"
+    if len(text) > ERROR_CHARS:
+        text = f"{text[:ERROR_CHARS]}... [{len(text) - ERROR_CHARS} characters cut]"
+    error = f"scorer raised {type(exc).__name__}: {text}"
+    return Score(0.0, False, f"error: {error} (the reply could not be scored)"), error
 
 
 def failed_trajectory(
@@ -159,12 +179,14 @@ def failed_trajectory(
 
 __all__ = [
     "DEFAULT_MAX_TOKENS",
+    "ERROR_CHARS",
     "SPLITS",
     "Split",
     "Task",
     "TaskAbilities",
     "complete_item",
     "failed_trajectory",
+    "scorer_failure",
     "skill_messages",
     "task_abilities",
 ]

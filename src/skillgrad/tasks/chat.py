@@ -3,13 +3,13 @@
 
 from __future__ import annotations
 
-from skillgrad.errors import BudgetExceeded, ConfigError, PermanentModelError
+from skillgrad.errors import SystemicError
 from skillgrad.models.base import ModelBackend
 from skillgrad.skill.document import skill_hash
 from skillgrad.tasks.base import (
     DEFAULT_MAX_TOKENS,
     complete_item,
-    failed_trajectory,
+    scorer_failure,
     skill_messages,
 )
 from skillgrad.types import Item, Message, Score, Trajectory
@@ -49,14 +49,13 @@ class ChatTask:
         if isinstance(completion, Trajectory):  # the call failed: the item's failed trajectory
             return completion
         output = completion.text
+        error = None
         try:
             score = await self.ascore(output, item)
-        except (PermanentModelError, BudgetExceeded, ConfigError):
+        except SystemicError:
             raise  # e.g. a judge without a model, or out of budget: the run stops, not one item
-        except Exception as exc:  # a scorer bug on one item must not kill the step
-            return failed_trajectory(
-                item, skill, messages, f"scorer raised {type(exc).__name__}: {exc}", output
-            )
+        except Exception as exc:  # the reply broke the scorer: this item's verdict, not a crash
+            score, error = scorer_failure(exc)
         return Trajectory(
             item_id=item.id,
             skill_hash=skill_hash(skill),
@@ -65,6 +64,7 @@ class ChatTask:
             score=score,
             reference=item.reference,
             usage=completion.usage,
+            error=error,
         )
 
 

@@ -17,13 +17,19 @@ import threading
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from skillgrad.errors import ConfigError
+from skillgrad.errors import ConfigError, SystemicError
 from skillgrad.executors import LOCAL, JobLost, RolloutExecutor
 from skillgrad.models.base import ModelBackend
 from skillgrad.sandbox import SandboxResult, run_tests
 from skillgrad.sandbox.bounds import tail
 from skillgrad.skill.document import skill_hash
-from skillgrad.tasks.base import Split, complete_item, failed_trajectory, skill_messages
+from skillgrad.tasks.base import (
+    Split,
+    complete_item,
+    failed_trajectory,
+    scorer_failure,
+    skill_messages,
+)
 from skillgrad.types import Item, Message, Score, Trajectory
 
 _FENCE = re.compile(r"```[ \t]*([\w+-]*)[^\n]*\n(.*?)(?:```|\Z)", re.DOTALL)
@@ -162,17 +168,22 @@ class CodeTask:
         code = extract_code(output, self.entry_point(item))
         code = self.prepare_code(code, item) if code.strip() else code
         steps.append({"type": "code", "code": code})
+        error = None
         if not code.strip():
             score = Score(0.0, False, "the reply contains no code")
         else:
             try:
                 result = await self.executor.run(self.judge_job(code, item))
+                steps.append(sandbox_step(result))
+                score = self.score_result(result, code, item)
             except (OSError, JobLost) as exc:  # the sandbox could not start / its worker died
                 return failed_trajectory(
                     item, skill, all_messages, f"sandbox failed: {exc}", infra=True
                 )
-            steps.append(sandbox_step(result))
-            score = self.score_result(result, code, item)
+            except SystemicError:
+                raise
+            except Exception as exc:  # the reply broke the judging: this item's verdict
+                score, error = scorer_failure(exc)
         return Trajectory(
             item_id=item.id,
             skill_hash=skill_hash(skill),
@@ -182,6 +193,7 @@ class CodeTask:
             reference=item.reference,
             usage=completion.usage,
             steps=tuple(steps),
+            error=error,
         )
 
 

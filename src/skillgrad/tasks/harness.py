@@ -36,7 +36,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from skillgrad.errors import ConfigError, DataError, SkillError
+from skillgrad import safeparse
+from skillgrad.errors import ConfigError, DataError, SkillError, SystemicError
 from skillgrad.executors import LOCAL, JobLost, LoopSlots, RolloutExecutor
 from skillgrad.harnesses.base import AgentHarness, Endpoint
 from skillgrad.harnesses.checks import Check, score_checks
@@ -50,7 +51,7 @@ from skillgrad.sandbox import check_mode, require_bubblewrap
 from skillgrad.sandbox.bounds import tail
 from skillgrad.skill.document import skill_hash
 from skillgrad.skill.package import SkillPackage, is_package_text
-from skillgrad.tasks.base import SPLITS, Split, failed_trajectory
+from skillgrad.tasks.base import SPLITS, Split, failed_trajectory, scorer_failure
 from skillgrad.types import Item, Message, Score, Trajectory, to_json
 
 INFRA_PREFIX = "infrastructure: "
@@ -205,12 +206,12 @@ class AgentJob:
             )
             files = _changes(work, before, skills)
             infra = infra_reason(outcome, transcript, self.timeout_s)
-            score = (
-                Score(0.0, False, f"error: {INFRA_PREFIX}{infra}")
+            score, error = (
+                (Score(0.0, False, f"error: {INFRA_PREFIX}{infra}"), None)
                 if infra
                 else _score(item, layout, transcript)
             )
-        return _trajectory(item, skill, transcript, outcome, files, score, infra)
+        return _trajectory(item, skill, transcript, outcome, files, score, infra, error)
 
 
 def _scrubbed(traj: Trajectory) -> Trajectory:
@@ -231,12 +232,19 @@ def _redact_strings(value: Any) -> Any:
     return value
 
 
-def _score(item: Item, layout: Layout, transcript: Transcript) -> Score:
+def _score(item: Item, layout: Layout, transcript: Transcript) -> tuple[Score, str | None]:
+    """The checks' verdict (and None), or a check raising on what the agent left: the item's
+    score 0 with the error (``scorer_failure``)."""
     checks = [Check.model_validate(c) for c in item.meta["check"]]
-    score = score_checks(checks, layout, transcript.final, item.reference)
+    try:
+        score = score_checks(checks, layout, transcript.final, item.reference)
+    except SystemicError:
+        raise
+    except Exception as exc:  # the agent's output broke a check: this item's verdict
+        return scorer_failure(exc)
     if transcript.error:  # the agent gave up (e.g. turn limit): the model's failure
-        return Score(score.value, False, f"agent error: {transcript.error}\n{score.feedback}")
-    return score
+        return Score(score.value, False, f"agent error: {transcript.error}\n{score.feedback}"), None
+    return score, None
 
 
 def package_of(skill: str) -> SkillPackage | None:
@@ -274,8 +282,8 @@ def _rows(path: Path) -> list[tuple[int, dict[str, Any]]]:
         if not line.strip():
             continue
         try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
+            row = safeparse.loads(line, max_chars=None)
+        except json.JSONDecodeError as exc:  # also nested too deep (safeparse.JSONBoundError)
             raise DataError(f"{path}:{n}: invalid JSON ({exc.msg}, column {exc.colno})") from None
         if not isinstance(row, dict):
             raise DataError(f"{path}:{n}: each line must be a JSON object")
@@ -350,6 +358,7 @@ def _trajectory(
     files: dict[str, Any],
     score: Score,
     infra: str | None,
+    scorer_error: str | None = None,
 ) -> Trajectory:
     steps: list[dict[str, Any]] = list(transcript.steps)
     steps.append({"type": "files", "changes": files})
@@ -365,7 +374,7 @@ def _trajectory(
     )
     if infra:
         steps.append({"type": "infra_error", "reason": infra})
-    error = f"{INFRA_PREFIX}{infra}" if infra else None
+    error = f"{INFRA_PREFIX}{infra}" if infra else scorer_error
     return Trajectory(
         item_id=item.id,
         skill_hash=skill_hash(skill),

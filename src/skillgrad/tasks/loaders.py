@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from skillgrad import safeparse
 from skillgrad.errors import ConfigError, DataError
 from skillgrad.runs.io import jsonl_lines
 from skillgrad.tasks.base import SPLITS, Split
@@ -92,8 +93,8 @@ def _read_jsonl(text: str, shown: str, problems: Problems) -> list[Row]:
         if not line.strip():
             continue
         try:
-            value = json.loads(line)
-        except json.JSONDecodeError as exc:
+            value = safeparse.loads(line, max_chars=None)
+        except json.JSONDecodeError as exc:  # also nested too deep (safeparse.JSONBoundError)
             problems.add(f"{shown} line {number}: bad JSON: {exc.msg} (column {exc.colno})")
             continue
         row = _object(value, shown, number, problems)
@@ -136,8 +137,8 @@ def _read_csv(text: str, shown: str, problems: Problems) -> list[Row]:
 
 def _read_json(text: str, shown: str, problems: Problems) -> list[Row]:
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
+        data = safeparse.loads(text, max_chars=None)
+    except json.JSONDecodeError as exc:  # also nested too deep (safeparse.JSONBoundError)
         problems.add(f"{shown} line {exc.lineno}: bad JSON: {exc.msg} (column {exc.colno})")
         return []
     if not isinstance(data, list):

@@ -15,6 +15,8 @@ from typing import Any, get_type_hints
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
+from skillgrad import safeparse
+
 OBSERVATION_LIMIT = 2000  # characters of a tool result shown to the model
 
 
@@ -59,9 +61,11 @@ class Tool:
         """Validate ``arguments`` (a dict or a JSON object string) and run the tool."""
         if isinstance(arguments, str):
             try:
-                arguments = json.loads(arguments) if arguments.strip() else {}
-            except json.JSONDecodeError as exc:
+                arguments = safeparse.loads(arguments) if arguments.strip() else {}
+            except json.JSONDecodeError as exc:  # also too deep or too long (JSONBoundError)
                 return _bad(f"arguments for {self.name} are not valid JSON ({exc.msg}).", self)
+        elif safeparse.too_deep(arguments):  # a backend's already-decoded arguments
+            return _bad(f"arguments for {self.name} are {safeparse.too_deep(arguments)}.", self)
         if not isinstance(arguments, dict):
             return _bad(f"arguments for {self.name} must be a JSON object.", self)
         try:

@@ -13,11 +13,12 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from skillgrad.errors import BudgetExceeded, ConfigError, PermanentModelError, SkillgradError
+from skillgrad import safeparse
+from skillgrad.errors import ConfigError, SkillgradError, SystemicError
 from skillgrad.models.base import ModelBackend
 from skillgrad.skill.document import skill_hash
 from skillgrad.skill.package import prompt_text
-from skillgrad.tasks.base import Split
+from skillgrad.tasks.base import Split, scorer_failure
 from skillgrad.tasks.toolkit import Tool, ToolResult
 from skillgrad.types import ChatRequest, Completion, Item, Message, Score, Trajectory, Usage
 
@@ -33,6 +34,9 @@ The result comes back as: RESULT tool_name: ...
 When you know the answer, reply: FINAL: your answer (one paragraph)"""
 # Shown with the observation before the last allowed turn: the model must answer then.
 LAST_TURN = "\nLast turn: reply FINAL: <answer> now."
+# A text-protocol call's arguments kept when they are no JSON (the rest of a flooded line is
+# neither shown back to the model nor stored in the trajectory).
+ARGUMENT_CHARS = 2000
 _SAMPLES: dict[str, Any] = {"string": "text", "integer": 2, "number": 2.5, "boolean": True}
 
 NATIVE_NOTE = "## Tools\nCall the tools you need. When you know the answer, reply with it as text."
@@ -67,10 +71,10 @@ def parse_text_turn(text: str) -> TextTurn:
     if not rest.startswith("{"):
         return TextTurn("call", call.group(1), {}, end=line_end)
     try:
-        arguments, used = json.JSONDecoder().raw_decode(rest)
-    except json.JSONDecodeError:
-        # a raw string: Tool.call reports it as invalid JSON
-        return TextTurn("call", call.group(1), rest.splitlines()[0], end=line_end)
+        arguments, used = safeparse.raw_decode(rest)
+    except json.JSONDecodeError:  # also too deep or too long (safeparse.JSONBoundError)
+        # a raw string: Tool.call reports why it is no JSON object
+        return TextTurn("call", call.group(1), rest.splitlines()[0][:ARGUMENT_CHARS], end=line_end)
     close = text.find(")", offset + used)
     end = close + 1 if 0 <= close < line_end else offset + used
     return TextTurn("call", call.group(1), arguments, end=end)
@@ -139,10 +143,10 @@ class ToolTask:
         for turn in range(self.max_steps):
             try:
                 completion = await backend.complete(run.request())
-            except (PermanentModelError, BudgetExceeded):
+            except SystemicError:
                 raise
-            except SkillgradError as exc:  # one item's model failure is data
-                return run.failed(f"{type(exc).__name__}: {exc}")
+            except SkillgradError as exc:  # outlived its retries: missing data, not a 0
+                return run.failed(f"{type(exc).__name__}: {exc}", infra=True)
             answer = await run.take(completion, turn)
             if answer is not None:
                 return run.finish(answer)
@@ -224,7 +228,7 @@ class _Run:
                 "type": "tool_call",
                 "protocol": protocol,
                 "tool": name,
-                "arguments": arguments,
+                "arguments": _dump(arguments) if safeparse.too_deep(arguments) else arguments,
                 "observation": result.observation,
                 "ok": result.ok,
                 "error": result.error,
@@ -237,21 +241,31 @@ class _Run:
         if not calls:
             return ""
         last = calls[-1]
-        return f"; last: {last['tool']}({_dump(last['arguments'])}) -> {last['observation'][:80]}"
+        # cut: a flooded argument must not flood the feedback; the reason is in the observation
+        arguments, seen = _dump(last["arguments"])[:80], last["observation"][:160]
+        return f"; last: {last['tool']}({arguments}) -> {seen}"
 
     def finish(self, answer: str) -> Trajectory:
         self.steps.append({"type": "final", "answer": answer})
         try:
             score = self.task.score_trajectory(answer, self.item, tuple(self.steps))
-        except Exception as exc:  # a scorer bug on one item must not kill the step
-            return self.failed(f"scorer raised {type(exc).__name__}: {exc}", answer)
+        except SystemicError:
+            raise
+        except Exception as exc:  # the reply broke the scorer: this item's verdict, not a crash
+            score, error = scorer_failure(exc)
+            self.steps.append({"type": "error", "reason": error})
+            return self._trajectory(answer, score, error)
         return self._trajectory(answer, score, None)
 
-    def failed(self, reason: str, output: str = "") -> Trajectory:
+    def failed(self, reason: str, output: str = "", *, infra: bool = False) -> Trajectory:
+        """The item failed; ``infra``: the target could not be reached (missing data)."""
         self.steps.append({"type": "error", "reason": reason})
-        return self._trajectory(output, Score(0.0, False, f"error: {reason}"), reason)
+        score = Score(0.0, False, f"error: {reason}")
+        return self._trajectory(output, score, reason, reason if infra else None)
 
-    def _trajectory(self, output: str, score: Score, error: str | None) -> Trajectory:
+    def _trajectory(
+        self, output: str, score: Score, error: str | None, infra: str | None = None
+    ) -> Trajectory:
         return Trajectory(
             item_id=self.item.id,
             skill_hash=skill_hash(self.skill),
@@ -260,6 +274,7 @@ class _Run:
             score=score,
             reference=self.item.reference,
             error=error,
+            infra_error=infra,
             usage=self.usage,
             steps=tuple(self.steps),
         )
@@ -268,6 +283,9 @@ class _Run:
 def _dump(arguments: Any) -> str:
     if isinstance(arguments, str):
         return arguments
+    problem = safeparse.too_deep(arguments)
+    if problem:  # json.dumps would recurse as deep: the record says what was sent instead
+        return f"<arguments {problem}: not kept>"
     try:
         return json.dumps(arguments)
     except (TypeError, ValueError):

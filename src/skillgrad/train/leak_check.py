@@ -18,7 +18,7 @@ from typing import Any
 
 from skillgrad.runs.records import Leak
 from skillgrad.train.context import RunContext
-from skillgrad.train.leaks import describe, new_leaks, short_span
+from skillgrad.train.leaks import describe, new_leaks, short_span, visible
 from skillgrad.train.state import TrainState
 from skillgrad.types import Edit, to_json
 
@@ -76,7 +76,7 @@ def rule_copies(ctx: RunContext, state: TrainState) -> Callable[[str], str | Non
         if not found:
             return None
         x = found[0]
-        return f"{x.source} of a {x.split} task ({short_span(x.span)!r})"
+        return f"{x.source} of a {x.split} task ({short_span(visible(x.span))!r})"
 
     return copies
 

@@ -5,8 +5,12 @@ train and val items of a run once; ``LeakIndex.find(skill)`` then returns, in ti
 skill's length, every skill line that copies an item's data, as ``types.Leak`` records (file of
 a skill package, line number, the copied span, the item and what was copied).
 
-Text is compared as words: NFKC-normalised, case-folded, ``\\w+`` runs (punctuation and
-whitespace are ignored, so re-spacing or re-punctuating a copy does not hide it). An item's
+Text is compared as words: invisible code points removed (``strip_invisible``: Unicode format
+characters such as zero-width spaces, joiners, bidi controls and tag characters, variation
+selectors, other controls), NFKC-normalised, case-folded, ``\\w+`` runs (punctuation and
+whitespace are ignored, so re-spacing, re-punctuating or salting a copy with zero-width
+characters does not hide it). ``visible`` shows such text as the target receives it, each
+invisible code point as ``<U+200B>``. An item's
 ``input`` and ``reference`` are rendered as text by taking their string leaves (the values of
 mappings, the elements of lists; numbers and other scalars as ``str``); mapping keys are field
 names, not data.
@@ -42,9 +46,11 @@ is not stuck behind a leak its incumbent already carried.
 
 from __future__ import annotations
 
+import functools
 import re
+import sys
 import unicodedata
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -60,9 +66,47 @@ _WORD = re.compile(r"\w+")
 Words = tuple[str, ...]
 
 
+# Code points a reader does not see but a model reads (and \\w+ splits words at): every format
+# character (Cf), variation selectors, the combining grapheme joiner, Hangul fillers, and the
+# control characters that are not whitespace.
+_OTHER_INVISIBLE = "\u034f\u115f\u1160\u3164\uffa0\ufe00-\ufe0f\U000e0100-\U000e01ef"
+_CONTROLS = "\x00-\x08\x0e-\x1b\x7f-\x84\x86-\x9f"
+
+
+@functools.cache
+def _invisible() -> re.Pattern[str]:
+    """One character class of every invisible code point (built once: ~0.1 s)."""
+    ranges: list[str] = []
+    start = prev = -2
+    for cp in range(sys.maxunicode + 1):
+        if unicodedata.category(chr(cp)) != "Cf":
+            continue
+        if cp != prev + 1:
+            if start >= 0:
+                ranges.append(_range(start, prev))
+            start = cp
+        prev = cp
+    ranges.append(_range(start, prev))
+    return re.compile(f"[{''.join(ranges)}{_OTHER_INVISIBLE}{_CONTROLS}]")
+
+
+def _range(a: int, b: int) -> str:
+    return re.escape(chr(a)) if a == b else f"{re.escape(chr(a))}-{re.escape(chr(b))}"
+
+
+def strip_invisible(text: str) -> str:
+    """``text`` without its invisible code points (see the module doc)."""
+    return _invisible().sub("", text)
+
+
+def visible(text: str) -> str:
+    """``text`` as the target receives it, each invisible code point shown as ``<U+XXXX>``."""
+    return _invisible().sub(lambda m: f"<U+{ord(m.group()):04X}>", text)
+
+
 def normalise(text: str) -> str:
-    """The form words are compared in: NFKC, case-folded."""
-    return unicodedata.normalize("NFKC", text).casefold()
+    """The form words are compared in: invisible code points removed, NFKC, case-folded."""
+    return unicodedata.normalize("NFKC", strip_invisible(text)).casefold()
 
 
 def words(text: str) -> Words:
@@ -73,16 +117,30 @@ def words(text: str) -> Words:
 def _word_spans(line: str) -> tuple[Words, list[tuple[int, int]]]:
     """The normalised words of a line with each word's character span in the line.
 
-    NFKC can change a line's length, so the spans are found on the original line word by word
-    (a word that normalises differently is still one ``\\w+`` run there)."""
-    spans = [m.span() for m in _WORD.finditer(line)]
+    NFKC can change a line's length, so the spans are found on the line without its invisible
+    code points, word by word (a word that normalises differently is still one ``\\w+`` run
+    there), and mapped back to the original line."""
+    pattern = _invisible()
+    kept_at = [m.start() for m in pattern.finditer(line)]
+    clean = pattern.sub("", line) if kept_at else line
+    where = _positions(len(line), kept_at)
     ws: list[str] = []
     kept: list[tuple[int, int]] = []
-    for a, b in spans:
-        for w in _WORD.findall(normalise(line[a:b])):
+    for m in _WORD.finditer(clean):
+        a, b = m.span()
+        for w in _WORD.findall(normalise(clean[a:b])):
             ws.append(w)
-            kept.append((a, b))
+            kept.append((where(a), where(b - 1) + 1))
     return tuple(ws), kept
+
+
+def _positions(length: int, removed: list[int]) -> Callable[[int], int]:
+    """Index in the original line of character ``i`` of the line with ``removed`` cut out."""
+    if not removed:
+        return lambda i: i
+    gone = set(removed)
+    table = [i for i in range(length) if i not in gone]
+    return table.__getitem__
 
 
 def texts_of(value: Any) -> list[str]:
@@ -302,7 +360,7 @@ def describe(leaks: Sequence[Leak], limit: int = 3) -> str:
     """One line naming the first ``limit`` leaks, for gate reasons and warnings."""
     parts = [
         f"{(x.file + ':') if x.file else 'line '}{x.line} copies {x.source} of {x.item_id} "
-        f"({x.split}): {short_span(x.span)!r}"
+        f"({x.split}): {short_span(visible(x.span))!r}"
         for x in leaks[:limit]
     ]
     more = f"; and {len(leaks) - limit} more" if len(leaks) > limit else ""
@@ -322,5 +380,7 @@ __all__ = [
     "new_leaks",
     "normalise",
     "short_span",
+    "strip_invisible",
+    "visible",
     "words",
 ]

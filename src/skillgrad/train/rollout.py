@@ -2,8 +2,8 @@
 
 ``rollout_workers`` items are in flight at once, independent of the batch size. Results are
 cached per (skill hash, item id, sample) in the run's store, so a skill is never re-run on an
-item it was already scored on. One item's error is a failed trajectory; every item erroring is
-systemic.
+item it was already scored on. One item's error is a failed trajectory; every item missing
+(``infra_error``) is systemic.
 
 Samples and seeds (``train.samples_per_item``, ``train.seed``): sample ``k`` of an item is
 drawn with the sampling seed ``sampling_seed(train.seed, k)`` — sample 0 uses ``train.seed``
@@ -156,9 +156,14 @@ async def rollout(
 
 
 def check_systemic(results: Sequence[Trajectory], stage: str) -> None:
-    if results and all(t.error for t in results):
+    """Raise SystemicFailure when every item of the stage is missing data (``infra_error``:
+    the target or the sandbox could not be reached). Items whose own reply failed (unreadable,
+    a tool loop, a scorer raising on it) are scores: a candidate whose every reply fails is a
+    bad candidate, not a broken run (``skillgrad/errors.py``: the rule)."""
+    if results and all(t.infra_error for t in results):
         raise SystemicFailure(
-            f"every one of {len(results)} {stage} items failed; first error: {results[0].error}. "
+            f"every one of {len(results)} {stage} items failed; first error: "
+            f"{results[0].infra_error}. "
             "Check the target model endpoint and credentials, then re-run to resume."
         )
 

@@ -18,8 +18,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 MAX_REPLY_CHARS = 20_000  # far above any answer BFCL expects; guards the parser's recursion
+# Deepest syntax tree read: ast.parse builds ``x.x.x...``, ``g()()...``, ``x[0][0]...`` and a
+# 1,200-term sum as trees that deep, and every reader after it (this module, ast.unparse)
+# recurses once per level. BFCL's own answers stay below 15.
+MAX_TREE_DEPTH = 50
 MAX_POWER = 64
-MAX_INT_BITS = 1 << 16  # arithmetic on literals stays cheap: no 10**10**10
+# Literals and arithmetic stay cheap (no 10**10**10) and printable: Python refuses to turn an
+# int of more than 4,300 decimal digits (~14,000 bits) into text.
+MAX_INT_BITS = 1 << 12
 _FENCE = re.compile(r"```[\w+-]*[ \t]*\n?(.*?)```", re.DOTALL)
 _ARITHMETIC: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
     ast.Add: operator.add,
@@ -62,6 +68,12 @@ def parse_calls(text: str) -> list[Call]:
         raise CallSyntaxError(f"not valid Python ({exc.msg}, column {exc.offset})") from None
     except (ValueError, RecursionError, MemoryError) as exc:
         raise CallSyntaxError(f"not parseable ({type(exc).__name__})") from None
+    deepest = _depth(tree)
+    if deepest > MAX_TREE_DEPTH:
+        raise CallSyntaxError(
+            f"nested more than {MAX_TREE_DEPTH} levels deep (chained attributes, calls, "
+            "subscripts or operators); write each call flat with literal values"
+        )
     nodes = [tree] if isinstance(tree, ast.Call) else getattr(tree, "elts", None)
     if nodes is None:
         raise CallSyntaxError(f"a {type(tree).__name__} expression, not a list of calls")
@@ -85,6 +97,19 @@ def fenced_calls(text: str) -> list[Call] | None:
         if calls:
             return calls
     return None
+
+
+def _depth(tree: ast.AST) -> int:
+    """The depth of ``tree`` (walked with an explicit stack), or ``MAX_TREE_DEPTH + 1`` as
+    soon as it is deeper."""
+    deepest, stack = 0, [(tree, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_TREE_DEPTH:
+            return depth
+        deepest = max(deepest, depth)
+        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+    return deepest
 
 
 def _source(node: ast.AST) -> str:
@@ -114,6 +139,8 @@ def _call(node: ast.Call) -> Call:
 def _value(node: ast.expr) -> Any:
     """One argument value, the way BFCL's ``resolve_ast_by_type`` reads it, without eval."""
     if isinstance(node, ast.Constant):
+        if isinstance(node.value, int) and _bits(node.value) > MAX_INT_BITS:
+            raise CallSyntaxError(f"an integer of {_bits(node.value)} bits is too large a number")
         return "..." if node.value is Ellipsis else node.value
     if isinstance(node, ast.List):
         return [_value(v) for v in node.elts]
@@ -122,7 +149,13 @@ def _value(node: ast.expr) -> Any:
     if isinstance(node, ast.Dict):
         if any(k is None for k in node.keys):
             raise CallSyntaxError("`**` inside a dict value: write the dict out")
-        return {_value(k): _value(v) for k, v in zip(node.keys, node.values, strict=True)}  # type: ignore[arg-type]
+        pairs = [(_value(k), _value(v)) for k, v in zip(node.keys, node.values, strict=True)]  # type: ignore[arg-type]
+        try:
+            return dict(pairs)
+        except TypeError:  # e.g. {[1]: 2}: a list (or a nested call's dict) as a key
+            raise CallSyntaxError(
+                f"dict {_source(node)!r} has a key that is not a string, number or tuple"
+            ) from None
     if isinstance(node, ast.Name):
         return node.id  # BFCL reads a variable as its name
     if isinstance(node, ast.Call):
@@ -144,6 +177,8 @@ def _nested(node: ast.Call) -> Any:
 def _arithmetic(node: ast.expr) -> int | float:
     value = node.value if isinstance(node, ast.Constant) else None
     if isinstance(value, int | float) and not isinstance(value, bool):  # True + 1 is no number
+        if _bits(value) > MAX_INT_BITS:
+            raise CallSyntaxError(f"an integer of {_bits(value)} bits is too large a number")
         return value
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
         inner = _arithmetic(node.operand)

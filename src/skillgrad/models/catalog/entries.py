@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from skillgrad.assets import PinnedWheel
 from skillgrad.errors import AssetError
-from skillgrad.safe_yaml import load_yaml
+from skillgrad.safeparse import load_yaml
 
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 _NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*$")

@@ -1,0 +1,124 @@
+"""One rule for every rollout kind (``skillgrad/errors.py``; issue 24, "also found by reading
+the code"): a ``SystemicError`` is re-raised; a target call that outlived its retries is the
+item's missing data (``infra_error``); a scorer raising on the reply is the item's score 0 with
+the error. Chat, tool and code rollouts; the harness rollout's scorer is covered in
+``tests/harness``, its target is an agent program, not a backend call."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from skillgrad.errors import (
+    BudgetExceeded,
+    ConfigError,
+    PermanentModelError,
+    SystemicError,
+    SystemicFailure,
+    TransientModelError,
+)
+from skillgrad.tasks.base import Task
+from skillgrad.tasks.code import CodeTask
+from skillgrad.tasks.toolkit import Tool, make_tool
+from skillgrad.tasks.tools import ToolTask
+from skillgrad.testing import FunctionBackend, ToyTask
+from skillgrad.types import ChatRequest, Item, Score
+
+ITEM = Item("i0", "apple", "APPLE")
+
+
+class _Raises:
+    """A scorer mix-in raising ``error`` (None: the task's own verdict)."""
+
+    error: Exception | None = None
+
+    def check(self, output: str) -> Score:
+        if self.error is not None:
+            raise self.error
+        return Score(1.0, True, "ok")
+
+
+class Chat(_Raises, ToyTask):
+    def score(self, output: str, item: Item) -> Score:
+        return self.check(output)
+
+
+def echo(text: str) -> str:
+    """Echo the text."""
+    return text
+
+
+class Tools(_Raises, ToolTask):
+    name = "tools"
+
+    def tools(self, item: Item) -> list[Tool]:
+        return [make_tool(echo)]
+
+    def prompt(self, item: Item) -> str:
+        return str(item.input)
+
+    def score(self, output: str, item: Item) -> Score:
+        return self.check(output)
+
+
+class Code(CodeTask):
+    name = "code"
+
+    def prompt(self, item: Item) -> str:
+        return "Write f."
+
+    def tests(self, item: Item) -> str:
+        return "assert f() == 1"
+
+
+def _task(kind: str, error: Exception | None = None) -> Any:
+    task: Any = {"chat": Chat, "tools": Tools, "code": Code}[kind]()
+    task.error = error
+    return task
+
+
+def _failing(exc: Exception) -> FunctionBackend:
+    def reply(request: ChatRequest) -> str:
+        raise exc
+
+    return FunctionBackend(reply)
+
+
+def test_the_systemic_errors_are_the_ones_that_stop_a_run() -> None:
+    for cls in (PermanentModelError, BudgetExceeded, ConfigError, SystemicFailure):
+        assert issubclass(cls, SystemicError)
+    assert not issubclass(TransientModelError, SystemicError)
+
+
+@pytest.mark.parametrize("kind", ["chat", "tools", "code"])
+async def test_a_target_call_that_outlived_its_retries_is_missing_data(kind: str) -> None:
+    task: Task = _task(kind)
+    traj = await task.rollout(ITEM, "", _failing(TransientModelError("503 after 4 retries")))
+    assert traj.infra_error is not None and "503 after 4 retries" in traj.infra_error
+    assert traj.error is not None and traj.score.value == 0.0
+
+
+@pytest.mark.parametrize("kind", ["chat", "tools", "code"])
+@pytest.mark.parametrize("exc", [PermanentModelError("401"), BudgetExceeded("max_calls")])
+async def test_a_systemic_error_from_the_target_is_re_raised(kind: str, exc: Exception) -> None:
+    with pytest.raises(type(exc)):
+        await _task(kind).rollout(ITEM, "", _failing(exc))
+
+
+@pytest.mark.parametrize("kind", ["chat", "tools"])
+async def test_a_scorer_raising_on_the_reply_is_the_items_score(kind: str) -> None:
+    task = _task(kind, TypeError("unhashable type: 'list'"))
+    answer = FunctionBackend(lambda r: "FINAL: APPLE" if kind == "tools" else "APPLE")
+    traj = await task.rollout(ITEM, "", answer)
+    assert traj.infra_error is None and traj.score.value == 0.0
+    assert traj.score.feedback.startswith("error: scorer raised TypeError: unhashable type")
+    assert traj.error is not None and traj.error.startswith("scorer raised TypeError")
+
+
+@pytest.mark.parametrize("kind", ["chat", "tools"])
+async def test_a_systemic_error_from_the_scorer_is_re_raised(kind: str) -> None:
+    task = _task(kind, BudgetExceeded("the judge's call would cross max_calls"))
+    answer = FunctionBackend(lambda r: "FINAL: APPLE" if kind == "tools" else "APPLE")
+    with pytest.raises(BudgetExceeded):
+        await task.rollout(ITEM, "", answer)
