@@ -11,7 +11,7 @@ import inspect
 import json
 from typing import Any
 
-from skillgrad import safeparse
+import skillgrad.safeparse as safeparse
 from skillgrad.errors import PermanentModelError, TransientModelError
 from skillgrad.models import structured
 from skillgrad.models.clients import (

@@ -22,7 +22,7 @@ from typing import Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from skillgrad import safeparse
+import skillgrad.safeparse as safeparse
 from skillgrad.models.base import ModelBackend
 from skillgrad.prompts import render_prompt
 from skillgrad.types import ChatRequest, Message

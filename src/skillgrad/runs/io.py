@@ -23,7 +23,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from skillgrad import safeparse
+import skillgrad.safeparse as safeparse
 from skillgrad.errors import RunDirError
 from skillgrad.redact import redact_text
 from skillgrad.types import to_json

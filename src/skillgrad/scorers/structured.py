@@ -8,7 +8,7 @@ import json
 import re
 from typing import Any
 
-from skillgrad import safeparse
+import skillgrad.safeparse as safeparse
 from skillgrad.errors import ConfigError
 from skillgrad.models.structured import extract_json
 from skillgrad.scorers.base import BaseScorer

@@ -36,7 +36,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from skillgrad import safeparse
+import skillgrad.safeparse as safeparse
 from skillgrad.errors import ConfigError, DataError, SkillError, SystemicError
 from skillgrad.executors import LOCAL, JobLost, LoopSlots, RolloutExecutor
 from skillgrad.harnesses.base import AgentHarness, Endpoint

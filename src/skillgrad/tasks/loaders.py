@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from skillgrad import safeparse
+import skillgrad.safeparse as safeparse
 from skillgrad.errors import ConfigError, DataError
 from skillgrad.runs.io import jsonl_lines
 from skillgrad.tasks.base import SPLITS, Split

@@ -15,7 +15,7 @@ from typing import Any, get_type_hints
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
-from skillgrad import safeparse
+import skillgrad.safeparse as safeparse
 
 OBSERVATION_LIMIT = 2000  # characters of a tool result shown to the model
 

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from skillgrad import safeparse
+import skillgrad.safeparse as safeparse
 from skillgrad.errors import ConfigError, SkillgradError, SystemicError
 from skillgrad.models.base import ModelBackend
 from skillgrad.skill.document import skill_hash
