@@ -62,6 +62,14 @@ def sweep_command(
             "--set", metavar="SECTION.KEY=VALUE", help="Override for every run: section.key=value."
         ),
     ] = None,
+    controls: Annotated[
+        bool,
+        typer.Option(
+            "--controls",
+            help="Also score the empty skill and a placebo skill on each run's test items "
+            "(train.controls): test_gain_vs_empty and test_gain_vs_placebo per configuration.",
+        ),
+    ] = False,
 ) -> None:
     """Run a config over seeds and a grid; re-running the same command resumes the sweep."""
     from skillgrad.report.sweep import render_sweep_text
@@ -70,7 +78,8 @@ def sweep_command(
 
     try:
         plan = build_plan(
-            config, seeds=seeds, grid=grid or [], sets=set_ or [], out=output,
+            config, seeds=seeds, grid=grid or [],
+            sets=[*(set_ or []), *(["train.controls=true"] if controls else [])], out=output,
             vary_split=vary_split,
         )  # fmt: skip
         runner = make_executor(executor, workers or os.cpu_count() or 1, ray_address)

@@ -66,6 +66,11 @@ class SystemicFailure(SkillgradError):
     pass
 
 
+class NoHeadroom(SkillgradError):
+    """The val split leaves nothing the gate could accept (saturated, or no detectable gain):
+    the run stops before any optimizer call (``train/headroom.py``)."""
+
+
 class RunDirError(SkillgradError):
     pass
 
@@ -80,6 +85,7 @@ __all__ = [
     "ConfigError",
     "DataError",
     "ModelError",
+    "NoHeadroom",
     "OptimizerOutputError",
     "PermanentModelError",
     "ReplayMissError",

@@ -124,9 +124,15 @@ class Item:
 
 @dataclass(frozen=True)
 class Score:
+    """A scorer's verdict. ``feedback`` is what the optimizer may read (learning-safe);
+    ``evidence`` is for the report and audit only — gold answers, a checker's pattern, an
+    expected call list — and never reaches the optimizer (docs/gate.md, "Verifier-leak
+    firewall"); a candidate copying it is refused."""
+
     value: float
     passed: bool
     feedback: str = ""
+    evidence: str = ""
 
 
 @dataclass(frozen=True)
@@ -451,6 +457,9 @@ class StepRecord:
     check_targets: tuple[CheckResult, ...] = ()
     """The candidate on each check target (``train.check_targets``); empty when none are
     configured or the main gate refused the candidate first."""
+    stall_reason: str = ""
+    """Why the step could not learn: every reflection failed validation (with the first
+    error), or every proposed rule was dropped (and why); "" otherwise (``train/stall.py``)."""
 
     @property
     def verdict(self) -> str:
@@ -465,6 +474,8 @@ class StepRecord:
             return refusal.reason
         if self.early_rejected:
             return "early-rejected"
+        if self.stall_reason:
+            return "could not learn"
         return "rejected" if self.gate_evaluated else "no edit applied"
 
     def to_json(self) -> dict[str, Any]:
@@ -488,7 +499,7 @@ class StepRecord:
             value = d[f.name]
             if f.name in _PER_ROLE:
                 kwargs[f.name] = _per_role(what, f.name, value, _PER_ROLE[f.name])
-            elif f.name in _BOOLS or f.name == "gate_reason":
+            elif f.name in _BOOLS or f.name in ("gate_reason", "stall_reason"):
                 expected = bool if f.name in _BOOLS else str
                 if not isinstance(value, expected):
                     raise _field_error(what, f.name, expected.__name__, value)
@@ -528,7 +539,7 @@ _INTS = frozenset(
 )  # fmt: skip
 
 
-LeakSource = Literal["input", "reference", "input+reference"]
+LeakSource = Literal["input", "reference", "input+reference", "evidence"]
 
 
 @dataclass(frozen=True)
@@ -552,7 +563,8 @@ class Leak:
     split: str
     """Split of that item: ``train`` or ``val``."""
     source: LeakSource
-    """``input``, ``reference`` or ``input+reference``."""
+    """``input``, ``reference``, ``input+reference``, or ``evidence`` (a scorer's evidence:
+    ``train/firewall.py``)."""
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = to_json(self)
@@ -565,9 +577,12 @@ class Leak:
         d = _object(what, data)
         for name in ("file", "span", "item_id", "split"):
             _text(what, name, d.get(name))
-        if d.get("source") not in ("input", "reference", "input+reference"):
+        if d.get("source") not in ("input", "reference", "input+reference", "evidence"):
             raise _field_error(
-                what, "source", "'input', 'reference' or 'input+reference'", d.get("source")
+                what,
+                "source",
+                "'input', 'reference', 'input+reference' or 'evidence'",
+                d.get("source"),
             )
         return cls(
             file=d["file"],

@@ -29,6 +29,8 @@ def verdict(record: dict[str, Any]) -> str:
             return str(check.get("reason") or "refused on a check target")
     if record.get("early_rejected"):
         return "early-rejected"
+    if record.get("stall_reason"):
+        return "could not learn"
     return "rejected" if record.get("gate_evaluated") else "no edit applied"
 
 

@@ -235,7 +235,8 @@ def _score(item: Item, layout: Layout, transcript: Transcript) -> Score:
     checks = [Check.model_validate(c) for c in item.meta["check"]]
     score = score_checks(checks, layout, transcript.final, item.reference)
     if transcript.error:  # the agent gave up (e.g. turn limit): the model's failure
-        return Score(score.value, False, f"agent error: {transcript.error}\n{score.feedback}")
+        feedback = f"agent error: {transcript.error}\n{score.feedback}"
+        return Score(score.value, False, feedback, score.evidence)
     return score
 
 

@@ -17,6 +17,7 @@ from skillgrad.train.candidate import Candidate, judge_candidate, propose_candid
 from skillgrad.train.context import RunContext
 from skillgrad.train.rollout import mean_score
 from skillgrad.train.select import edits_allowed, effective_lr
+from skillgrad.train.stall import stall_warning
 from skillgrad.train.state import StepOutcome, TrainState, advance
 from skillgrad.types import EditResult, Item, to_json
 
@@ -73,6 +74,7 @@ async def training_step(ctx: RunContext, state: TrainState) -> TrainState:
         leaks=shown.leaks.new,
         refused=shown.refused,
         checks=shown.checks,
+        stall=shown.stall,
     )
     return commit(ctx, state, result)
 
@@ -112,6 +114,8 @@ def commit(ctx: RunContext, state: TrainState, out: StepOutcome) -> TrainState:
         ctx.run.append_patch_log(_patch_rows(state, out, new.global_step))
     ctx.run.checkpoint(new)
     ctx.emit("step_end", record=record.to_json(), skill=new.skill)  # events are JSON
+    if record.stall_reason and (stalled := stall_warning(new.history)) is not None:
+        ctx.emit("warning", message=stalled)
     if record.skill_tokens > 2 * max(1, ctx.count_tokens(state.skill)) + 200:
         ctx.emit("warning", message=f"skill length jumped to {record.skill_tokens} tokens")
     return new

@@ -12,6 +12,9 @@ from typing import TYPE_CHECKING, Any
 
 from skillgrad.config import Config
 from skillgrad.skill_package import file_lengths, prompt_text
+from skillgrad.train.controls import control_lines
+from skillgrad.train.stall import stall_lines, stalled_steps
+from skillgrad.train.trust_report import noise_lines
 from skillgrad.types import Leak, StepRecord
 
 if TYPE_CHECKING:  # the loop imports this module; avoid the cycle at run time
@@ -50,9 +53,13 @@ def build_summary(
     power: dict[str, Any] | None = None,
     leaks: Sequence[Leak] = (),
     check_tests: Sequence[dict[str, Any]] = (),
+    noise_floor: dict[str, Any] | None = None,
+    controls: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """``leaks``: lines of the best skill copying train/val data (``train/leaks.py``);
-    ``check_tests``: each check target's test scores (``train/check_targets.py``)."""
+    ``check_tests``: each check target's test scores (``train/check_targets.py``);
+    ``noise_floor``: the A/A measurement (``train/noise.py``; None: not measured);
+    ``controls``: the empty and placebo arms on test (``train/controls.py``)."""
     history = list(state.history)
     counts = _edit_counts(history)
     steps = [r for r in history if r.kind == "step"]
@@ -89,8 +96,11 @@ def build_summary(
         "nondeterministic_scorers": not deterministic,
         **({"skill_files": files} if files else {}),
         **gate_summary(cfg, history, power),
+        "noise_floor": noise_floor,
+        "controls": controls,
         "leaks": leak_summary(cfg, history, leaks),
         "check_targets": check_summary(cfg, history, check_tests),
+        "stalled_steps": stalled_steps(history),
         "best_skill_excerpt": skill_excerpt(state.best_skill),
     }
 
@@ -265,6 +275,8 @@ def render_report(
     lines += gate_lines(s)
     lines += check_lines(s)
     lines += leak_lines(s)
+    lines += stall_lines(s)
+    lines += control_lines(s.get("controls"))
     lines += ["", "## Persistent failures", "", persistent_failures_text(s)]
     if s.get("nondeterministic_scorers"):
         lines += ["", "Note: a scorer of this task is an LLM judge (non-deterministic)."]
@@ -311,6 +323,7 @@ def gate_lines(s: dict[str, Any]) -> list[str]:
             f"effect: {needs}"
         ]
     lines.append(f"- val items left out as missing (infrastructure failures): {s['gate_missing']}")
+    lines += noise_lines(s.get("noise_floor"))
     steps = s.get("accepted_steps") or []
     if steps:
         conf = float(s["gate_confidence"])
@@ -318,17 +331,19 @@ def gate_lines(s: dict[str, Any]) -> list[str]:
             "",
             f"Accepted steps: mean paired difference (candidate - incumbent) with its interval "
             f"(each end a one-sided {conf:.0%} sign-flip bound); *within noise* when the lower "
-            "end is at or below 0.",
+            "end is at or below 0; the noise floor is the measured A/A threshold a difference "
+            "had to exceed.",
             "",
-            "| step | kind | difference | interval | verdict | fixed (fail->pass) | "
+            "| step | kind | difference | interval | noise floor | verdict | fixed (fail->pass) | "
             "broken (pass->fail) |",
-            "|---:|---|---:|---|---|---|---|",
+            "|---:|---|---:|---|---:|---|---|---|",
         ]
+        floor = _num((s.get("noise_floor") or {}).get("noise_threshold"))
         for a in steps:
             verdict = {True: "within noise", False: "signal", None: "n/a"}[a["within_noise"]]
             lines.append(
                 f"| {a['step']} | {a['kind']} | {_num(a['mean_diff'])} | "
-                f"[{_num(a['diff_low'])}, {_num(a['diff_high'])}] | {verdict} | "
+                f"[{_num(a['diff_low'])}, {_num(a['diff_high'])}] | {floor} | {verdict} | "
                 f"{_ids(a['fixed'])} | {_ids(a['broken'])} |"
             )
     return lines
