@@ -8,17 +8,26 @@
   change of the skill draws again, whatever the skill says.
 - ``NeutralOptimizer``: proposes a rule that changes nothing for any target, a new one each call.
 - ``PerfectTarget``: answers every item right, with or without a skill (a saturated split).
+- ``CheckedToy`` and ``PatternCopyingOptimizer``: a task whose checker's pattern is evidence
+  only, and an optimizer that writes that pattern into a rule anyway.
 """
 
 from __future__ import annotations
 
 import hashlib
 import importlib.util
+import re
 from pathlib import Path
 from typing import Any
 
-from skillgrad.testing import FunctionBackend, optimizer_call_kind, system_text, user_text
-from skillgrad.types import ChatRequest
+from skillgrad.testing import (
+    FunctionBackend,
+    ToyTask,
+    optimizer_call_kind,
+    system_text,
+    user_text,
+)
+from skillgrad.types import ChatRequest, Item, Score
 
 _spec = importlib.util.spec_from_file_location(
     "fakes_e2e", Path(__file__).parents[1] / "fakes_e2e.py"
@@ -77,3 +86,30 @@ class NeutralOptimizer(FunctionBackend):
 class PerfectTarget(FunctionBackend):
     def __init__(self) -> None:
         super().__init__(lambda r: _word(r).upper(), "function:perfect-target")
+
+
+PATTERN = r"^[A-Z]{3,12}$"
+"""The checker's pattern of ``CheckedToy``: evidence, never feedback."""
+
+
+class CheckedToy(ToyTask):
+    """The toy task scored by a checker whose pattern and gold answer are evidence only."""
+
+    def score(self, output: str, item: Item) -> Score:
+        got = output.strip()
+        ok = re.fullmatch(PATTERN, got) is not None and got == item.reference
+        evidence = f"checker pattern /{PATTERN}/; gold answer {item.reference}"
+        feedback = "correct" if ok else "the answer does not have the required form"
+        return Score(float(ok), ok, feedback, evidence)
+
+
+def _copier(request: ChatRequest) -> Any:
+    """Proposes a rule quoting the checker's pattern (as an optimizer that had read it)."""
+    if optimizer_call_kind(request) in ("reflect", "deep_reflect"):
+        return {"rules": [{"rule": f"The answer must match {PATTERN} exactly."}]}
+    return _toy.optimizer_reply(request)
+
+
+class PatternCopyingOptimizer(FunctionBackend):
+    def __init__(self) -> None:
+        super().__init__(_copier, "function:pattern-copying-optimizer")

@@ -145,10 +145,27 @@ def test_headroom_refuses_a_saturated_split_before_any_optimizer_call(tmp_path: 
     assert summary["usage"].get("optimizer", {}).get("calls", 0) == 0
 
 
-def test_the_config_documents_the_new_keys() -> None:
-    from skillgrad.config import Config
+def test_eval_repeat_measures_flips_and_eval_headroom_refuses_a_saturated_split(
+    tmp_path: Path,
+) -> None:
+    empty = tmp_path / "empty.md"
+    empty.write_text("")
+    noisy = _config(tmp_path, f"{TOY}:FakeOptimizer", f"{FAKES}:NoisyTarget", "", "n_val: 10")
+    out = tmp_path / "noise.json"
+    args = ["eval", str(noisy), "--skill", str(empty), "--split", "val", "--repeat", "3"]
+    fresh = runner.invoke(app, [*args, "--set", "train.noise_calls=fresh", "--out", str(out)])
+    assert fresh.exit_code == 0, fresh.output
+    noise = json.loads(out.read_text())["noise_floor"]
+    assert noise["repeats"] == 3 and noise["items"] == 10 and noise["calls_paid"] == 20
+    assert noise["flip_rate"] > 0 and noise["minimum_detectable_effect"] > 0
+    assert "flip rate" in fresh.output and "20 fresh target calls paid" in fresh.output
+    cached = runner.invoke(app, args)  # in process: the call cache answers, nothing is paid
+    assert cached.exit_code == 0, cached.output
+    assert "answered by the call cache (0 calls paid)" in " ".join(cached.output.split())
 
-    fields = Config.model_json_schema()["$defs"]["TrainConfig"]["properties"]
-    for key in ("noise_repeats", "noise_calls", "noise_gate", "noise_remeasure", "headroom_check"):
-        assert fields[key]["description"], key
-    assert json.dumps(fields)  # serialisable
+    perfect = _config(tmp_path, f"{TOY}:FakeOptimizer", f"{FAKES}:PerfectTarget")
+    room = runner.invoke(
+        app, ["eval", str(perfect), "--skill", str(empty), "--split", "val", "--headroom"]
+    )
+    assert room.exit_code == 2, room.output
+    assert "saturated" in room.output and "6 at the ceiling" in room.output

@@ -27,7 +27,7 @@ from skillgrad.types import Item, Leak
 
 MIN_FRAGMENT = 6
 _CODE_CHAR = re.compile(r"[\[\](){}^$\\|*+?=<>/_]")
-_EDGE = "\"'`.,;:!?/"
+_EDGE = "\"'`.,;:!?/()"  # quotes, sentence marks, regex slashes, a parenthesised word
 
 
 def _fold(text: str) -> str:
