@@ -15,12 +15,12 @@ from typing import Any
 
 from skillgrad.config import Config
 from skillgrad.models.context import call_context
-from skillgrad.models.factory import check_models
+from skillgrad.models.registry import check_models
 from skillgrad.runs.cache import CallCache
 from skillgrad.runs.io import append_jsonl, read_jsonl
 from skillgrad.runs.layout import RunPaths
 from skillgrad.session import configured_specs, open_session
-from skillgrad.skill import Skill
+from skillgrad.skill.document import Skill
 from skillgrad.stats import sign_flip_test, t_interval
 from skillgrad.train.gate import GateRule
 from skillgrad.train.headroom import headroom

@@ -41,7 +41,7 @@ from skillgrad.scorers import CallableScorer
 from skillgrad.scorers.base import Scorer, ScoresOutputs
 from skillgrad.scorers.base import as_scorer as as_base_scorer
 from skillgrad.session import arun_training, safe_name
-from skillgrad.skill import Skill
+from skillgrad.skill.document import Skill
 from skillgrad.tasks.base import Split
 from skillgrad.tasks.chat import ChatTask
 from skillgrad.types import Item, Score, StepRecord

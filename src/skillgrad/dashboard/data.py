@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from skillgrad.report.load import RunData, load_run, parse_history, step_details
+from skillgrad.runs.view import RunData, load_run, parse_history, step_details
 from skillgrad.types import StepRecord
 
 

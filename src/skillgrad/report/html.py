@@ -12,11 +12,11 @@ from pathlib import Path
 import jinja2
 
 from skillgrad.errors import SkillgradError
-from skillgrad.report.load import RunData, load_run
 from skillgrad.report.plots import CATEGORY_COLORS, render_figures
 from skillgrad.report.provenance import blame, diff_html, skill_at
 from skillgrad.report.text import fmt
 from skillgrad.runs.io import atomic_write_text
+from skillgrad.runs.view import RunData, load_run
 
 TEMPLATES = Path(__file__).parent / "templates"
 

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from skillgrad.errors import RunDirError
-from skillgrad.report.load import RunData, load_run
-from skillgrad.skill import text_lines
+from skillgrad.runs.view import RunData, load_run
+from skillgrad.skill.document import text_lines
 
 
 @dataclass(frozen=True)

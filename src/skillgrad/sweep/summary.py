@@ -21,7 +21,7 @@ from typing import Any
 from skillgrad.errors import RunDirError
 from skillgrad.runs.cache import CallCache
 from skillgrad.runs.io import atomic_write_json, read_json
-from skillgrad.skill import skill_hash
+from skillgrad.skill.document import skill_hash
 from skillgrad.stats import sign_flip_test, t_interval
 from skillgrad.sweep.attribution import repeated_edits
 from skillgrad.sweep.plan import SUMMARY_FILE, load_plan_record

@@ -24,9 +24,9 @@ from pydantic import ValidationError
 from skillgrad.config import Config, load_yaml, validate_config
 from skillgrad.errors import ConfigError, RunDirError
 from skillgrad.evaluate import evaluate_skill
-from skillgrad.importing import resolve_object
-from skillgrad.models.factory import check_models, parse_model_arg
+from skillgrad.models.registry import check_models, parse_model_arg
 from skillgrad.models.spec import ModelSpec
+from skillgrad.plugins import resolve_object
 from skillgrad.redact import REDACTED
 from skillgrad.registry import load_task
 from skillgrad.runs import integrity
@@ -35,7 +35,7 @@ from skillgrad.runs.layout import RunPaths
 from skillgrad.runs.lock import RunLock
 from skillgrad.runs.rundir import read_run_config
 from skillgrad.session import load_splits, resolved_spec
-from skillgrad.skill import Skill, skill_hash
+from skillgrad.skill.document import Skill, skill_hash
 from skillgrad.sweep.plan import load_plan_record
 from skillgrad.sweep.summary import paired_diffs, run_status
 from skillgrad.sweep.worker import COMPLETE

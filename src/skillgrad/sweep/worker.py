@@ -2,7 +2,7 @@
 
 ``execute(job)`` trains (or resumes) the run in ``job.run_dir`` with ``load_config`` +
 ``run_training`` and returns a ``RunOutcome``; a run that already finished is not touched.
-The local pool calls it in a fresh process per run (``sweep/local.py``), Ray in a Ray task.
+The local pool calls it in a fresh process per run (``sweep/pool.py``), Ray in a Ray task.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ import math
 from typing import Any
 
 from skillgrad.models.context import call_context
-from skillgrad.skill_package import prompt_text
+from skillgrad.skill.package import prompt_text
 from skillgrad.train.context import RunContext
 from skillgrad.train.placebo import placebo_skill
 from skillgrad.train.rollout import cached_item_scores

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from skillgrad.skill import approx_tokens
+from skillgrad.skill.document import approx_tokens
 
 SENTENCES = (
     "This document is a placeholder of a set length.",

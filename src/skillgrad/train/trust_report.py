@@ -15,13 +15,18 @@ def noise_lines(noise: dict[str, Any] | None) -> list[str]:
         if noise["calls"] == "cached" and not noise["calls_paid"]
         else f"{noise['calls']} repeats, {noise['calls_paid']} target calls paid"
     )
+    refuses = (
+        "the gate refuses a mean difference at or below it"
+        if noise.get("gate", True)
+        else "not applied: train.noise_gate is off"
+    )
     flipped = noise.get("flipped") or []
     shown = f" ({', '.join(flipped[:4])}{', …' if len(flipped) > 4 else ''})" if flipped else ""
     return [
         f"- noise floor (A/A, {noise['repeats']} passes of the initial skill on "
-        f"{noise['items']} val items): flip rate {noise['flip_rate']:.1%}{shown}; the gate "
-        f"refuses a mean difference at or below {noise['noise_threshold']:+.3f}; minimum "
-        f"detectable effect {noise['minimum_detectable_effect']:+.3f}; {how}"
+        f"{noise['items']} val items): flip rate {noise['flip_rate']:.1%}{shown}; noise "
+        f"threshold {noise['noise_threshold']:+.3f} ({refuses}); minimum detectable effect "
+        f"{noise['minimum_detectable_effect']:+.3f}; {how}"
     ]
 
 
