@@ -5,6 +5,7 @@ gain, and the headroom check refusing a saturated split."""
 from __future__ import annotations
 
 import json
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -66,6 +67,12 @@ def test_an_optimizer_answering_an_older_format_says_why_nothing_was_learned(
     report = (run / "report.md").read_text()
     assert "## Steps that could not learn" in report and "Field required" in report
     assert read_json(run / "summary.json")["stalled_steps"][0]["reason"] == reason
+    from starlette.testclient import TestClient
+
+    from skillgrad.dashboard import create_app
+
+    page = TestClient(create_app(run.parent), base_url="http://127.0.0.1").get("/run/trust")
+    assert page.status_code == 200 and "every reflection failed validation" in page.text
 
 
 def test_a_noisy_target_has_its_flips_measured_and_its_noise_sized_gain_refused(
@@ -169,3 +176,23 @@ def test_eval_repeat_measures_flips_and_eval_headroom_refuses_a_saturated_split(
     )
     assert room.exit_code == 2, room.output
     assert "saturated" in room.output and "6 at the ceiling" in room.output
+
+
+def test_noise_remeasure_scores_the_incumbent_afresh_at_every_gate(tmp_path: Path) -> None:
+    train = "num_epochs: 1, patience: 8, noise_calls: fresh, noise_remeasure: true"
+    cfg = _config(tmp_path, f"{FAKES}:NeutralOptimizer", f"{FAKES}:NoisyTarget", train)
+    result = _train(cfg, "--no-headroom-check")
+    assert result.exit_code == 0, result.output
+    run = tmp_path / "runs/trust"
+    gated = [r for r in read_json(run / "history.json") if r["gate_total"]]
+    assert gated
+    db = sqlite3.connect(run / "calls.sqlite")
+    try:
+        ids = [r[0] for r in db.execute("SELECT item_id FROM results")]
+    finally:
+        db.close()
+    for record in gated:  # the incumbent's val items drawn again, kept per step
+        again = [i for i in ids if i.endswith(f"#s{100_000 + record['step']}")]
+        assert len(again) == 6, record["step"]
+        gate = read_json(run / f"steps/step_{record['step']:04d}/gate.json")
+        assert set(gate["incumbent_items"]) == {i.split("#")[0] for i in again}
