@@ -139,3 +139,26 @@ def test_a_candidate_line_copying_evidence_is_found_by_fragment_and_by_span() ->
     }
     assert evidence_leaks(skill, evidence, splits, 8, exempt=skill) == ()
     assert evidence_leaks("- Keep the reply short.\n", evidence, splits, 8) == ()
+
+
+def test_a_user_scorer_may_declare_its_feedback_evidence() -> None:
+    """Then the optimizer reads only the verdict; plain feedback is learning-safe as it is."""
+    from skillgrad.scorers.base import as_scorer
+    from skillgrad.types import Item, Score
+
+    class Checker:
+        feedback_is_evidence = True
+
+        def score(self, output: str, item: Item) -> Score:
+            return Score(0.0, False, "expected call book(hotel='Ritz')", "gold: Ritz")
+
+    class Plain:
+        def score(self, output: str, item: Item) -> Score:
+            return Score(0.0, False, "answer in one word")
+
+    item = Item("x", "in", "out")
+    hidden = as_scorer(Checker()).score("no", item)
+    assert hidden.feedback == "failed (feedback withheld)"
+    assert "book(hotel='Ritz')" in hidden.evidence and "gold: Ritz" in hidden.evidence
+    plain = as_scorer(Plain()).score("no", item)  # plain feedback: learning-safe as it is
+    assert plain.feedback == "answer in one word" and plain.evidence == ""

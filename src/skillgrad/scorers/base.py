@@ -151,9 +151,9 @@ class _AdaptedScorer:
 def as_scorer(obj: ScoresOutputs) -> Scorer:
     """``obj`` as a full ``Scorer``: itself when it already is one (every ``BaseScorer``), else
     wrapped so callers never probe for optional abilities. The one place defaults are filled."""
-    if isinstance(obj, (BaseScorer, Scorer)):
+    if isinstance(obj, (BaseScorer, Scorer)) and not getattr(obj, "feedback_is_evidence", False):
         return obj
-    return _AdaptedScorer(obj)
+    return _AdaptedScorer(obj)  # also puts a scorer's evidence-only feedback behind the firewall
 
 
 __all__ = ["BaseScorer", "Scorer", "ScoresOutputs", "as_scorer", "run_sync"]
