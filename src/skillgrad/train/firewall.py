@@ -19,10 +19,9 @@ never written by the optimizer) are exempt.
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Iterable, Sequence
 
-from skillgrad.train.leaks import LeakIndex
+from skillgrad.train.leaks import LeakIndex, normalise
 from skillgrad.types import Item, Leak
 
 MIN_FRAGMENT = 6
@@ -31,7 +30,8 @@ _EDGE = "\"'`.,;:!?/()"  # quotes, sentence marks, regex slashes, a parenthesise
 
 
 def _fold(text: str) -> str:
-    return unicodedata.normalize("NFKC", text).casefold()
+    """The leak check's own normal form (``leaks.normalise``: whatever it strips, so do we)."""
+    return normalise(text)
 
 
 def fragments(evidence: str) -> set[str]:
