@@ -67,6 +67,10 @@ def test_the_placebo_and_empty_arms_are_scored_on_the_same_test_items(tmp_path: 
     assert len(placebo_words) == len(splits["test"]) == 5 and len(test_words) == 5
     report = (run / "report.md").read_text()
     assert "## Control arms (test split)" in report and "| placebo | 0.000 | +1.000 |" in report
+    from skillgrad.report.html import write_html_report
+
+    page = write_html_report(run).read_text()
+    assert 'id="controls"' in page and 'id="noise-floor"' in page
 
 
 def test_placebo_text_is_deterministic_content_free_and_of_the_asked_length() -> None:
