@@ -13,8 +13,9 @@ The layers, lowest first, and why each sits where it does:
 - ``prompts`` (the .md templates and their renderer);
 - ``skill`` (the skill document: ``match``, ``package``, ``document``; ``skill_hash`` lives
   here);
-- ``runs`` — the run directory and the call store, in JSON only (never train/ types): the
-  model wrappers meter and cache into its store, so it sits below ``models``;
+- ``runs`` — the run directory, its records (``records``) and its one reader (``view``), and
+  the call store (never train/ types): the model wrappers meter and cache into its store, so it
+  sits below ``models``;
 - ``models`` — backends and wrappers (never the registry, tasks or the test fakes);
 - ``scorers`` — the loss functions and their lookup (the judge calls a model);
 - ``executors`` — where a rollout's heavy, model-free part runs (a thread, or a Ray task);
@@ -211,6 +212,14 @@ def test_no_import_cycles(graph: dict[str, set[str]]) -> None:
 def test_no_import_points_up(graph: dict[str, set[str]]) -> None:
     bad = upward_edges(graph)
     assert not bad, "imports that point up (see LAYERS):\n" + "\n".join(bad)
+
+
+def test_the_top_level_stays_small() -> None:
+    """The package's top level reads as the architecture: at most 16 modules besides
+    ``__init__`` and ``__main__``; everything else lives in a sub-package of its room."""
+    top = sorted(p.stem for p in (SRC / "skillgrad").glob("*.py"))
+    modules = [m for m in top if m not in ("__init__", "__main__")]
+    assert len(modules) <= 16, modules
 
 
 def test_production_code_never_imports_the_test_fakes(graph: dict[str, set[str]]) -> None:

@@ -23,7 +23,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from skillgrad.types import PowerCheck
+from skillgrad.runs.records import PowerCheck
 
 
 @dataclass

@@ -42,7 +42,7 @@ def eval_cache_path(cfg: Config) -> Path:
     setup = {"task": cfg.env.task, "options": cfg.env.options, "target": target}
     text = json.dumps(setup, sort_keys=True, default=str)
     digest = hashlib.sha256(text.encode()).hexdigest()[:12]
-    return Path(cfg.env.output_root) / "_eval" / digest / "calls.sqlite"
+    return RunPaths(Path(cfg.env.output_root) / "_eval" / digest).calls_db
 
 
 async def evaluate_skill(cfg: Config, skill_path: Path, split: str) -> dict[str, Any]:

@@ -28,6 +28,7 @@ from skillgrad.cli.console import err, exits, fail, missing_extra, out, print_er
 from skillgrad.config import Config, load_config
 from skillgrad.errors import SkillgradError
 from skillgrad.plugins import load_plugin, plugin_names
+from skillgrad.runs.layout import RunPaths
 
 COMMAND_GROUP = "skillgrad.commands"
 
@@ -133,8 +134,9 @@ def train(
         result = run_training(
             cfg, config_path=str(config), fresh=fresh, progress=None if quiet else progress
         )
-    _print_markdown((result.run_dir / "report.md").read_text(encoding="utf-8"))
-    out.print(f"best skill: {result.run_dir / 'best_skill.md'}", markup=False)
+    paths = RunPaths(result.run_dir)
+    _print_markdown(paths.report.read_text(encoding="utf-8"))
+    out.print(f"best skill: {paths.best_skill}", markup=False)
 
 
 @app.command("eval")
@@ -294,11 +296,12 @@ def report(
     from skillgrad.train.report import render_report
 
     check_no_links(run_dir)
-    summary = read_json(run_dir / "summary.json")
-    history = load_history(run_dir / "history.json")
+    paths = RunPaths(run_dir)
+    summary = read_json(paths.summary)
+    history = load_history(paths.history)
     if summary is None:
-        raise SkillgradError(f"{run_dir} has no summary.json (not a finished run?)")
-    transfer = read_jsonl(run_dir / "transfer.jsonl")  # skillgrad eval of this run's skills
+        raise SkillgradError(f"{run_dir} has no {paths.summary.name} (not a finished run?)")
+    transfer = read_jsonl(paths.transfer)  # skillgrad eval of this run's skills
     _print_markdown(render_report(summary, history, transfer))
     if html:
         try:

@@ -67,8 +67,8 @@ def render_html_report(run: RunData, figures: dict[str, bytes]) -> str:
 def write_html_report(run_dir: Path, out: Path | None = None) -> Path:
     """Write the HTML report (default ``run_dir/report.html``) and ``run_dir/figures/*.png``."""
     run = load_run(Path(run_dir))
-    figures = render_figures(run, run.root / "figures")
-    target = Path(out) if out is not None else run.root / "report.html"
+    figures = render_figures(run, run.paths.figures)
+    target = Path(out) if out is not None else run.paths.report_html
     atomic_write_text(target, render_html_report(run, figures))
     return target
 

@@ -16,8 +16,8 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
 from skillgrad.runs.io import atomic_write_bytes
+from skillgrad.runs.records import StepRecord
 from skillgrad.runs.view import RunData
-from skillgrad.types import StepRecord
 
 Field = Callable[[StepRecord], float | None]
 

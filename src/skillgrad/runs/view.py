@@ -16,8 +16,8 @@ from skillgrad.errors import RunDirError
 from skillgrad.runs.integrity import check_no_links
 from skillgrad.runs.io import read_jsonl, read_text
 from skillgrad.runs.layout import RunPaths
+from skillgrad.runs.records import StepRecord
 from skillgrad.skill.document import Skill
-from skillgrad.types import StepRecord
 
 _VERSION_RE = re.compile(r"skill_v(\d+)\.md$")
 _EPOCH_RE = re.compile(r"epoch_(\d+)$")

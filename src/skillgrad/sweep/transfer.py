@@ -200,7 +200,8 @@ def run_config(paths: RunPaths) -> Config:
     hidden = [k for k, v in flatten(raw).items() if isinstance(v, str) and REDACTED in v]
     if hidden:
         raise RunDirError(
-            f"{paths.config}: {', '.join(hidden)} held a secret that config.json keeps only as "
+            f"{paths.config}: {', '.join(hidden)} held a secret that {paths.config.name} keeps "
+            "only as "
             f"{REDACTED}, so the run's setup cannot be rebuilt from it. Name the secret by an "
             "environment variable (the *_env settings) in the config, or evaluate the run's "
             "skills with `skillgrad eval CONFIG --skill ...`"
@@ -226,13 +227,13 @@ def skill_paths(paths: RunPaths) -> dict[str, Path]:
             raise RunDirError(f"{path}: missing in a finished run; {_RESTORE}")
         if Skill.load(path).hash != skill_hash(str(state[f"{kind}_skill"])):
             raise RunDirError(
-                f"{path}: not the {kind} skill the run committed (runtime_state.json); {_RESTORE}"
+                f"{path}: not the {kind} skill the run committed ({paths.state.name}); {_RESTORE}"
             )
         out[kind] = path
     return out
 
 
-_RESTORE = "restore it from a backup (runtime_state.json holds the committed texts)"
+_RESTORE = f"restore it from a backup ({RunPaths(Path()).state.name} holds the committed texts)"
 
 
 def target_config(cfg: Config, target: ModelSpec, root: Path) -> Config:

@@ -15,6 +15,7 @@ from typing import Any
 
 from skillgrad.errors import BudgetExceeded, SkillgradError
 from skillgrad.runs.io import read_json
+from skillgrad.runs.layout import RunPaths
 from skillgrad.sweep.plan import RunJob
 
 FINISHED = "finished"
@@ -42,7 +43,7 @@ class RunOutcome:
 
 
 def is_finished(run_dir: Path) -> bool:
-    summary = read_json(Path(run_dir) / "summary.json")
+    summary = read_json(RunPaths(Path(run_dir)).summary)
     return isinstance(summary, dict) and summary.get("status") in COMPLETE
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from skillgrad.models.context import call_context
 from skillgrad.runs.io import read_jsonl
+from skillgrad.runs.records import CheckResult, GateResult
 from skillgrad.skill.document import Skill
 from skillgrad.train.check_targets import gate_candidate
 from skillgrad.train.context import RunContext
@@ -19,7 +20,7 @@ from skillgrad.train.rollout import mean_score
 from skillgrad.train.slow import GUIDANCE_BLOCK, meta_skill_memo, slow_update_guidance
 from skillgrad.train.state import StepOutcome, TrainState
 from skillgrad.train.validate import attribution_json, gate_json
-from skillgrad.types import CheckResult, Edit, EditResult, GateResult
+from skillgrad.types import Edit, EditResult
 
 
 def slow_update_due(ctx: RunContext, state: TrainState) -> bool:

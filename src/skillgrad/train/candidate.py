@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from skillgrad.models.context import call_context
+from skillgrad.runs.records import CheckResult
 from skillgrad.skill.document import Skill
 from skillgrad.train.aggregate import Aggregated, aggregate
 from skillgrad.train.check_targets import gate_candidate
@@ -31,7 +32,7 @@ from skillgrad.train.select import Selection, select
 from skillgrad.train.stall import stall_reason
 from skillgrad.train.state import TrainState
 from skillgrad.train.validate import attribution_json, gate_json
-from skillgrad.types import CheckResult, EditResult, Trajectory
+from skillgrad.types import EditResult, Trajectory
 
 
 @dataclass

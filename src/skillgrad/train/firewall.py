@@ -21,8 +21,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
+from skillgrad.runs.records import Leak
 from skillgrad.train.leaks import LeakIndex, normalise
-from skillgrad.types import Item, Leak
+from skillgrad.types import Item
 
 MIN_FRAGMENT = 6
 _CODE_CHAR = re.compile(r"[\[\](){}^$\\|*+?=<>/_]")

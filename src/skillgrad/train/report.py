@@ -9,10 +9,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from skillgrad.runs.records import StepRecord
 from skillgrad.train.controls import control_lines
 from skillgrad.train.stall import stall_lines
 from skillgrad.train.trust_report import noise_lines
-from skillgrad.types import StepRecord
 
 
 def excerpt_lines(excerpt: dict[str, Any] | None) -> list[str]:

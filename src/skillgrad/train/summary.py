@@ -10,9 +10,9 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from skillgrad.config import Config
+from skillgrad.runs.records import Leak, StepRecord
 from skillgrad.skill.package import file_lengths, prompt_text
 from skillgrad.train.stall import stalled_steps
-from skillgrad.types import Leak, StepRecord
 
 if TYPE_CHECKING:  # the loop imports this module; avoid the cycle at run time
     from skillgrad.train.state import TrainState

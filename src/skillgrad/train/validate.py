@@ -14,11 +14,12 @@ from typing import Any
 from skillgrad.models.base import ModelBackend
 from skillgrad.models.context import call_context
 from skillgrad.runs.cache import ResultStore
+from skillgrad.runs.records import CheckResult
 from skillgrad.train.context import CheckTarget, RunContext
 from skillgrad.train.gate import GateOutcome, GateRule, gate
 from skillgrad.train.noise import remeasured_incumbent
 from skillgrad.train.rollout import ItemScore, score_items
-from skillgrad.types import CheckResult, to_json
+from skillgrad.types import to_json
 
 CHECK_STAGE = "check"
 """The ledger stage of a check target's gate calls (its role is ``context.CHECK_ROLE``)."""

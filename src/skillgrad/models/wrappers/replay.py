@@ -13,6 +13,7 @@ from pathlib import Path
 
 from skillgrad.errors import ReplayMissError
 from skillgrad.runs.cache import CallCache, call_key
+from skillgrad.runs.layout import RunPaths
 from skillgrad.types import ChatRequest, Completion
 
 
@@ -22,8 +23,8 @@ def _open(cache: CallCache | str | Path, *, must_exist: bool) -> CallCache:
     path = Path(cache)
     if must_exist and not path.is_file():
         raise ReplayMissError(
-            f"replay cache {path} does not exist: point it at the calls.sqlite of a recorded "
-            "run directory"
+            f"replay cache {path} does not exist: point it at the "
+            f"{RunPaths(path.parent).calls_db.name} of a recorded run directory"
         )
     return CallCache(path)
 
