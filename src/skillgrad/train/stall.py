@@ -10,12 +10,14 @@ A step with no failure to reflect on is not stalled (there was nothing to learn 
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
 from skillgrad.types import EditResult
 
+_PYDANTIC_URL = re.compile(r"For further information visit \S+")  # a link, not the error
 ERROR_CHARS = 300  # enough of a pydantic error to name the field, short enough for a step line
 STALLED_IN_A_ROW = 2  # consecutive stalled steps before the console warns
 
@@ -23,6 +25,7 @@ STALLED_IN_A_ROW = 2  # consecutive stalled steps before the console warns
 def first_error(records: Sequence[dict[str, Any]]) -> str:
     """The first failed reflection's validation error, on one line and cut to ERROR_CHARS."""
     error = next((str(r.get("error") or "") for r in records if not r.get("ok")), "")
+    error = _PYDANTIC_URL.sub("", error).removeprefix("output failed validation: ")
     flat = " ".join(error.split())
     return flat if len(flat) <= ERROR_CHARS else flat[: ERROR_CHARS - 1] + "…"
 
