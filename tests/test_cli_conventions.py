@@ -23,7 +23,7 @@ def _config(tmp_path: Path, epochs: int = 1, root: str = "runs") -> Path:
     path = tmp_path / "toy.yaml"
     path.write_text(
         f"""
-train: {{num_epochs: {epochs}, batch_size: 4}}
+train: {{num_epochs: {epochs}, batch_size: 4, stop_at_ceiling: false}}
 models:
   optimizer: {{provider: function, model: "{FAKES}:FakeOptimizer"}}
   target: {{provider: function, model: "{FAKES}:FakeTarget"}}

@@ -112,6 +112,12 @@ def test_a_changed_scorer_function_is_a_new_run(tmp_path: Path) -> None:
     )
     train, val = ex.data(ex.WORDS[:4], "tr"), ex.data(ex.WORDS[4:8], "va")
     strict = skillgrad.fit(train, val, scorer=lambda o, i: o == i.reference, **common)
-    lenient = skillgrad.fit(train, val, scorer=lambda o, i: o.lower() == i.input, **common)
+    lenient = skillgrad.fit(
+        train,
+        val,
+        scorer=lambda o, i: o.lower() == i.input,
+        headroom_check=False,  # the lenient scorer saturates val: trained anyway, at once done
+        **common,
+    )
     assert strict.run_dir != lenient.run_dir
     assert lenient.summary["val_initial"] == 1.0  # scored by the new function, not replayed

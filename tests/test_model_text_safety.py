@@ -70,7 +70,12 @@ def test_a_run_with_fence_breaking_replies_finishes_and_resumes(tmp_path: Path) 
         return load_config(
             data={
                 "env": {"task": "toy", "output_root": str(tmp_path), "run_name": "fences"},
-                "train": {"num_epochs": epochs, "batch_size": 4, "slow_update_gate": False},
+                "train": {
+                    "num_epochs": epochs,
+                    "batch_size": 4,
+                    "slow_update_gate": False,
+                    "stop_at_ceiling": False,  # epoch 2's slow update after val reaches 1.0
+                },
                 "models": {
                     "optimizer": {
                         "provider": "function",

@@ -29,8 +29,28 @@ def old_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path / "old_run"
 
 
+# What later versions add to a run's records (issue 27): the old version did not write them.
+NEW_RECORD_KEYS = {"stall_reason"}
+NEW_SUMMARY_KEYS = {"noise_floor", "controls", "stalled_steps"}
+
+
 def _without_timings(history: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [{k: v for k, v in r.items() if k != "timings"} for r in history]
+    drop = {"timings", *NEW_RECORD_KEYS}
+    return [{k: v for k, v in r.items() if k not in drop} for r in history]
+
+
+def _without_noise_floor(report: str) -> str:
+    """The report without the gate's noise-floor bullet (measured on resume, issue 27)."""
+    lines, out, skipping = report.split("\n"), [], False
+    for line in lines:
+        if "• noise floor" in line:
+            skipping = True
+            continue
+        if skipping and line.startswith("   ") and not line.lstrip().startswith("•"):
+            continue
+        skipping = False
+        out.append(line)
+    return "\n".join(out)
 
 
 def test_an_old_run_reports_as_it_did(old_run: Path) -> None:
@@ -43,11 +63,15 @@ def test_an_old_run_resumes_to_what_the_old_version_wrote(old_run: Path) -> None
     config = Path("config.yaml")
     config.write_text(config.read_text().replace("num_epochs: 1", "num_epochs: 2"))
     runner = CliRunner()
-    trained = runner.invoke(app, ["train", str(config), "--quiet"], env=WIDTH)
+    # as the old version did: on past the reward ceiling (a run may turn the stop off on resume)
+    old_way = ["--set", "train.stop_at_ceiling=false"]
+    trained = runner.invoke(app, ["train", str(config), "--quiet", *old_way], env=WIDTH)
     assert trained.exit_code == 0, trained.output
     history = json.loads((old_run / "history.json").read_text())
     assert _without_timings(history) == json.loads((EXPECTED / "history_after.json").read_text())
     summary = json.loads((old_run / "summary.json").read_text())
+    assert set(summary) >= NEW_SUMMARY_KEYS
+    summary = {k: v for k, v in summary.items() if k not in NEW_SUMMARY_KEYS}
     assert summary == json.loads((EXPECTED / "summary_after.json").read_text())
     best = (old_run / "best_skill.md").read_text()
     assert best == (EXPECTED / "best_skill_after.md").read_text()
@@ -55,4 +79,6 @@ def test_an_old_run_resumes_to_what_the_old_version_wrote(old_run: Path) -> None
     assert files == (EXPECTED / "files_after.txt").read_text().split()
     report = runner.invoke(app, ["report", str(old_run.name)], env=WIDTH)
     assert report.exit_code == 0, report.output
-    assert report.output == (EXPECTED / "report_after.txt").read_text(encoding="utf-8")
+    assert "noise floor" in report.output
+    expected = (EXPECTED / "report_after.txt").read_text(encoding="utf-8")
+    assert _without_noise_floor(report.output) == expected

@@ -5,6 +5,8 @@ things through ``Control`` (stop the run); it never touches the training state.
 
 Events (``event["event"]``) and their main fields:
     run_start    run_dir, config, resumed
+    noise_floor  repeats, items, calls, flip_rate, noise_threshold, ..., message (A/A)
+    headroom     items, val_score, at_ceiling, at_floor, saturated, detectable, ok, message
     step_start   step, epoch, lr, k
     stage        step, stage ("rollout" | "reflect" | "aggregate" | "select" | "gate" | ...), info
     step_end     record (a StepRecord as dict), skill (text in force after the step)
@@ -60,6 +62,9 @@ def describe_event(event: dict[str, Any]) -> tuple[int, str] | None:
         return logging.INFO, PowerCheck.from_json(event).line()
     if name == "baseline":
         return logging.INFO, f"baseline val score {event['val_score']:.3f}"
+    if name in ("noise_floor", "headroom"):  # train/noise.py, train/headroom.py
+        level = logging.INFO if event.get("ok", True) else logging.WARNING
+        return level, str(event["message"])
     if name == "step_end":
         return logging.INFO, _step_line(event["record"])
     if name == "slow_update":
@@ -94,6 +99,8 @@ def _gate_text(r: dict[str, Any]) -> str:
     cand, inc = r.get("candidate_score"), r["incumbent_score"]
     if r.get("leak_refused"):
         return "candidate refused (copies train/val data), not evaluated"
+    if cand is None and r.get("stall_reason"):
+        return f"could not learn: {r['stall_reason']}"
     if cand is None:
         return "no candidate (no edit applied)" if not r.get("n_applied") else "not evaluated"
     refusal = next((c for c in r.get("check_targets") or [] if c["verdict"] == "refused"), None)

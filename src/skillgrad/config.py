@@ -159,6 +159,53 @@ class TrainConfig(_Section):
         "only repeated rules the skill has or the gate rejected, or copied a train/val item "
         "(at temperature 0 a small model says the same again)",
     )
+    noise_repeats: int = Field(
+        2,
+        ge=0,
+        le=32,
+        description="A/A passes of the initial skill on the val items before training (the "
+        "baseline is the first) measuring the target's noise floor; 0 or 1: not measured "
+        "(docs/gate.md, 'Noise floor')",
+    )
+    noise_calls: Literal["auto", "cached", "fresh"] = Field(
+        "auto",
+        description="how A/A repeats reach the target: 'cached' sends the baseline's own "
+        "requests (the call cache answers: free, right for a deterministic target), 'fresh' "
+        "gives each repeat its own sampling seed past the cache (paid: what a nondeterministic "
+        "server or agent does); 'auto': cached for an in-process target, else fresh",
+    )
+    noise_gate: bool = Field(
+        True,
+        description="the gate refuses a mean val difference at or below the measured noise "
+        "threshold (z(gate_confidence) x the A/A standard error of a paired difference)",
+    )
+    noise_remeasure: bool = Field(
+        False,
+        description="re-score the incumbent afresh at every gate, in the same round as the "
+        "candidate (paid: one val pass per step; for nondeterministic targets)",
+    )
+    show_reference: bool = Field(
+        True,
+        description="show the optimizer each item's gold reference next to its input (never the "
+        "target); safe by default: train/val references are not test data, a rule copying one "
+        "is flagged (refused under reject_leaks), and a scorer's evidence is never shown",
+    )
+    controls: bool = Field(
+        False,
+        description="after training, also score the empty skill and a placebo skill (the best "
+        "skill's token length, no task content: skillgrad.train.placebo) on the test split; the "
+        "summary reports the best skill's gain over each (skillgrad sweep --controls)",
+    )
+    stop_at_ceiling: bool = Field(
+        True,
+        description="end training (status finished) once the val score reaches the reward "
+        "ceiling (1.0) instead of spending patience on steps that cannot be accepted",
+    )
+    headroom_check: bool = Field(
+        True,
+        description="stop before any optimizer call (exit 2) when the val split is saturated "
+        "or no achievable gain can pass the gate; off: --no-headroom-check",
+    )
 
     @field_validator("check_targets", mode="before")
     @classmethod

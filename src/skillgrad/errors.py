@@ -75,6 +75,11 @@ class SystemicFailure(SystemicError):
     pass
 
 
+class NoHeadroom(SkillgradError):
+    """The val split leaves nothing the gate could accept (saturated, or no detectable gain):
+    the run stops before any optimizer call (``train/headroom.py``)."""
+
+
 class RunDirError(SystemicError):
     pass
 
@@ -89,6 +94,7 @@ __all__ = [
     "ConfigError",
     "DataError",
     "ModelError",
+    "NoHeadroom",
     "PermanentModelError",
     "ReplayMissError",
     "RunDirError",

@@ -1,4 +1,6 @@
-"""Zero-shot evaluation of any skill on a split: ``skillgrad eval``.
+"""Zero-shot evaluation of any skill on a split: ``skillgrad eval``; with ``--repeat N`` /
+``--headroom`` also the noise floor (A/A) and the headroom of the split for that skill
+(``train/noise.py``, ``train/headroom.py``; repeats go through the same evaluation cache).
 
 The run is assembled by ``session.open_session`` exactly as ``train`` assembles it (task,
 checked splits, backends with their wrappers, judge binding, metering)."""
@@ -7,10 +9,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from pathlib import Path
 from typing import Any
 
 from skillgrad.config import Config
+from skillgrad.models.context import call_context
 from skillgrad.models.registry import check_models
 from skillgrad.runs.cache import CallCache
 from skillgrad.runs.io import append_jsonl, read_jsonl
@@ -18,6 +22,15 @@ from skillgrad.runs.layout import RunPaths
 from skillgrad.session import configured_specs, open_session
 from skillgrad.skill.document import Skill
 from skillgrad.stats import sign_flip_test, t_interval
+from skillgrad.train.gate import GateRule
+from skillgrad.train.headroom import headroom
+from skillgrad.train.noise import (
+    REPEAT_SAMPLE_BASE,
+    noise_calls,
+    noise_floor_of,
+    repeat_pass,
+    target_calls,
+)
 from skillgrad.train.rollout import mean_score, rollout
 from skillgrad.types import Trajectory
 
@@ -120,4 +133,68 @@ def record_transfer(cfg: Config, skill_path: Path, result: dict[str, Any]) -> No
             return
 
 
-__all__ = ["eval_cache_path", "evaluate_skill", "paired_comparison"]
+async def repeated_passes(
+    cfg: Config, skill_path: Path, split: str, repeats: int
+) -> tuple[list[list[Trajectory]], str, int]:
+    """``repeats`` passes of the skill on ``split`` (the first an ordinary evaluation): the
+    passes, how the repeats were sent, and the target calls they paid."""
+    skill = Skill.load(skill_path)
+    check_models(configured_specs(cfg))
+    store = CallCache(eval_cache_path(cfg))
+    mode = noise_calls(cfg)
+    try:
+        session = open_session(cfg, store)
+        try:
+            items, workers = session.items[split], cfg.hardware.rollout_workers
+            args = (session.task, items, skill.text, session.target)
+            first = await rollout(*args, workers=workers, store=store, seed=cfg.train.seed)
+            before = target_calls(store)
+            passes = [first]
+            with call_context("noise_floor", 0):
+                for r in range(1, repeats):
+                    sample = REPEAT_SAMPLE_BASE + r
+                    passes.append(
+                        await repeat_pass(
+                            *args,
+                            store=store,
+                            sample=sample,
+                            mode=mode,
+                            seed=cfg.train.seed,
+                            workers=workers,
+                        )
+                    )
+            paid = target_calls(store) - before
+        finally:
+            await session.aclose()
+    finally:
+        store.close()
+    return passes, mode, paid
+
+
+async def noise_and_headroom(
+    cfg: Config, skill_path: Path, split: str, repeats: int, with_headroom: bool
+) -> dict[str, Any]:
+    """The ``noise_floor`` (and with ``with_headroom`` the ``headroom``) of a skill on a split,
+    as ``skillgrad eval --repeat/--headroom`` prints and writes them."""
+    passes, mode, paid = await repeated_passes(cfg, skill_path, split, max(1, repeats))
+    t = cfg.train
+    noise = noise_floor_of(passes, mode, t.gate_confidence, paid)
+    out: dict[str, Any] = {"noise_floor": {**noise.to_json(), "message": noise.note}}
+    if with_headroom:
+        values = [x.score.value for x in passes[0] if x.infra_error is None]
+        threshold = noise.noise_threshold if t.noise_gate else 0.0
+        rule = GateRule(t.gate_rule, t.gate_confidence, max(t.gate_min_delta, threshold))
+        out["headroom"] = headroom(values, rule, threshold).to_json()
+    out["repeat_means"] = [
+        math.fsum(x.score.value for x in p) / len(p) if p else 0.0 for p in passes
+    ]
+    return out
+
+
+__all__ = [
+    "eval_cache_path",
+    "evaluate_skill",
+    "noise_and_headroom",
+    "paired_comparison",
+    "repeated_passes",
+]

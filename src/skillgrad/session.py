@@ -31,6 +31,7 @@ from skillgrad.errors import (
     BudgetExceeded,
     ConfigError,
     ModelError,
+    NoHeadroom,
     SkillgradError,
     SystemicFailure,
 )
@@ -344,7 +345,7 @@ async def arun_training(
             if skill is None:
                 skill = initial_skill_text(cfg.train.init_skill, cfg.base_dir)
             summary = await train(ctx, skill)
-        except (BudgetExceeded, ModelError, SystemicFailure) as exc:
+        except (BudgetExceeded, ModelError, SystemicFailure, NoHeadroom) as exc:
             _stopped(ctx, exc)
             raise
         finally:
@@ -362,7 +363,13 @@ def _totals(store: CallCache) -> Callable[[], dict[str, float]]:
 
 def _stopped(ctx: RunContext, exc: Exception) -> None:
     """Record a clean stop: the last checkpoint stands; a partial summary says why."""
-    status = "budget_exhausted" if isinstance(exc, BudgetExceeded) else "stopped"
+    status = (
+        "budget_exhausted"
+        if isinstance(exc, BudgetExceeded)
+        else "no_headroom"
+        if isinstance(exc, NoHeadroom)
+        else "stopped"
+    )
     log.warning("run stopped (%s): %s", status, exc)
     ctx.emit("stopped", status=status, error=f"{type(exc).__name__}: {exc}")
     state = ctx.run.load_state(TrainState.from_json)

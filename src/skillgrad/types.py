@@ -125,9 +125,15 @@ class Item:
 
 @dataclass(frozen=True)
 class Score:
+    """A scorer's verdict. ``feedback`` is what the optimizer may read (learning-safe);
+    ``evidence`` is for the report and audit only — gold answers, a checker's pattern, an
+    expected call list — and never reaches the optimizer (docs/gate.md, "Verifier-leak
+    firewall"); a candidate copying it is refused."""
+
     value: float
     passed: bool
     feedback: str = ""
+    evidence: str = ""
 
 
 @dataclass(frozen=True)

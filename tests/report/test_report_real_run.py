@@ -28,7 +28,7 @@ def _cfg(root: Path, name: str, lr: float = 4) -> Any:
     return load_config(data={
         "env": {"task": "toy", "output_root": str(root), "run_name": name},
         "train": {"num_epochs": 2, "batch_size": 4, "patience": 5, "learning_rate": lr,
-                  "min_learning_rate": 1},
+                  "min_learning_rate": 1, "stop_at_ceiling": False},
     })  # fmt: skip
 
 

@@ -257,6 +257,7 @@ def _slow_update_run(tmp_path: Path, task: ToyTask) -> tuple[Path, list[Any], An
                 "steps_per_epoch": 1,
                 "reject_leaks": True,
                 "use_meta_skill": False,
+                "stop_at_ceiling": False,  # the slow update of epoch 2 is the subject
             },
         }
     )

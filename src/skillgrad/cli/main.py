@@ -1,7 +1,7 @@
 """The ``skillgrad`` command line: a thin Typer layer over library functions.
 
 skillgrad [-v | --quiet] [--version]
-skillgrad train CONFIG [--set section.key=value ...] [--fresh] [--no-gate]
+skillgrad train CONFIG [--set section.key=value ...] [--fresh] [--no-gate] [--no-headroom-check]
 skillgrad eval CONFIG --skill FILE --split val|test [--min-score X]
 skillgrad config [CONFIG] [--schema | --markdown]
 skillgrad report RUN_DIR [--html]
@@ -110,6 +110,13 @@ def train(
     no_gate: Annotated[
         bool, typer.Option("--no-gate", help="Apply edits without the validation gate (logged).")
     ] = False,
+    no_headroom_check: Annotated[
+        bool,
+        typer.Option(
+            "--no-headroom-check",
+            help="Train even when the val split is saturated or no gain can pass the gate.",
+        ),
+    ] = False,
     quiet: Annotated[bool, typer.Option(help="No progress bars, only warnings.")] = False,
 ) -> None:
     """Train a skill; re-running the same command on an existing run resumes it (a finished
@@ -120,6 +127,7 @@ def train(
     if quiet:
         setup_logging(err, -1)
     sets = [*(set_ or []), *(["train.gate=false"] if no_gate else [])]
+    sets += ["train.headroom_check=false"] if no_headroom_check else []
     cfg = _config(config, sets, optimizer_model, target_model)
     progress = RichProgress(err)
     with progress:
@@ -154,6 +162,24 @@ def eval_(
         float | None,
         typer.Option("--min-score", help="Exit 1 when the mean score is below this (for CI)."),
     ] = None,
+    repeat: Annotated[
+        int,
+        typer.Option(
+            "--repeat",
+            min=1,
+            max=32,
+            help="Score the skill N times on the split: per-item flip rate and the implied "
+            "minimum detectable effect (the noise floor; train.noise_calls: cached or fresh).",
+        ),
+    ] = 1,
+    headroom: Annotated[
+        bool,
+        typer.Option(
+            "--headroom",
+            help="Report the skill's headroom on the split (score, items at ceiling and floor, "
+            "noise floor, whether the gate can accept any gain); exit 2 when there is none.",
+        ),
+    ] = False,
 ) -> None:
     """Zero-shot evaluation of any skill on a split (no training)."""
     from skillgrad.evaluate import evaluate_skill, paired_comparison
@@ -174,11 +200,15 @@ def eval_(
     )
     if baseline is not None:
         out.print(_paired_line(result), markup=False)
+    trust = _noise_and_headroom(cfg, skill, split, repeat, headroom)
+    result.update(trust)
     if output:
         try:
             atomic_write_json(output, result)  # redacted and private, as every run file
         except OSError as exc:
             raise fail(SkillgradError(f"--out {output}: cannot write it ({exc})")) from None
+    if headroom and not trust["headroom"]["ok"]:
+        raise typer.Exit(2)
     if min_score is not None and result["mean_score"] < min_score:
         print_error(
             SkillgradError(
@@ -186,6 +216,22 @@ def eval_(
             )
         )
         raise typer.Exit(1)
+
+
+def _noise_and_headroom(
+    cfg: Any, skill: Path, split: str, repeat: int, headroom: bool
+) -> dict[str, Any]:
+    """``eval --repeat/--headroom`` (nothing without them): printed, and returned for --out."""
+    from skillgrad.evaluate import noise_and_headroom
+
+    if repeat < 2 and not headroom:
+        return {}
+    repeats = repeat if repeat >= 2 else cfg.train.noise_repeats
+    trust = asyncio.run(noise_and_headroom(cfg, skill, split, repeats, headroom))
+    out.print(trust["noise_floor"]["message"], markup=False)
+    if headroom:
+        out.print(trust["headroom"]["message"], markup=False)
+    return trust
 
 
 def _paired_line(result: dict[str, Any]) -> str:

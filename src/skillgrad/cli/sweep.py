@@ -58,6 +58,14 @@ def sweep_command(
             "--set", metavar="SECTION.KEY=VALUE", help="Override for every run: section.key=value."
         ),
     ] = None,
+    controls: Annotated[
+        bool,
+        typer.Option(
+            "--controls",
+            help="Also score the empty skill and a placebo skill on each run's test items "
+            "(train.controls): test_gain_vs_empty and test_gain_vs_placebo per configuration.",
+        ),
+    ] = False,
 ) -> None:
     """Run a config over seeds and a grid; re-running the same command resumes the sweep."""
     from skillgrad.report.sweep import render_sweep_text
@@ -65,7 +73,12 @@ def sweep_command(
     from skillgrad.sweep.run import check_plan_models, make_pool, run_sweep
 
     plan = build_plan(
-        config, seeds=seeds, grid=grid or [], sets=set_ or [], out=output, vary_split=vary_split
+        config,
+        seeds=seeds,
+        grid=grid or [],
+        sets=[*(set_ or []), *(["train.controls=true"] if controls else [])],
+        out=output,
+        vary_split=vary_split,
     )
     pool = make_pool(executor, workers or os.cpu_count() or 1, ray_address)
     if not ray_address:  # the runs use this machine's models (a cluster has its own)

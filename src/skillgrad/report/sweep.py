@@ -53,7 +53,9 @@ def render_sweep_text(summary: dict[str, Any]) -> str:
     for c in s["configs"]:
         lines += ["", f"## {params_label(c['params'])}  ({c['runs_finished']} seeds finished)", ""]
         lines += ["| metric | mean [95% CI] | per seed |", "|---|---|---|"]
-        for key in ("val_initial", *SHOWN):
+        controls = ("test_gain_vs_empty", "test_gain_vs_placebo")
+        shown_controls = tuple(k for k in controls if (c.get(k) or {}).get("values"))
+        for key in ("val_initial", *SHOWN, *shown_controls):
             stat = c.get(key) or {}
             per_seed = ", ".join(fmt(v) for v in stat.get("values", []))
             lines.append(f"| {key} | {interval_text(stat)} | {per_seed} |")
@@ -62,6 +64,11 @@ def render_sweep_text(summary: dict[str, Any]) -> str:
                 per_seed = ", ".join(fmt(v) for v in stat.get("values", []))
                 lines.append(f"| check {target}: {key} | {interval_text(stat)} | {per_seed} |")
         lines += ["", f"test best vs initial: {paired_text(c.get('paired_test') or {})}"]
+        if shown_controls:
+            worse = c.get("made_worse") or []
+            listed = ", ".join(f"{w['item_id']} (seed {w['seed']})" for w in worse[:8])
+            more = f", and {len(worse) - 8} more" if len(worse) > 8 else ""
+            lines.append(f"test items the best skill made worse: {listed + more or 'none'}")
         unfinished = {k: v for k, v in (c.get("status") or {}).items() if v not in COMPLETE}
         if unfinished:
             lines.append("not finished: " + ", ".join(f"{k} ({v})" for k, v in unfinished.items()))

@@ -288,6 +288,16 @@ class CallCache:
             ).fetchone()
         return Trajectory.from_json(json.loads(row[0])) if row else None
 
+    def evidence(self) -> list[tuple[str, str]]:
+        """(result id, evidence) of every stored result whose scorer gave evidence (the
+        verifier-leak firewall, ``train/firewall.py``); result ids as stored (``#s<k>``)."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT item_id, json_extract(trajectory, '$.score.evidence') FROM results "
+                "WHERE json_extract(trajectory, '$.score.evidence') <> ''"
+            ).fetchall()
+        return [(str(i), str(e)) for i, e in rows if e]
+
     def put_result(self, trajectory: Trajectory) -> Trajectory:
         """Store a scored trajectory; returns it as stored (secrets redacted)."""
         data, redacted = _stored(trajectory)

@@ -274,6 +274,9 @@ class StepRecord:
     check_targets: tuple[CheckResult, ...] = ()
     """The candidate on each check target (``train.check_targets``); empty when none are
     configured or the main gate refused the candidate first."""
+    stall_reason: str = ""
+    """Why the step could not learn: every reflection failed validation (with the first
+    error), or every proposed rule was dropped (and why); "" otherwise (``train/stall.py``)."""
 
     @property
     def verdict(self) -> str:
@@ -288,6 +291,8 @@ class StepRecord:
             return refusal.reason
         if self.early_rejected:
             return "early-rejected"
+        if self.stall_reason:
+            return "could not learn"
         return "rejected" if self.gate_evaluated else "no edit applied"
 
     def to_json(self) -> dict[str, Any]:
@@ -300,7 +305,7 @@ class StepRecord:
         return parse_record(cls, "step record", data)
 
 
-LeakSource = Literal["input", "reference", "input+reference"]
+LeakSource = Literal["input", "reference", "input+reference", "evidence"]
 
 
 @dataclass(frozen=True)
@@ -324,7 +329,8 @@ class Leak:
     split: str
     """Split of that item: ``train`` or ``val``."""
     source: LeakSource
-    """``input``, ``reference`` or ``input+reference``."""
+    """``input``, ``reference``, ``input+reference``, or ``evidence`` (a scorer's evidence:
+    ``train/firewall.py``)."""
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = to_json(self)

@@ -40,6 +40,9 @@ from skillgrad.runs.packages import (
 # What may change between a run and its resume because it cannot change results: limits,
 # parallelism, trackers, and where / how a model is reached (not which model it is).
 RESUMABLE_CHANGES = ("budget", "hardware", "trackers", "base_dir")
+# more epochs continue a run; the headroom check only refuses to start, and stopping at the
+# reward ceiling only spares steps no candidate could pass: neither changes the best skill
+RESUMABLE_TRAIN_KEYS = ("num_epochs", "headroom_check", "stop_at_ceiling")
 RESUMABLE_MODEL_KEYS = (
     "base_url", "api_key_env", "timeout_s", "max_retries", "max_concurrency",
     "requests_per_minute", "tokens_per_minute", "azure_endpoint", "api_version",
@@ -64,7 +67,7 @@ def _now() -> str:
 def _comparable(config: dict[str, Any]) -> dict[str, Any]:
     out = {k: v for k, v in config.items() if k not in RESUMABLE_CHANGES}
     if isinstance(out.get("train"), dict):  # more epochs continue a run (checked separately)
-        out["train"] = {k: v for k, v in out["train"].items() if k != "num_epochs"}
+        out["train"] = {k: v for k, v in out["train"].items() if k not in RESUMABLE_TRAIN_KEYS}
     models = out.get("models")
     if isinstance(models, dict):
         out["models"] = {

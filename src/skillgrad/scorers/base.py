@@ -55,6 +55,9 @@ class BaseScorer:
     name = "base"
     deterministic = True
     needs_reference = True
+    checker_internals = False
+    """True when ``describe`` quotes the checker itself (a pattern), not only the reference:
+    then feedback never quotes it and ``Score.evidence`` does (the verifier-leak firewall)."""
 
     def score(self, output: str, item: Item) -> Score:
         if self.needs_reference and item.reference is None:
@@ -66,10 +69,13 @@ class BaseScorer:
             )
         text = output if isinstance(output, str) else ("" if output is None else str(output))
         if not text.strip():
-            return Score(0.0, False, f"empty output; expected {self.describe(item)}")
+            expected = f"expected {self.describe(item)}"
+            if self.checker_internals:  # the description quotes the checker: evidence only
+                return Score(0.0, False, "empty output", evidence=expected)
+            return Score(0.0, False, f"empty output; {expected}")
         result = self._score(text, item)
         value = min(1.0, max(0.0, float(result.value)))
-        return Score(value, result.passed, result.feedback)
+        return Score(value, result.passed, result.feedback, result.evidence)
 
     def describe(self, item: Item) -> str:
         """What a correct answer looks like, for feedback on an empty output."""
@@ -111,15 +117,26 @@ class _AdaptedScorer:
         self.name = str(getattr(inner, "name", None) or type(inner).__name__)
         self.deterministic = bool(getattr(inner, "deterministic", True))
 
+        # a scorer that says its feedback is evidence (``feedback_is_evidence = True``): the
+        # optimizer reads only pass/fail; plain feedback is learning-safe otherwise
+        self.feedback_is_evidence = bool(getattr(inner, "feedback_is_evidence", False))
+
+    def _firewall(self, score: Score) -> Score:
+        if not self.feedback_is_evidence or not score.feedback:
+            return score
+        evidence = "\n".join(x for x in (score.feedback, score.evidence) if x)
+        verdict = "passed" if score.passed else "failed"
+        return Score(score.value, score.passed, f"{verdict} (feedback withheld)", evidence)
+
     def score(self, output: str, item: Item) -> Score:
-        return self.inner.score(output, item)
+        return self._firewall(self.inner.score(output, item))
 
     async def ascore(self, output: str, item: Item) -> Score:
         own = getattr(self.inner, "ascore", None)
         if own is None:
-            return self.inner.score(output, item)
+            return self._firewall(self.inner.score(output, item))
         result: Score = await own(output, item)
-        return result
+        return self._firewall(result)
 
     def bind(self, backend: ModelBackend) -> None:
         bind = getattr(self.inner, "bind", None)
@@ -134,9 +151,9 @@ class _AdaptedScorer:
 def as_scorer(obj: ScoresOutputs) -> Scorer:
     """``obj`` as a full ``Scorer``: itself when it already is one (every ``BaseScorer``), else
     wrapped so callers never probe for optional abilities. The one place defaults are filled."""
-    if isinstance(obj, (BaseScorer, Scorer)):
+    if isinstance(obj, (BaseScorer, Scorer)) and not getattr(obj, "feedback_is_evidence", False):
         return obj
-    return _AdaptedScorer(obj)
+    return _AdaptedScorer(obj)  # also puts a scorer's evidence-only feedback behind the firewall
 
 
 __all__ = ["BaseScorer", "Scorer", "ScoresOutputs", "as_scorer", "run_sync"]

@@ -22,7 +22,8 @@ def as_score(result: Any, pass_threshold: float = 0.5, source: str = "scorer") -
     """A Score from what a delegate returned: Score, bool, number, or a test report
     (dict or object with ``passed``/``total`` counts and optional ``feedback``/``output``)."""
     if isinstance(result, Score):
-        return Score(min(1.0, max(0.0, result.value)), result.passed, result.feedback)
+        value = min(1.0, max(0.0, result.value))
+        return Score(value, result.passed, result.feedback, result.evidence)
     if isinstance(result, bool):
         return Score(float(result), result, f"{source} returned {result}")
     if isinstance(result, (int, float)):
@@ -43,7 +44,8 @@ def as_score(result: Any, pass_threshold: float = 0.5, source: str = "scorer") -
         raise TypeError(f"{source} returned {type(result).__name__}; expected Score/bool/float")
     detail = get("feedback") or get("output") or get("error") or ""
     head = f"{passed}/{total} tests passed" if total is not None else f"passed={passed}"
-    return Score(value, ok, f"{head}; {str(detail)[:1500]}" if detail else head)
+    evidence = str(get("evidence") or "")[:4000]  # report/audit only (the firewall)
+    return Score(value, ok, f"{head}; {str(detail)[:1500]}" if detail else head, evidence)
 
 
 class CodeTestsScorer(BaseScorer):

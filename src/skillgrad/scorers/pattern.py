@@ -19,6 +19,7 @@ class RegexScorer(BaseScorer):
     reference: any of several patterns). ``mode`` fullmatch (default) or search; ``ignore_case``."""
 
     name = "regex"
+    checker_internals = True  # describe() quotes the pattern: evidence, not feedback
 
     def __init__(
         self,
@@ -64,13 +65,14 @@ class RegexScorer(BaseScorer):
     def _one(self, output: str, pattern: re.Pattern[str]) -> Score:
         text = nfkc(output).strip()
         match = pattern.fullmatch(text) if self.mode == "fullmatch" else pattern.search(text)
-        if match:
-            return Score(1.0, True, f"matches /{pattern.pattern}/")
+        evidence = f"checker pattern /{pattern.pattern}/ ({self.mode})"
+        if match:  # the pattern is the checker's: evidence, never feedback (the firewall)
+            return Score(1.0, True, "matches the required form", evidence)
         hint = ""
         if self.mode == "fullmatch" and pattern.search(text):
             hint = " (a part of it matches: drop the extra text around the answer)"
         verb = "does not fully match" if self.mode == "fullmatch" else "does not contain"
-        return Score(0.0, False, f"output {short(text)} {verb} /{pattern.pattern}/{hint}")
+        return Score(0.0, False, f"output {short(text)} {verb} the required form{hint}", evidence)
 
 
 class ContainsScorer(BaseScorer):

@@ -30,8 +30,10 @@ from skillgrad.sweep.worker import COMPLETE
 
 METRICS = (
     "val_initial", "val_best", "test_initial", "test_best", "test_gain",
-    "skill_tokens", "calls", "cost_usd",
+    "test_gain_vs_empty", "test_gain_vs_placebo", "skill_tokens", "calls", "cost_usd",
 )  # fmt: skip
+"""``test_gain_vs_empty`` / ``_vs_placebo``: the best skill minus each control arm on the same
+test items (``train/controls.py``; runs with ``train.controls``, else no values)."""
 LEVEL = 0.95
 CHECK_METRICS = ("test_initial", "test_best", "test_change")
 """Per check target (``train.check_targets``): the initial and the best skill on the test split
@@ -42,12 +44,16 @@ def run_metrics(summary: dict[str, Any]) -> dict[str, float | None]:
     """The sweep metrics of one run's summary.json (None when the run did not report one)."""
     usage = (summary.get("usage") or {}).get("all") or {}
     ti, tb = summary.get("test_initial"), summary.get("test_best")
+    found = summary.get("controls")
+    controls: dict[str, Any] = found if isinstance(found, dict) else {}
     return {
         "val_initial": summary.get("val_initial"),
         "val_best": summary.get("val_best"),
         "test_initial": ti,
         "test_best": tb,
         "test_gain": tb - ti if ti is not None and tb is not None else None,
+        "test_gain_vs_empty": controls.get("test_gain_vs_empty"),
+        "test_gain_vs_placebo": controls.get("test_gain_vs_placebo"),
         "skill_tokens": summary.get("skill_tokens_best"),
         "calls": usage.get("calls"),
         "cost_usd": usage.get("cost"),
@@ -85,7 +91,7 @@ def paired_diffs(run_dir: Path, split: str = "test") -> tuple[list[float], int]:
 # near 1 and few seeds) is cut at the bound, which the metric cannot cross.
 BOUNDS: dict[str, tuple[float, float]] = {
     **{m: (0.0, 1.0) for m in ("val_initial", "val_best", "test_initial", "test_best")},
-    "test_gain": (-1.0, 1.0),
+    **{m: (-1.0, 1.0) for m in ("test_gain", "test_gain_vs_empty", "test_gain_vs_placebo")},
     "test_change": (-1.0, 1.0),
     "skill_tokens": (0.0, math.inf),
     "calls": (0.0, math.inf),
@@ -150,6 +156,7 @@ def _config_summary(sweep_dir: Path, params: dict[str, Any], runs: list[dict[str
     values: dict[str, list[float]] = {m: [] for m in METRICS}
     checks: dict[str, dict[str, list[float]]] = {}  # per check target: its test metrics
     seeds, statuses, diffs, missing = [], {}, [], 0
+    made_worse: list[dict[str, Any]] = []
     finished_runs: list[tuple[int, Path]] = []  # for the edits accepted in several seeds
     for job in runs:
         run_dir = sweep_dir / job["name"]
@@ -167,6 +174,7 @@ def _config_summary(sweep_dir: Path, params: dict[str, Any], runs: list[dict[str
                 checks.setdefault(row["target"], {m: [] for m in CHECK_METRICS})[key].append(
                     float(row[key])
                 )
+        made_worse += worse_items(job["seed"], summary)
         run_diffs, run_missing = paired_diffs(run_dir)
         diffs += run_diffs
         missing += run_missing
@@ -179,11 +187,22 @@ def _config_summary(sweep_dir: Path, params: dict[str, Any], runs: list[dict[str
         **{m: metric_stats(values[m], m) for m in METRICS},
         "paired_test": paired_record(diffs, missing, "test"),
         "repeated_edits": repeated_edits(finished_runs),
+        "made_worse": made_worse,
         "check_targets": {
             target: {m: metric_stats(v, m) for m, v in stats.items()}
             for target, stats in checks.items()
         },
     }
+
+
+def worse_items(seed: int, summary: dict[str, Any]) -> list[dict[str, Any]]:
+    """The test items a run's best skill scored below the initial skill on (its control arms'
+    record; none for a run without ``train.controls``)."""
+    controls = summary.get("controls")
+    if not isinstance(controls, dict):
+        return []
+    items = controls.get("worse_than_initial") or []
+    return [{"seed": seed, "item_id": str(i)} for i in items]
 
 
 def paired_record(diffs: Sequence[float], missing: int, split: str) -> dict[str, Any]:
@@ -241,5 +260,6 @@ __all__ = [
     "run_metrics",
     "run_status",
     "unique_params",
+    "worse_items",
     "write_sweep_summary",
 ]

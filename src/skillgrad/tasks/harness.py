@@ -243,7 +243,8 @@ def _score(item: Item, layout: Layout, transcript: Transcript) -> tuple[Score, s
     except Exception as exc:  # the agent's output broke a check: this item's verdict
         return scorer_failure(exc)
     if transcript.error:  # the agent gave up (e.g. turn limit): the model's failure
-        return Score(score.value, False, f"agent error: {transcript.error}\n{score.feedback}"), None
+        feedback = f"agent error: {transcript.error}\n{score.feedback}"
+        return Score(score.value, False, feedback, score.evidence), None
     return score, None
 
 

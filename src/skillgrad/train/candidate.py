@@ -29,6 +29,7 @@ from skillgrad.train.leak_check import (
 from skillgrad.train.merge import semantic_merge
 from skillgrad.train.reflect import ReflectConfig, ReflectResult, feedback_summary, reflect
 from skillgrad.train.select import Selection, select
+from skillgrad.train.stall import stall_reason
 from skillgrad.train.state import TrainState
 from skillgrad.train.validate import attribution_json, gate_json
 from skillgrad.types import EditResult, Trajectory
@@ -41,6 +42,8 @@ class Proposal:
     reflection: ReflectResult
     aggregated: Aggregated
     selection: Selection
+    leak_dropped: int = 0
+    """Proposed rules dropped before selection for copying train/val data."""
 
 
 @dataclass
@@ -60,9 +63,23 @@ class Candidate:
         return any(r.status == "applied" for r in self.report)
 
     @property
+    def stall(self) -> str:
+        """Why the step could not learn (``train/stall.py``); "" when an edit applied."""
+        p = self.proposal
+        return stall_reason(
+            p.reflection.records,
+            len(p.reflection.edits),
+            p.leak_dropped,
+            p.selection.dropped,
+            self.report,
+        )
+
+    @property
     def not_gated(self) -> str:
         """Why a candidate without a gate outcome has none (``gate.json``'s reason)."""
-        return "" if self.applied else "no edit applied: gate not run"
+        if self.applied:
+            return ""
+        return f"no edit applied: {self.stall or 'gate not run'}"
 
     def files(self, lr: float, k: int) -> dict[str, Any]:
         """The step-directory files of the candidate (``step.write_step``)."""
@@ -107,6 +124,7 @@ def _reflect_config(ctx: RunContext, state: TrainState) -> ReflectConfig:
         temperature=ctx.cfg.models.optimizer.temperature,
         reask_temperature=t.reask_temperature,
         copies=rule_copies(ctx, state),
+        show_reference=t.show_reference,
     )
 
 
@@ -127,7 +145,8 @@ async def propose_candidate(
             rejected=state.rejected_buffer,
             progress=ctx.progress,
         )
-    agg = aggregate(drop_copies(ctx, state, step, refl.edits), t.merge_similarity, step=step)
+    kept = drop_copies(ctx, state, step, refl.edits)
+    agg = aggregate(kept, t.merge_similarity, step=step)
     if t.semantic_merge:
         with call_context("aggregate", step):
             agg.edits, agg.semantic = await semantic_merge(
@@ -146,7 +165,8 @@ async def propose_candidate(
             feedback=feedback_summary(trajs),
         )
     skill, report = Skill(state.skill).apply(sel.selected)
-    return Candidate(Proposal(refl, agg, sel), skill.text, report)
+    proposal = Proposal(refl, agg, sel, leak_dropped=len(refl.edits) - len(kept))
+    return Candidate(proposal, skill.text, report)
 
 
 async def judge_candidate(ctx: RunContext, state: TrainState, step: int, c: Candidate) -> None:
@@ -154,7 +174,8 @@ async def judge_candidate(ctx: RunContext, state: TrainState, step: int, c: Cand
     main gate and the check targets (``check_targets.gate_candidate``)."""
     if not c.applied:
         return
-    c.leaks = check_leaks(ctx, state, c.text)
+    examples = [r.edit.content for r in c.report if r.edit.source == "example"]
+    c.leaks = check_leaks(ctx, state, c.text, examples)
     c.refused = leak_refusal(ctx, step, c.leaks.new)
     if not c.refused:
         c.outcome, c.checks = await gate_candidate(ctx, step, c.text, state.skill)

@@ -60,6 +60,13 @@ class RunContext:
     control: Control = field(default_factory=Control)
     prices: PriceTable = field(default_factory=PriceTable)
     check_targets: Sequence[CheckTarget] = ()
+    noise_threshold: float = 0.0
+    """The measured noise floor's threshold the gate refuses a mean difference at or below
+    (``train/noise.py``; 0 until measured, or with ``train.noise_gate`` off)."""
+    noise_floor: dict[str, Any] | None = None
+    """The A/A measurement (``NoiseFloor.to_json``), for the summary and report."""
+    controls: dict[str, Any] | None = None
+    """The control arms on the test split (``train/controls.py``; ``train.controls``)."""
 
     @property
     def schedule(self) -> Schedule:

@@ -18,6 +18,7 @@ from typing import Any
 
 from skillgrad.runs.records import Leak
 from skillgrad.train.context import RunContext
+from skillgrad.train.firewall import evidence_leaks, exempt_text
 from skillgrad.train.leaks import describe, new_leaks, short_span, visible
 from skillgrad.train.state import TrainState
 from skillgrad.types import Edit, to_json
@@ -40,13 +41,25 @@ class LeakCheck:
         }
 
 
-def check_leaks(ctx: RunContext, state: TrainState, candidate: str) -> LeakCheck:
+def check_leaks(
+    ctx: RunContext, state: TrainState, candidate: str, examples: Sequence[str] = ()
+) -> LeakCheck:
     """Leaks of ``candidate`` against the run's train and val items, the initial skill's own
-    text exempt (``train/leaks.py``). No model call: linear in the skill's length."""
+    text exempt (``train/leaks.py``), and against their scorers' evidence (``train/firewall.py``;
+    ``examples``: text of code-built example edits, exempt too). No model call."""
     index = ctx.leak_index
     found = index.find(candidate, exempt=state.initial_skill)
-    new = new_leaks(found, index.find(state.skill, exempt=state.initial_skill))
+    found += scorer_evidence_leaks(ctx, candidate, exempt_text(state.initial_skill, examples))
+    before = index.find(state.skill, exempt=state.initial_skill)
+    before += scorer_evidence_leaks(ctx, state.skill, exempt_text(state.initial_skill, examples))
+    new = new_leaks(found, before)
     return LeakCheck(new, tuple(x for x in found if x not in new))
+
+
+def scorer_evidence_leaks(ctx: RunContext, text: str, exempt: str) -> tuple[Leak, ...]:
+    """Lines of ``text`` copying a train/val item's scorer evidence (``train/firewall.py``)."""
+    splits = {i.id: s for s in ("train", "val") for i in ctx.items.get(s, [])}
+    return evidence_leaks(text, ctx.store.evidence(), splits, ctx.cfg.train.leak_ngram, exempt)
 
 
 def leak_refusal(ctx: RunContext, step: int, leaks: tuple[Leak, ...]) -> str:
@@ -54,10 +67,19 @@ def leak_refusal(ctx: RunContext, step: int, leaks: tuple[Leak, ...]) -> str:
     reason it is refused before any target call, else ``""``."""
     if not leaks:
         return ""
-    reject = ctx.cfg.train.reject_leaks
+    evidence = any(x.source == "evidence" for x in leaks)
+    reject = ctx.cfg.train.reject_leaks or evidence  # a checker's internals: always refused
     n = len(leaks)
     what = f"{n} line{'s copy' if n != 1 else ' copies'} train/val data verbatim"
-    action = "refused (train.reject_leaks)" if reject else "flagged (train.reject_leaks is off)"
+    if evidence:
+        what += " (a scorer's evidence among it)"
+    action = (
+        "refused (a scorer's evidence is never learned)"
+        if evidence
+        else "refused (train.reject_leaks)"
+        if reject
+        else "flagged (train.reject_leaks is off)"
+    )
     ctx.emit("warning", message=f"step {step}: candidate: {what}: {describe(leaks)}; {action}")
     if not reject:
         return ""
@@ -82,16 +104,17 @@ def rule_copies(ctx: RunContext, state: TrainState) -> Callable[[str], str | Non
 
 
 def drop_copies(ctx: RunContext, state: TrainState, step: int, edits: Sequence[Edit]) -> list[Edit]:
-    """Under ``train.reject_leaks``, ``edits`` without those whose text copies train/val data
-    (a warning names them); without it, all of them."""
-    if not ctx.cfg.train.reject_leaks:
-        return list(edits)
+    """``edits`` without those whose text copies a scorer's evidence (always) or, under
+    ``train.reject_leaks``, train/val data (a warning names them)."""
+    reject = ctx.cfg.train.reject_leaks
     index, exempt = ctx.leak_index, state.initial_skill
     kept: list[Edit] = []
     found: list[Leak] = []
     n = 0
     for edit in edits:
-        leaks = index.find(edit.content, exempt=exempt)
+        leaks = index.find(edit.content, exempt=exempt) if reject else ()
+        if edit.source != "example":  # code-built examples may quote train items' evidence
+            leaks += scorer_evidence_leaks(ctx, edit.content, exempt)
         if leaks:
             found.extend(leaks)
             n += 1
@@ -101,7 +124,7 @@ def drop_copies(ctx: RunContext, state: TrainState, step: int, edits: Sequence[E
         ctx.emit(
             "warning",
             message=f"step {step}: {n} proposed rule{'s' if n != 1 else ''} copying train/val "
-            f"data dropped before selection (train.reject_leaks): {describe(found)}",
+            f"data or a scorer's evidence dropped before selection: {describe(found)}",
         )
     return kept
 

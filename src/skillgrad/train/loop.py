@@ -18,15 +18,21 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from skillgrad.errors import NoHeadroom
 from skillgrad.models.context import call_context
 from skillgrad.skill.document import Skill
 from skillgrad.train.boundary import epoch_end, slow_update, slow_update_due
 from skillgrad.train.check_targets import test_scores
 from skillgrad.train.context import RunContext
+from skillgrad.train.controls import control_arms
+from skillgrad.train.gate import EPS, MAX_SCORE
+from skillgrad.train.headroom import NO_HEADROOM_HINT, headroom
+from skillgrad.train.noise import measure_noise
 from skillgrad.train.power import PowerCheck, power_check
 from skillgrad.train.preflight import estimate, large_skill_warning
 from skillgrad.train.report import render_report
-from skillgrad.train.rollout import cached_item_scores, mean_item_score, mean_score
+from skillgrad.train.rollout import ItemScore, cached_item_scores, mean_item_score, mean_score
+from skillgrad.train.stall import stall_warning
 from skillgrad.train.state import StepOutcome, TrainState, advance
 from skillgrad.train.step import training_step
 from skillgrad.train.summary import build_summary, warnings_for
@@ -51,7 +57,11 @@ async def train(ctx: RunContext, initial_skill: str) -> dict[str, Any]:
         state = commit(ctx, state, await baseline(ctx, initial_skill))
     elif state.status == "stopped":  # a callback asked to stop: re-running resumes
         state = replace(state, status="running", stop_reason="")
-    elif state.status == "finished" and state.epoch < ctx.cfg.train.num_epochs:
+    elif (
+        state.status == "finished"
+        and state.epoch < ctx.cfg.train.num_epochs
+        and state.stop_reason != CEILING_REASON  # more epochs cannot beat the ceiling
+    ):
         # a finished run re-run with more epochs (--set train.num_epochs=N) continues
         state = replace(
             state,
@@ -61,9 +71,14 @@ async def train(ctx: RunContext, initial_skill: str) -> dict[str, Any]:
             step_in_epoch=0,
             epoch_start_skill=state.skill,
         )
+    await before_training(ctx, state)
     ctx.emit("power_check", **run_power_check(ctx, state.initial_skill).to_json())
     while state.status == "running":
-        if ctx.control.stop_requested:
+        if ctx.cfg.train.stop_at_ceiling and state.current_score >= MAX_SCORE - EPS:
+            # nothing left to gain: every further candidate is rejected, patience is waste
+            done = replace(state, status="finished", stop_reason=CEILING_REASON)
+            state = commit(ctx, state, done)
+        elif ctx.control.stop_requested:
             stop = ctx.control.stop_reason
             state = commit(ctx, state, replace(state, status="stopped", stop_reason=stop))
         elif state.step_in_epoch >= ctx.steps_per_epoch:
@@ -93,6 +108,8 @@ def commit(
         ctx.run.append_patch_log(_patch_rows(state, change, new.global_step))
     ctx.run.checkpoint(new)
     ctx.emit("step_end", record=record.to_json(), skill=new.skill)  # events are JSON
+    if record.stall_reason and (stalled := stall_warning(new.history)) is not None:
+        ctx.emit("warning", message=stalled)
     if record.skill_tokens > 2 * max(1, ctx.count_tokens(state.skill)) + 200:
         ctx.emit("warning", message=f"skill length jumped to {record.skill_tokens} tokens")
     return new
@@ -136,12 +153,37 @@ async def baseline(ctx: RunContext, skill: str) -> TrainState:
     return state
 
 
+CEILING_REASON = "reached the reward ceiling (val score = 1.0): nothing left to gain"
+
+
+async def before_training(ctx: RunContext, state: TrainState) -> None:
+    """The noise floor (A/A; re-measured from the caches on a resume, for free) and, before
+    the first step, the headroom check, which stops the run (exit 2) when it is futile."""
+    t = ctx.cfg.train
+    baseline = cached_item_scores(ctx.store, ctx.items["val"], state.initial_skill, 1)
+    if t.noise_repeats >= 2:
+        noise = await measure_noise(ctx, state.initial_skill, baseline)
+        ctx.noise_floor = {**noise.to_json(), "gate": t.noise_gate}
+        ctx.noise_threshold = noise.noise_threshold if t.noise_gate else 0.0
+        ctx.emit("noise_floor", **ctx.noise_floor, message=noise.note)
+    if state.global_step or state.status != "running":
+        return
+    values = [s.value for s in run_item_scores(ctx, state.initial_skill) if s.value is not None]
+    room = headroom(values, gate_rule(ctx), ctx.noise_threshold)
+    ctx.emit("headroom", **room.to_json())
+    if not room.ok and t.headroom_check:
+        raise NoHeadroom(f"{room.message}. {NO_HEADROOM_HINT}")
+
+
+def run_item_scores(ctx: RunContext, skill: str) -> list[ItemScore]:
+    """``skill``'s per-item val scores as the result cache has them (no model call)."""
+    return cached_item_scores(ctx.store, ctx.items["val"], skill, ctx.cfg.train.samples_per_item)
+
+
 def run_power_check(ctx: RunContext, initial_skill: str) -> PowerCheck:
     """The power check (``train/power.py``) from the initial skill's per-item val scores, read
     from the result cache (written by the baseline; no model call)."""
-    t = ctx.cfg.train
-    scores = cached_item_scores(ctx.store, ctx.items["val"], initial_skill, t.samples_per_item)
-    values = [s.value for s in scores if s.value is not None]
+    values = [s.value for s in run_item_scores(ctx, initial_skill) if s.value is not None]
     return power_check(values, gate_rule(ctx))
 
 
@@ -157,6 +199,8 @@ async def finish(ctx: RunContext, state: TrainState) -> dict[str, Any]:
                 scores[name] = mean_score(await ctx.rollout(test, skill, f"test ({name})"))
         step = state.global_step + 1
         checks = await test_scores(ctx, step, state.initial_skill, state.best_skill)
+        if ctx.cfg.train.controls:
+            ctx.controls = await control_arms(ctx, state.initial_skill, state.best_skill, step)
     summary = write_summary(ctx, state, scores, check_tests=checks)
     ctx.emit("run_end", summary=summary)
     return summary
@@ -187,6 +231,8 @@ def write_summary(
         power=run_power_check(ctx, state.initial_skill).to_json(),
         leaks=ctx.leak_index.find(state.best_skill, exempt=state.initial_skill),
         check_tests=check_tests or [],
+        noise_floor=ctx.noise_floor,
+        controls=ctx.controls,
     )
     ctx.run.write_summary(summary, render_report(summary, list(state.history)))
     return summary

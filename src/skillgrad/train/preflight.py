@@ -15,6 +15,7 @@ from typing import Any
 from skillgrad.models.wrappers.metering import PriceTable
 from skillgrad.tasks.base import task_abilities
 from skillgrad.train.context import CHECK_ROLE, RunContext
+from skillgrad.train.noise import noise_calls
 from skillgrad.types import Usage
 
 # Above this the starting skill is almost surely the wrong file (skill documents are usually a
@@ -33,6 +34,7 @@ def estimate(ctx: RunContext, skill: str, prices: PriceTable) -> dict[str, Any]:
         + steps * (batch + n_val)  # rollout + gate of the candidate
         + slow_epochs * (2 * min(t.slow_update_samples, len(items["train"])) + n_val)
         + 2 * n_test  # final test: initial and best skill
+        + trust_calls(ctx, steps)
     )
     # per check target: the incumbent once (later incumbents were scored as candidates), each
     # gated candidate, the final test
@@ -77,6 +79,18 @@ def estimate(ctx: RunContext, skill: str, prices: PriceTable) -> dict[str, Any]:
     }
 
 
+def trust_calls(ctx: RunContext, steps: int) -> int:
+    """Target calls of the trust checks (``docs/gate.md``): fresh A/A repeats of the val items,
+    the incumbent re-measured at every gate, the two control arms on the test split."""
+    t, n_val, n_test = ctx.cfg.train, len(ctx.items["val"]), len(ctx.items["test"])
+    fresh = t.noise_repeats >= 2 and noise_calls(ctx.cfg) == "fresh"
+    return (
+        (t.noise_repeats - 1) * n_val * fresh
+        + steps * n_val * t.noise_remeasure
+        + 2 * n_test * t.controls
+    )
+
+
 def large_skill_warning(skill: str, estimate: dict[str, Any]) -> str | None:
     """The warning for a starting skill above ``LARGE_SKILL_TOKENS``, with what it costs: its
     share of the estimated tokens and of the run directory (a copy per version and per step's
@@ -96,4 +110,4 @@ def large_skill_warning(skill: str, estimate: dict[str, Any]) -> str | None:
     )
 
 
-__all__ = ["LARGE_SKILL_TOKENS", "estimate", "large_skill_warning"]
+__all__ = ["LARGE_SKILL_TOKENS", "estimate", "large_skill_warning", "trust_calls"]

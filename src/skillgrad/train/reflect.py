@@ -49,6 +49,8 @@ class ReflectConfig:
     copies: Callable[[str], str | None] | None = None
     """What a rule's text copies from the run's train/val items (None: nothing); given, a reply
     with such a rule earns the one re-ask (``train.reject_leaks``)."""
+    show_reference: bool = True
+    """Whether the optimizer sees each item's gold reference (``train.show_reference``)."""
 
 
 @dataclass
@@ -69,21 +71,31 @@ def trajectory_id(step: int, item_id: str) -> str:
     return f"step_{step:04d}/{item_id}"
 
 
-def render_trajectories(trajs: Sequence[Trajectory], limit: int = 500) -> str:
+WITHHELD = "(withheld: train.show_reference is off)"
+
+
+def render_trajectories(
+    trajs: Sequence[Trajectory], limit: int = 500, show_reference: bool = True
+) -> str:
     """The optimizer's view of trajectories (``prompts/trajectory.md``): input and gold side by
-    side (what the skill must map one to the other), output, score, feedback, error."""
+    side (what the skill must map one to the other; ``show_reference=False``: the gold is
+    withheld, also where the feedback quotes it), output, score, feedback, error. A scorer's
+    ``evidence`` is never shown (the verifier-leak firewall, ``train/firewall.py``)."""
     blocks = []
     for t in trajs:
         user = next((m.content for m in reversed(t.messages) if m.role == "user"), "")
+        feedback, gold = t.score.feedback, str(t.reference)
+        if not show_reference and t.reference is not None and gold:
+            feedback = feedback.replace(gold, "(withheld)")
         block = render_prompt(
             "trajectory",
             item_id=t.item_id,
             score=f"{t.score.value:.2f}",
             status="PASS" if t.score.passed else "FAIL",
             input=user[:limit],
-            expected=str(t.reference)[:limit],
+            expected=gold[:limit] if show_reference else WITHHELD,
             output=repr(t.output[:limit]),
-            feedback=t.score.feedback[:limit],
+            feedback=feedback[:limit],
         )
         if t.error:
             block += "\n" + render_prompt("trajectory_error", error=t.error[:limit])
@@ -187,7 +199,7 @@ async def reflect(
                 check_temperature=cfg.reask_temperature,
                 **common,
                 n_items=len(batch),
-                trajectories=render_trajectories(batch),
+                trajectories=render_trajectories(batch, show_reference=cfg.show_reference),
             )
         progress.advance("reflect", info="ok" if reply.error is None else "invalid")
         return reply
@@ -328,7 +340,7 @@ async def _deep(
         pattern=pattern[:300],
         share=f"{share:.0%}",
         n_items=len(group),
-        trajectories=render_trajectories(group, limit=300),
+        trajectories=render_trajectories(group, 300, cfg.show_reference),
     )
     tids = [trajectory_id(step, t.item_id) for t in group]
     result.edits.extend(_edits_from(reply, skill, tids, "deep_reflect"))

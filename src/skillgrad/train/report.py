@@ -1,6 +1,6 @@
 """report.md: the human-readable report of a run, from the numbers of ``summary.json``
 (``train/summary.py``): scores, the learned skill, the gate, check targets, answer leaks,
-persistent failures and zero-shot transfers.
+persistent failures, steps that could not learn, control arms and zero-shot transfers.
 """
 
 from __future__ import annotations
@@ -10,6 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from skillgrad.runs.records import StepRecord
+from skillgrad.train.controls import control_lines
+from skillgrad.train.stall import stall_lines
+from skillgrad.train.trust_report import noise_lines
 
 
 def excerpt_lines(excerpt: dict[str, Any] | None) -> list[str]:
@@ -86,6 +89,8 @@ def render_report(
     lines += gate_lines(s)
     lines += check_lines(s)
     lines += leak_lines(s)
+    lines += stall_lines(s)
+    lines += control_lines(s.get("controls"))
     lines += ["", "## Persistent failures", "", persistent_failures_text(s)]
     if s.get("nondeterministic_scorers"):
         lines += ["", "Note: a scorer of this task is an LLM judge (non-deterministic)."]
@@ -132,25 +137,36 @@ def gate_lines(s: dict[str, Any]) -> list[str]:
             f"effect: {needs}"
         ]
     lines.append(f"- val items left out as missing (infrastructure failures): {s['gate_missing']}")
+    if "noise_floor" in s:  # absent from summaries written before it existed
+        lines += noise_lines(s["noise_floor"])
     steps = s.get("accepted_steps") or []
     if steps:
         conf = float(s["gate_confidence"])
+        floor = (s.get("noise_floor") or {}).get("noise_threshold") or 0.0
+        noise = floor > 0  # a column only when the measured noise raised the gate's margin
         lines += [
             "",
             f"Accepted steps: mean paired difference (candidate - incumbent) with its interval "
             f"(each end a one-sided {conf:.0%} sign-flip bound); *within noise* when the lower "
-            "end is at or below 0.",
+            "end is at or below 0"
+            + (
+                "; the noise floor is the A/A threshold a difference had to exceed."
+                if noise
+                else "."
+            ),
             "",
-            "| step | kind | difference | interval | verdict | fixed (fail->pass) | "
-            "broken (pass->fail) |",
-            "|---:|---|---:|---|---|---|---|",
+            "| step | kind | difference | interval | "
+            + ("noise floor | " if noise else "")
+            + "verdict | fixed (fail->pass) | broken (pass->fail) |",
+            "|---:|---|---:|---|" + ("---:|" if noise else "") + "---|---|---|",
         ]
         for a in steps:
             verdict = {True: "within noise", False: "signal", None: "n/a"}[a["within_noise"]]
             lines.append(
                 f"| {a['step']} | {a['kind']} | {_num(a['mean_diff'])} | "
-                f"[{_num(a['diff_low'])}, {_num(a['diff_high'])}] | {verdict} | "
-                f"{_ids(a['fixed'])} | {_ids(a['broken'])} |"
+                f"[{_num(a['diff_low'])}, {_num(a['diff_high'])}] | "
+                + (f"{_num(floor)} | " if noise else "")
+                + f"{verdict} | {_ids(a['fixed'])} | {_ids(a['broken'])} |"
             )
     return lines
 

@@ -101,6 +101,8 @@ class StepOutcome:
     """Why the candidate was refused before the gate ran (``""``: it was not)."""
     checks: tuple[CheckResult, ...] = ()
     """The candidate on each check target (empty when the main gate refused it first)."""
+    stall: str = ""
+    """Why the step could not learn (``train/stall.py``; "" when an edit applied)."""
 
 
 def advance(state: TrainState, out: StepOutcome, *, patience: int, buffer_size: int) -> TrainState:
@@ -197,7 +199,7 @@ def _record(
         n_selected=out.selected,
         n_applied=n_applied,
         accepted=accepted,
-        gate_reason=g.reason if g else (out.refused or "no edit applied: gate not run"),
+        gate_reason=g.reason if g else (out.refused or _no_edit(out.stall)),
         incumbent_score=g.incumbent_score if g else state.current_score,
         candidate_score=g.candidate_score if g else None,
         gate_evaluated=g.evaluated if g else 0,
@@ -225,7 +227,12 @@ def _record(
         leaks=out.leaks,
         leak_refused=bool(out.refused),
         check_targets=out.checks,
+        stall_reason=out.stall,
     )
+
+
+def _no_edit(stall: str) -> str:
+    return f"no edit applied: {stall or 'gate not run'}"
 
 
 __all__ = ["StepOutcome", "TrainState", "advance", "rejected_entry"]

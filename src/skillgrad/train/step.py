@@ -74,6 +74,7 @@ async def training_step(ctx: RunContext, state: TrainState) -> StepOutcome:
         leaks=shown.leaks.new,
         refused=shown.refused,
         checks=shown.checks,
+        stall=shown.stall,
     )
 
 

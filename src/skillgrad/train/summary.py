@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from skillgrad.config import Config
 from skillgrad.runs.records import Leak, StepRecord
 from skillgrad.skill.package import file_lengths, prompt_text
+from skillgrad.train.stall import stalled_steps
 
 if TYPE_CHECKING:  # the loop imports this module; avoid the cycle at run time
     from skillgrad.train.state import TrainState
@@ -49,9 +50,13 @@ def build_summary(
     power: dict[str, Any] | None = None,
     leaks: Sequence[Leak] = (),
     check_tests: Sequence[dict[str, Any]] = (),
+    noise_floor: dict[str, Any] | None = None,
+    controls: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """``leaks``: lines of the best skill copying train/val data (``train/leaks.py``);
-    ``check_tests``: each check target's test scores (``train/check_targets.py``)."""
+    ``check_tests``: each check target's test scores (``train/check_targets.py``);
+    ``noise_floor``: the A/A measurement (``train/noise.py``; None: not measured);
+    ``controls``: the empty and placebo arms on test (``train/controls.py``)."""
     history = list(state.history)
     counts = _edit_counts(history)
     steps = [r for r in history if r.kind == "step"]
@@ -88,8 +93,11 @@ def build_summary(
         "nondeterministic_scorers": not deterministic,
         **({"skill_files": files} if files else {}),
         **gate_summary(cfg, history, power),
+        "noise_floor": noise_floor,
+        "controls": controls,
         "leaks": leak_summary(cfg, history, leaks),
         "check_targets": check_summary(cfg, history, check_tests),
+        "stalled_steps": stalled_steps(history),
         "best_skill_excerpt": skill_excerpt(state.best_skill),
     }
 

@@ -17,6 +17,7 @@ from skillgrad.runs.cache import ResultStore
 from skillgrad.runs.records import CheckResult
 from skillgrad.train.context import CheckTarget, RunContext
 from skillgrad.train.gate import GateOutcome, GateRule, gate
+from skillgrad.train.noise import remeasured_incumbent
 from skillgrad.train.rollout import ItemScore, score_items
 from skillgrad.types import to_json
 
@@ -25,9 +26,11 @@ CHECK_STAGE = "check"
 
 
 def gate_rule(ctx: RunContext) -> GateRule:
-    """The run's gate rule (``train.gate_rule``, ``gate_confidence``, ``gate_min_delta``)."""
+    """The run's gate rule (``train.gate_rule``, ``gate_confidence``, ``gate_min_delta``); the
+    measured noise floor raises the margin: a mean difference at or below the noise threshold
+    is refused (``train/noise.py``; raising ``min_delta`` keeps early rejection lossless)."""
     t = ctx.cfg.train
-    return GateRule(t.gate_rule, t.gate_confidence, t.gate_min_delta)
+    return GateRule(t.gate_rule, t.gate_confidence, max(t.gate_min_delta, ctx.noise_threshold))
 
 
 def check_rule(ctx: RunContext) -> GateRule:
@@ -96,6 +99,8 @@ async def evaluate_candidate(
     label = stage if target is None else f"{CHECK_STAGE} {target.name}"
     with call_context(stage if target is None else CHECK_STAGE, step):
         inc = await val_scores(ctx, incumbent, f"{label} (incumbent)", target)
+        if target is None and t.noise_remeasure and use_gate:
+            inc = await remeasured_incumbent(ctx, incumbent, step, inc)
         return await gate(
             ctx.task,
             ctx.items["val"],
