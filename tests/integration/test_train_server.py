@@ -36,7 +36,8 @@ def config(server: FakeLLMServer, tmp: Path, run_name: str, **budget: Any) -> An
     return load_config(data={
         "env": {"task": "toy", "output_root": str(tmp), "run_name": run_name},
         "train": {"num_epochs": 2, "batch_size": 4, "patience": 5, "learning_rate": 4,
-                  "min_learning_rate": 1, "lr_decay_on_reject": 0.5},
+                  "min_learning_rate": 1, "lr_decay_on_reject": 0.5,
+                  "stop_at_ceiling": False},  # both epochs run: the calls counted below
         "models": {"optimizer": {**model, "model": "fake-optimizer"},
                    "target": {**model, "model": "fake-target"}},
         "budget": budget,

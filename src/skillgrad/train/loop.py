@@ -169,6 +169,11 @@ async def before_training(ctx: RunContext, state: TrainState) -> None:
     if state.global_step or state.status != "running":
         return
     values = [s.value for s in run_item_scores(ctx, state.initial_skill) if s.value is not None]
+    if not values:  # every val item errored (scorer or infrastructure): nothing to judge by
+        ctx.emit(
+            "warning", message="headroom not checked: no val item has a score without an error"
+        )
+        return
     room = headroom(values, gate_rule(ctx), ctx.noise_threshold)
     ctx.emit("headroom", **room.to_json())
     if not room.ok and t.headroom_check:
