@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from skillgrad.config import Config
 from skillgrad.skill_package import file_lengths, prompt_text
+from skillgrad.train.examples import example_report_lines
 from skillgrad.types import Leak, StepRecord
 
 if TYPE_CHECKING:  # the loop imports this module; avoid the cycle at run time
@@ -50,8 +51,10 @@ def build_summary(
     power: dict[str, Any] | None = None,
     leaks: Sequence[Leak] = (),
     check_tests: Sequence[dict[str, Any]] = (),
+    examples: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """``leaks``: lines of the best skill copying train/val data (``train/leaks.py``);
+    """``examples``: the best skill's worked examples (``train/examples.py``);
+    ``leaks``: lines of the best skill copying train/val data (``train/leaks.py``);
     ``check_tests``: each check target's test scores (``train/check_targets.py``)."""
     history = list(state.history)
     counts = _edit_counts(history)
@@ -80,6 +83,7 @@ def build_summary(
             counts["edits_accepted"] / counts["edits_applied"] if counts["edits_applied"] else 0.0
         ),
         "steps_accepted": sum(1 for r in history if r.accepted),
+        "steps_nothing_applied": sum(1 for r in steps if r.n_applied == 0),
         "persistent_failures": sorted(i for i, ok in state.val_ever_passed.items() if not ok),
         "val_items": len(state.val_ever_passed),
         "usage": {role: dict(v) for role, v in usage.items()},
@@ -91,6 +95,7 @@ def build_summary(
         **gate_summary(cfg, history, power),
         "leaks": leak_summary(cfg, history, leaks),
         "check_targets": check_summary(cfg, history, check_tests),
+        **({"examples": examples} if examples is not None else {}),
         "best_skill_excerpt": skill_excerpt(state.best_skill),
     }
 
@@ -265,6 +270,7 @@ def render_report(
     lines += gate_lines(s)
     lines += check_lines(s)
     lines += leak_lines(s)
+    lines += example_report_lines(s)
     lines += ["", "## Persistent failures", "", persistent_failures_text(s)]
     if s.get("nondeterministic_scorers"):
         lines += ["", "Note: a scorer of this task is an LLM judge (non-deterministic)."]
