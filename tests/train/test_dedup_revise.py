@@ -74,6 +74,10 @@ def test_rules_speak_to_the_model_in_the_second_person() -> None:
     assert second_person("The target should answer with one word.") == "Answer with one word."
     assert second_person("Model must always reply in JSON.") == "Reply in JSON."
     assert second_person("Answer with one word.") == "Answer with one word."
+    assert second_person("The target should not add words to its reply.") == (
+        "Do not add words to your reply."
+    )
+    assert second_person("The model must never explain itself.") == "Never explain yourself."
 
 
 def _cfg(tmp_path: Path, **train: Any) -> Any:

@@ -9,6 +9,7 @@ step"), so a step has one.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,6 +33,7 @@ from skillgrad.train.leak_check import (
 from skillgrad.train.merge import semantic_merge
 from skillgrad.train.reflect import ReflectConfig, ReflectResult, feedback_summary, reflect
 from skillgrad.train.revise import Revision, built_revision, revise
+from skillgrad.train.rules import rule_key
 from skillgrad.train.select import Selection, select
 from skillgrad.train.state import TrainState
 from skillgrad.types import CheckResult, Conflict, Edit, EditResult, Trajectory
@@ -206,10 +208,20 @@ async def _revise(
     revision.edits, revision.dropped = screened.kept, revision.dropped + screened.dropped
     if not revision.edits and rules:
         items = {i.id: i for i in ctx.items["train"]}
-        built = built_revision(step, rules, failures, items, ctx.task, state.tried)
+        built = built_revision(step, _most_pressing(rules, sel.repeated, revision), failures,
+                               items, ctx.task, state.tried)  # fmt: skip
         revision.edits = [built] if built is not None else []
     sel.selected += revision.edits[: max(0, k - len(sel.selected))]
     return revision
+
+
+def _most_pressing(rules: list[str], repeated: list[str], revision: Revision) -> list[str]:
+    """The rules to build a revision for, most pressing first: those the optimizer named and
+    returned unchanged (it points at the rule the failures are about), then the rules repeated
+    most often this step."""
+    named = {rule_key(d["edit"].anchor) for d in revision.dropped if "unchanged" in d["reason"]}
+    counts = Counter(rule_key(r) for r in repeated)
+    return sorted(rules, key=lambda r: (rule_key(r) not in named, -counts[rule_key(r)]))
 
 
 def _example(

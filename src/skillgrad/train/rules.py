@@ -131,13 +131,19 @@ _THIRD_PERSON = re.compile(
 )
 
 
+_ITS = re.compile(r"\b(?:its|itself)\b", re.IGNORECASE)
+_YOURS = {"its": "your", "itself": "yourself"}
+
+
 def second_person(rule: str) -> str:
     """A rule as a command to the model that reads it: the skill is its own system prompt, so
     "The target should answer ..." becomes "Answer ..." (other text is left as written)."""
     m = _THIRD_PERSON.match(rule)
     if m is None or not rule[m.end() :].strip():
         return rule
-    rest = rule[m.end() :]
+    rest = _ITS.sub(lambda w: _YOURS[w.group(0).lower()], rule[m.end() :])
+    if rest.lower().startswith("not "):  # "should not include" -> "Do not include"
+        rest = "do " + rest
     return rest[:1].upper() + rest[1:]
 
 
