@@ -9,7 +9,7 @@ from typing import Any
 from skillgrad.config import load_config
 from skillgrad.runs.io import read_json, read_jsonl
 from skillgrad.session import run_training
-from skillgrad.skill import Skill
+from skillgrad.skill.document import Skill
 from skillgrad.testing import (
     FunctionBackend,
     optimizer_call_kind,

@@ -8,7 +8,7 @@ from typing import Any
 from skillgrad.config import load_config
 from skillgrad.runs.io import read_json
 from skillgrad.session import run_training
-from skillgrad.skill import approx_tokens
+from skillgrad.skill.document import approx_tokens
 from skillgrad.testing import (
     FunctionBackend,
     ToyTask,

@@ -7,16 +7,9 @@ import json
 
 import pytest
 
+from skillgrad.runs.records import CheckResult, Conflict, GateResult, RejectedEdit, StepRecord
 from skillgrad.train.state import StepOutcome, TrainState, advance
-from skillgrad.types import (
-    CheckResult,
-    Conflict,
-    Edit,
-    EditResult,
-    GateResult,
-    RejectedEdit,
-    StepRecord,
-)
+from skillgrad.types import Edit, EditResult
 
 EDIT = Edit("add", "Rules", "- Never guess.", rationale="fails", trajectory_ids=("step_0001/a",))
 

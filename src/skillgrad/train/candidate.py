@@ -14,13 +14,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from skillgrad.models.context import call_context
-from skillgrad.skill import Skill
-from skillgrad.skill_package import is_package_text
+from skillgrad.runs.records import CheckResult, Conflict
+from skillgrad.skill.document import Skill
+from skillgrad.skill.package import is_package_text
 from skillgrad.train.aggregate import Aggregated, aggregate
 from skillgrad.train.check_targets import gate_candidate
 from skillgrad.train.context import RunContext
 from skillgrad.train.dedup import screen, skill_contradictions
-from skillgrad.train.evaluate import attribution_json, gate_json
 from skillgrad.train.examples import ExampleChoice, ExampleGuard, choose_example
 from skillgrad.train.gate import GateOutcome
 from skillgrad.train.leak_check import (
@@ -36,7 +36,8 @@ from skillgrad.train.revise import Revision, built_revision, revise
 from skillgrad.train.rules import rule_key
 from skillgrad.train.select import Selection, select
 from skillgrad.train.state import TrainState
-from skillgrad.types import CheckResult, Conflict, Edit, EditResult, Trajectory
+from skillgrad.train.validate import attribution_json, gate_json
+from skillgrad.types import Edit, EditResult, Trajectory
 
 
 @dataclass

@@ -20,10 +20,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from skillgrad.runs.records import Conflict
 from skillgrad.train.aggregate import is_conflict, similarity
 from skillgrad.train.examples import example_lines
 from skillgrad.train.rules import rule_key
-from skillgrad.types import Conflict, Edit
+from skillgrad.types import Edit
 
 DUPLICATE_SIMILARITY = 0.85
 _WORD = re.compile(r"[a-z0-9']+")

@@ -20,9 +20,10 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from skillgrad.skill import Skill
+from skillgrad.runs.records import Leak
+from skillgrad.skill.document import Skill
 from skillgrad.train.leaks import LeakIndex, describe
-from skillgrad.types import Edit, Item, Leak, Trajectory
+from skillgrad.types import Edit, Item, Trajectory
 
 EXAMPLES_HEADING = "Examples"
 SOURCE = "example"

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from skillgrad.models.base import ModelBackend
+from skillgrad.runs.records import RejectedEdit
 from skillgrad.train.dedup import edit_key, skill_contradictions
 from skillgrad.train.examples import example_reply
 from skillgrad.train.optimizer_call import ask_optimizer
@@ -33,7 +34,7 @@ from skillgrad.train.reflect import (
 )
 from skillgrad.train.rules import rule_edits, rule_key, skill_choices
 from skillgrad.train.schemas import reflection_model
-from skillgrad.types import Edit, Item, RejectedEdit, Trajectory
+from skillgrad.types import Edit, Item, Trajectory
 
 SOURCE = "revise"
 BUILT = "revise_built"

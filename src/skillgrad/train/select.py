@@ -14,11 +14,12 @@ from typing import Any
 
 from skillgrad.models.base import ModelBackend
 from skillgrad.prompts import render_prompt
-from skillgrad.skill import approx_tokens, text_lines
+from skillgrad.runs.records import Conflict
+from skillgrad.skill.document import approx_tokens, text_lines
 from skillgrad.train.dedup import DUPLICATE_SIMILARITY, screen
 from skillgrad.train.optimizer_call import ask_optimizer
 from skillgrad.train.schemas import RankingOutput
-from skillgrad.types import Conflict, Edit
+from skillgrad.types import Edit
 
 
 @dataclass(frozen=True)

@@ -11,20 +11,17 @@ import dataclasses
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from skillgrad.train.dedup import edit_key
-from skillgrad.types import (
+from skillgrad.runs.records import (
     CheckResult,
     Conflict,
-    Edit,
-    EditResult,
     GateResult,
     Leak,
     RejectedEdit,
     StepKind,
     StepRecord,
-    Trajectory,
-    to_json,
 )
+from skillgrad.train.dedup import edit_key
+from skillgrad.types import Edit, EditResult, Trajectory, to_json
 
 
 @dataclass(frozen=True)
