@@ -57,6 +57,11 @@ def optimizer_reply(request: ChatRequest) -> dict[str, Any] | str:
         return {"rules": ["Keep answering with the single word in upper case."]}
     if kind == "meta_skill":
         return {"memo": "Format rules about letter case helped; lowercase rules hurt."}
+    if kind == "revise":  # like the 1.5B: its own rule back, unchanged
+        shown = re.search(r"does not follow\n- (.*)", prompt)
+        return rules_reply(
+            shown.group(1) if shown else NEUTRAL_RULE, replaces=shown.group(1) if shown else ""
+        )
     if kind in ("reflect", "deep_reflect"):
         return rules_reply(GOOD_RULE if BAD_RULE in _rejected_section(prompt) else BAD_RULE)
     raise AssertionError(f"unexpected optimizer prompt: {prompt[:300]}")

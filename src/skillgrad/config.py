@@ -151,6 +151,28 @@ class TrainConfig(_Section):
         "gate_confidence sure the candidate loses more than the tolerance (one item's noise "
         "does not refuse); 'strict' whenever its val mean loses more than the tolerance",
     )
+    examples: Literal["off", "on"] = Field(
+        "off",
+        description="worked examples as an edit kind: each step may add one demonstration built "
+        "by code from a train trajectory (its input and the passing reply, or a failed item's "
+        "reference when the scorer passes it) to the skill's Examples section; gated like any "
+        "edit; val/test items never appear (train/examples.py)",
+    )
+    max_examples: int = Field(
+        3, ge=1, le=32, description="most worked examples the skill may hold (train.examples)"
+    )
+    max_example_tokens: int = Field(
+        80,
+        ge=8,
+        description="longest worked example in tokens (its input is cut shorter to fit; the reply "
+        "is shown whole or the example is not made)",
+    )
+    revise: bool = Field(
+        True,
+        description="revise mode: when a step's rules only repeat lines the skill has, ask the "
+        "optimizer to rewrite, merge or delete them (and build the revision from the expected "
+        "reply form when it returns them unchanged); see train/revise.py",
+    )
     reask_temperature: float = Field(
         0.7,
         ge=0,
@@ -206,6 +228,12 @@ class TrainConfig(_Section):
         description="stop before any optimizer call (exit 2) when the val split is saturated "
         "or no achievable gain can pass the gate; off: --no-headroom-check",
     )
+
+    @field_validator("examples", mode="before")
+    @classmethod
+    def _on_off(cls, v: Any) -> Any:
+        # YAML reads a bare on / off as a boolean
+        return ("on" if v else "off") if isinstance(v, bool) else v
 
     @field_validator("check_targets", mode="before")
     @classmethod

@@ -44,7 +44,15 @@ def user_text(request: ChatRequest) -> str:
     return next((m.content for m in reversed(request.messages) if m.role == "user"), "")
 
 
-OPTIMIZER_CALL_KINDS = ("reflect", "deep_reflect", "merge", "rank", "slow_update", "meta_skill")
+OPTIMIZER_CALL_KINDS = (
+    "reflect",
+    "deep_reflect",
+    "revise",
+    "merge",
+    "rank",
+    "slow_update",
+    "meta_skill",
+)
 
 
 def optimizer_call_kind(request: ChatRequest) -> str | None:

@@ -154,4 +154,7 @@ async def test_a_rule_the_skill_already_has_is_dropped_before_ranking() -> None:
     edits = [_edit("- Answer in one word", 5), _edit("Use upper case.", 1)]
     sel = await select(edits, 2, max_edit_tokens=50, skill="# R\n\n- Answer in one word.\n")
     assert [e.content for e in sel.selected] == ["Use upper case."]
-    assert sel.dropped == [{"edit": edits[0], "reason": "already in the skill"}]
+    assert sel.dropped == [
+        {"edit": edits[0], "reason": "already in the skill: '- Answer in one word.'"}
+    ]
+    assert sel.repeated == ["- Answer in one word."]

@@ -9,15 +9,19 @@ step"), so a step has one.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
 from skillgrad.models.context import call_context
-from skillgrad.runs.records import CheckResult
+from skillgrad.runs.records import CheckResult, Conflict
 from skillgrad.skill.document import Skill
+from skillgrad.skill.package import is_package_text
 from skillgrad.train.aggregate import Aggregated, aggregate
 from skillgrad.train.check_targets import gate_candidate
 from skillgrad.train.context import RunContext
+from skillgrad.train.dedup import screen, skill_contradictions
+from skillgrad.train.examples import ExampleChoice, ExampleGuard, choose_example
 from skillgrad.train.gate import GateOutcome
 from skillgrad.train.leak_check import (
     LeakCheck,
@@ -28,11 +32,13 @@ from skillgrad.train.leak_check import (
 )
 from skillgrad.train.merge import semantic_merge
 from skillgrad.train.reflect import ReflectConfig, ReflectResult, feedback_summary, reflect
+from skillgrad.train.revise import Revision, built_revision, revise
+from skillgrad.train.rules import rule_key
 from skillgrad.train.select import Selection, select
 from skillgrad.train.stall import stall_reason
 from skillgrad.train.state import TrainState
 from skillgrad.train.validate import attribution_json, gate_json
-from skillgrad.types import EditResult, Trajectory
+from skillgrad.types import Edit, EditResult, Trajectory
 
 
 @dataclass
@@ -44,6 +50,10 @@ class Proposal:
     selection: Selection
     leak_dropped: int = 0
     """Proposed rules dropped before selection for copying train/val data."""
+    revision: Revision | None = None
+    """Revise mode's call and edits, when the step entered it (``train/revise.py``)."""
+    example: ExampleChoice | None = None
+    """The worked example of the step, or why there is none (``train.examples: on``)."""
 
 
 @dataclass
@@ -99,12 +109,19 @@ class Candidate:
                 "selected": sel.selected,
                 "dropped": sel.dropped,
                 "ranking": sel.ranking,
+                "repeated": sel.repeated,
             },
             "candidate.md": self.text,
             "apply_report.json": self.report,
             "gate.json": gate_json(out, self.refused or self.not_gated, self.checks),
             "leaks.json": self.leaks.to_json(self.refused),
         }
+        if p.revision is not None:
+            r = p.revision
+            files["revise.json"] = {"records": r.records, "edits": r.edits, "dropped": r.dropped}
+        if p.example is not None:
+            x = p.example
+            files["example.json"] = {"edit": x.edit, "reason": x.reason, "refused": x.refused}
         if out is not None:
             files["attribution.json"] = attribution_json(out)
         return files
@@ -163,10 +180,90 @@ async def propose_candidate(
             count=ctx.count_tokens,
             rejected=[e for r in state.rejected_buffer for e in r.edits],
             feedback=feedback_summary(trajs),
+            duplicate_similarity=t.merge_similarity,
         )
+    agg.conflicts.extend(sel.conflicts)
+    agg.conflicts.extend(new_contradictions(state, step))
+    revision = await _revise(ctx, state, step, k, sel, trajs)
+    example = _example(ctx, state, step, trajs)
+    if example is not None and example.edit is not None:
+        sel.selected.append(example.edit)
     skill, report = Skill(state.skill).apply(sel.selected)
-    proposal = Proposal(refl, agg, sel, leak_dropped=len(refl.edits) - len(kept))
+    proposal = Proposal(refl, agg, sel, len(refl.edits) - len(kept), revision, example)
     return Candidate(proposal, skill.text, report)
+
+
+def new_contradictions(state: TrainState, step: int) -> list[Conflict]:
+    """Contradictions inside the skill in force (``dedup.skill_contradictions``) not yet sent to
+    review: recorded once, in ``conflicts.json``; revise mode is shown them until resolved."""
+    seen = {tuple(e.content for e in c.edits) for c in state.conflicts}
+    return [
+        Conflict(step, (Edit("add", "", a, source="skill"), Edit("add", "", b, source="skill")),
+                 "contradiction in the skill")
+        for a, b in skill_contradictions(state.skill)
+        if (a, b) not in seen
+    ]  # fmt: skip
+
+
+async def _revise(
+    ctx: RunContext, state: TrainState, step: int, k: int, sel: Selection, trajs: list[Trajectory]
+) -> Revision | None:
+    """Revise mode (``train/revise.py``) when this step's rules repeated skill lines or the skill
+    contradicts itself, and fewer than ``k`` edits were selected: the usable revisions (checked
+    against the skill like any edit), else one built from the expected form, join the selection."""
+    t = ctx.cfg.train
+    rules = list(dict.fromkeys(sel.repeated))
+    if not t.revise or len(sel.selected) >= k or not (rules or skill_contradictions(state.skill)):
+        return None
+    failures = [x for x in trajs if not x.score.passed and x.infra_error is None]
+    if not failures:
+        return None
+    with call_context("revise", step):
+        revision = await revise(
+            step, state.skill, rules, failures, ctx.optimizer,
+            rejected=state.rejected_buffer, tried=state.tried,
+            max_edits=max(1, k - len(sel.selected)), max_tokens=t.optimizer_max_tokens,
+            temperature=ctx.cfg.models.optimizer.temperature,
+        )  # fmt: skip
+    screened = screen(revision.edits, state.skill, step=step, threshold=t.merge_similarity)
+    revision.edits, revision.dropped = screened.kept, revision.dropped + screened.dropped
+    if not revision.edits and rules:
+        items = {i.id: i for i in ctx.items["train"]}
+        built = built_revision(step, _most_pressing(rules, sel.repeated, revision), failures,
+                               items, ctx.task, state.tried)  # fmt: skip
+        revision.edits = [built] if built is not None else []
+    sel.selected += revision.edits[: max(0, k - len(sel.selected))]
+    return revision
+
+
+def _most_pressing(rules: list[str], repeated: list[str], revision: Revision) -> list[str]:
+    """The rules to build a revision for, most pressing first: those the optimizer named and
+    returned unchanged (it points at the rule the failures are about), then the rules repeated
+    most often this step."""
+    named = {rule_key(d["edit"].anchor) for d in revision.dropped if "unchanged" in d["reason"]}
+    counts = Counter(rule_key(r) for r in repeated)
+    return sorted(rules, key=lambda r: (rule_key(r) not in named, -counts[rule_key(r)]))
+
+
+def _example(
+    ctx: RunContext, state: TrainState, step: int, trajs: list[Trajectory]
+) -> ExampleChoice | None:
+    """One worked example from the step's train trajectories (``train.examples: on``)."""
+    t = ctx.cfg.train
+    if t.examples != "on" or is_package_text(state.skill):
+        return None
+    return choose_example(
+        trajs,
+        {i.id: i for i in ctx.items["train"]},
+        ctx.task,
+        skill=state.skill,
+        step=step,
+        tried=[k.split("|", 1)[1] for k in state.tried if k.startswith("example|")],
+        max_examples=t.max_examples,
+        max_tokens=t.max_example_tokens,
+        count=ctx.count_tokens,
+        guard=ExampleGuard.build(ctx.items, t.leak_ngram),
+    )
 
 
 async def judge_candidate(ctx: RunContext, state: TrainState, step: int, c: Candidate) -> None:

@@ -18,6 +18,7 @@ from typing import Any
 
 from skillgrad.runs.records import Leak
 from skillgrad.train.context import RunContext
+from skillgrad.train.examples import example_lines
 from skillgrad.train.firewall import evidence_leaks, exempt_text
 from skillgrad.train.leaks import describe, new_leaks, short_span, visible
 from skillgrad.train.state import TrainState
@@ -31,6 +32,8 @@ class LeakCheck:
 
     new: tuple[Leak, ...] = ()
     inherited: tuple[Leak, ...] = ()
+    examples: tuple[Leak, ...] = ()
+    """Lines of worked examples copying their own train item: allowed, recorded."""
 
     def to_json(self, refused: str) -> dict[str, Any]:
         """``leaks.json`` of a step (or slow update) whose candidate had an edit applied."""
@@ -38,6 +41,7 @@ class LeakCheck:
             "refused": bool(refused),
             "new": to_json(self.new),
             "inherited": to_json(self.inherited),
+            "examples": to_json(self.examples),
         }
 
 
@@ -52,8 +56,25 @@ def check_leaks(
     found += scorer_evidence_leaks(ctx, candidate, exempt_text(state.initial_skill, examples))
     before = index.find(state.skill, exempt=state.initial_skill)
     before += scorer_evidence_leaks(ctx, state.skill, exempt_text(state.initial_skill, examples))
-    new = new_leaks(found, before)
-    return LeakCheck(new, tuple(x for x in found if x not in new))
+    allowed = example_copies(candidate, found)
+    new = tuple(x for x in new_leaks(found, before) if x not in allowed)
+    return LeakCheck(new, tuple(x for x in found if x not in new and x not in allowed), allowed)
+
+
+def example_copies(candidate: str, leaks: Sequence[Leak]) -> tuple[Leak, ...]:
+    """The ``leaks`` that are a worked example copying its own TRAIN item (allowed by design,
+    ``train/examples.py``): on a line of the Examples section and of a train item. A val copy
+    is never among them, wherever it stands."""
+    shown = example_lines(candidate)
+    lines = candidate.split("\n")
+    return tuple(
+        x
+        for x in leaks
+        if x.split == "train"
+        and not x.file
+        and 0 < x.line <= len(lines)
+        and lines[x.line - 1].strip() in shown
+    )
 
 
 def scorer_evidence_leaks(ctx: RunContext, text: str, exempt: str) -> tuple[Leak, ...]:
@@ -129,4 +150,11 @@ def drop_copies(ctx: RunContext, state: TrainState, step: int, edits: Sequence[E
     return kept
 
 
-__all__ = ["LeakCheck", "check_leaks", "drop_copies", "leak_refusal", "rule_copies"]
+__all__ = [
+    "LeakCheck",
+    "check_leaks",
+    "drop_copies",
+    "example_copies",
+    "leak_refusal",
+    "rule_copies",
+]

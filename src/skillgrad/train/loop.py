@@ -25,6 +25,7 @@ from skillgrad.train.boundary import epoch_end, slow_update, slow_update_due
 from skillgrad.train.check_targets import test_scores
 from skillgrad.train.context import RunContext
 from skillgrad.train.controls import control_arms
+from skillgrad.train.examples import example_blocks, example_summary
 from skillgrad.train.gate import EPS, MAX_SCORE
 from skillgrad.train.headroom import NO_HEADROOM_HINT, headroom
 from skillgrad.train.noise import measure_noise
@@ -234,13 +235,22 @@ def write_summary(
         deterministic=ctx.deterministic,
         by_stage=ctx.store.by_stage(),
         power=run_power_check(ctx, state.initial_skill).to_json(),
-        leaks=ctx.leak_index.find(state.best_skill, exempt=state.initial_skill),
+        leaks=ctx.leak_index.find(state.best_skill, exempt=_exempt(state)),
         check_tests=check_tests or [],
         noise_floor=ctx.noise_floor,
         controls=ctx.controls,
+        examples=example_summary(
+            ctx.cfg.train.examples, state.examples, state.best_skill, ctx.count_tokens
+        ),
     )
     ctx.run.write_summary(summary, render_report(summary, list(state.history)))
     return summary
+
+
+def _exempt(state: TrainState) -> str:
+    """Text the best skill may copy: the initial skill, and its worked examples (each copies its
+    own train item by design; val items are refused before they get in)."""
+    return "\n".join([state.initial_skill, *example_blocks(state.best_skill)])
 
 
 def initial_skill_text(path: str, base_dir: str) -> str:

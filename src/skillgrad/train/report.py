@@ -11,6 +11,7 @@ from typing import Any
 
 from skillgrad.runs.records import StepRecord
 from skillgrad.train.controls import control_lines
+from skillgrad.train.examples import example_report_lines
 from skillgrad.train.stall import stall_lines
 from skillgrad.train.trust_report import noise_lines
 
@@ -91,6 +92,7 @@ def render_report(
     lines += leak_lines(s)
     lines += stall_lines(s)
     lines += control_lines(s.get("controls"))
+    lines += example_report_lines(s)
     lines += ["", "## Persistent failures", "", persistent_failures_text(s)]
     if s.get("nondeterministic_scorers"):
         lines += ["", "Note: a scorer of this task is an LLM judge (non-deterministic)."]

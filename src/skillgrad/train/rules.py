@@ -17,6 +17,7 @@ from typing import Any
 from skillgrad.skill.document import Skill
 from skillgrad.skill.match import AnchorMatch, find_anchor, format_section_path
 from skillgrad.skill.package import SKILL_FILE, SkillPackage, is_package_text
+from skillgrad.train.examples import EXAMPLES_HEADING, example_lines
 from skillgrad.train.schemas import as_list_item
 from skillgrad.types import Edit
 
@@ -61,10 +62,13 @@ def skill_choices(skill_text: str) -> SkillChoices:
     for _, text in _documents(skill_text):
         skill = Skill(text)
         protected = "\n".join(skill.protected_blocks().values())
-        headings += [s.name for s in skill.sections() if s.path]
+        shown = example_lines(text)  # demonstrations are built by code, not rewritten
+        headings += [s.name for s in skill.sections() if s.path and s.title != EXAMPLES_HEADING]
         for raw in text.split("\n"):
             line = _ITEM.sub("", raw).strip()
             if not line or _MARKUP.match(raw) or len(line) > MAX_ANCHOR or line in protected:
+                continue
+            if raw.strip() in shown:
                 continue
             lines.append(line)
     unique = lambda xs: tuple(dict.fromkeys(xs))[:MAX_CHOICES]  # noqa: E731
@@ -120,8 +124,31 @@ def rule_edits(reply: Any, skill_text: str, ids: Sequence[str], source: str) -> 
     return edits
 
 
+_THIRD_PERSON = re.compile(
+    r"^(?:the\s+)?(?:target(?:\s+model)?|model|assistant|agent)\s+"
+    r"(?:should|must|needs?\s+to|has\s+to|is\s+to|will)\s+(?:always\s+)?",
+    re.IGNORECASE,
+)
+
+
+_ITS = re.compile(r"\b(?:its|itself)\b", re.IGNORECASE)
+_YOURS = {"its": "your", "itself": "yourself"}
+
+
+def second_person(rule: str) -> str:
+    """A rule as a command to the model that reads it: the skill is its own system prompt, so
+    "The target should answer ..." becomes "Answer ..." (other text is left as written)."""
+    m = _THIRD_PERSON.match(rule)
+    if m is None or not rule[m.end() :].strip():
+        return rule
+    rest = _ITS.sub(lambda w: _YOURS[w.group(0).lower()], rule[m.end() :])
+    if rest.lower().startswith("not "):  # "should not include" -> "Do not include"
+        rest = "do " + rest
+    return rest[:1].upper() + rest[1:]
+
+
 def _rule_edit(proposal: Any, skill_text: str, package: bool) -> dict[str, Any] | None:
-    rule = proposal.rule.strip()
+    rule = second_person(proposal.rule.strip())
     replaces = _ITEM.sub("", getattr(proposal, "replaces", "")).strip()
     section = format_section_path(
         tuple(p.strip() for p in getattr(proposal, "section", "").split(">") if p.strip())
@@ -164,5 +191,6 @@ __all__ = [
     "only_repeats",
     "rule_edits",
     "rule_key",
+    "second_person",
     "skill_choices",
 ]

@@ -18,7 +18,7 @@ class RuleProposal(_Out):
 
     rule: str = Field(
         max_length=1200,
-        description="the rule for the target: a short imperative sentence "
+        description="the rule: a short imperative sentence to the model that reads it "
         "('' together with replaces = delete that text)",
     )
     replaces: str = Field(

@@ -14,9 +14,10 @@ from typing import Any
 
 from skillgrad.models.base import ModelBackend
 from skillgrad.prompts import render_prompt
+from skillgrad.runs.records import Conflict
 from skillgrad.skill.document import approx_tokens, text_lines
+from skillgrad.train.dedup import DUPLICATE_SIMILARITY, screen
 from skillgrad.train.optimizer_call import ask_optimizer
-from skillgrad.train.rules import known_rules, rule_key
 from skillgrad.train.schemas import RankingOutput
 from skillgrad.types import Edit
 
@@ -77,6 +78,10 @@ class Selection:
     selected: list[Edit] = field(default_factory=list)
     dropped: list[dict[str, Any]] = field(default_factory=list)
     ranking: dict[str, Any] | None = None
+    repeated: list[str] = field(default_factory=list)
+    """Skill lines a proposal repeated (the rule is there and the target still fails)."""
+    conflicts: list[Conflict] = field(default_factory=list)
+    """Added rules held back because they contradict a skill line."""
 
 
 async def select(
@@ -91,9 +96,12 @@ async def select(
     count: Callable[[str], int] = approx_tokens,
     rejected: Sequence[Edit] = (),
     feedback: str = "",
+    duplicate_similarity: float = DUPLICATE_SIMILARITY,
 ) -> Selection:
-    """Clip, rank, keep the top k (a rule the skill already has is dropped: it would change
-    nothing and take a place). Ranking: an edit repeating one the gate ``rejected`` before
+    """Clip, rank, keep the top k. First every edit is checked against the skill
+    (``train/dedup.py``): one repeating a skill line (exactly or nearly) or an edit kept before it
+    is dropped, the line it repeats reported in ``repeated``; an added rule contradicting a skill
+    line is held back (``conflicts``). Ranking: an edit repeating one the gate ``rejected`` before
     (same op, anchor and text) comes last; then support (how many proposals agree); then
     evidence (how many failed trajectories it was written from: a rule drawn from a cluster of
     like failures before one drawn from a single task); then the optimizer's relevance order if
@@ -102,12 +110,15 @@ async def select(
     one task each before the rule that six failures shared (index 4)."""
     out = Selection()
     pool: list[Edit] = []
-    present = known_rules(skill)
-    for e in edits:
+    screened = screen(edits, skill, step=step, threshold=duplicate_similarity)
+    out.dropped, out.repeated, out.conflicts = (
+        screened.dropped,
+        screened.repeated,
+        screened.conflicts,
+    )
+    for e in screened.kept:
         clipped = clip_edit(e, max_edit_tokens, count)
-        if e.op == "add" and rule_key(e.content) in present:
-            out.dropped.append({"edit": e, "reason": "already in the skill"})
-        elif clipped is None:
+        if clipped is None:
             out.dropped.append({"edit": e, "reason": f"content exceeds {max_edit_tokens} tokens"})
         else:
             pool.append(clipped)

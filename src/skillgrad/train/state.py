@@ -20,7 +20,8 @@ from skillgrad.runs.records import (
     StepKind,
     StepRecord,
 )
-from skillgrad.types import EditResult, Trajectory, to_json
+from skillgrad.train.dedup import edit_key
+from skillgrad.types import Edit, EditResult, Trajectory, to_json
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,11 @@ class TrainState:
     history: tuple[StepRecord, ...] = ()
     conflicts: tuple[Conflict, ...] = ()
     val_ever_passed: dict[str, bool] = field(default_factory=dict)
+    tried: tuple[str, ...] = ()
+    """``dedup.edit_key`` of every edit the gate rejected or refused (unbounded, unlike the
+    buffer): revise mode and examples never propose one again."""
+    examples: tuple[dict[str, Any], ...] = ()
+    """Accepted worked examples: ``{"item_id", "step", "content"}`` (``train/examples.py``)."""
     status: str = "running"
     stop_reason: str = ""
 
@@ -68,6 +74,8 @@ class TrainState:
             if not isinstance(rows, (list, tuple)):
                 raise ValueError(f"runtime state: {key!r} is not a list")
             kwargs[key] = tuple(parse(r) for r in rows)
+        kwargs["tried"] = tuple(str(x) for x in kwargs.get("tried") or ())
+        kwargs["examples"] = tuple(dict(x) for x in kwargs.get("examples") or ())
         return cls(**kwargs)
 
 
@@ -116,8 +124,10 @@ def advance(state: TrainState, out: StepOutcome, *, patience: int, buffer_size: 
     buffer = state.rejected_buffer
     current = state.current_score
     entry = rejected_entry(step, out.gate, out.applied, out.refused, out.checks, current)
+    tried = state.tried
     if entry is not None:
         buffer = (*buffer, entry)[-buffer_size:] if buffer_size else ()
+        tried = (*tried, *(k for e in entry.edits if (k := edit_key(e)) not in tried))
     ever = dict(state.val_ever_passed)
     for t in out.gate_trajectories:
         ever[t.item_id] = ever.get(t.item_id, False) or t.score.passed
@@ -144,9 +154,20 @@ def advance(state: TrainState, out: StepOutcome, *, patience: int, buffer_size: 
         history=(*state.history, record),
         conflicts=(*state.conflicts, *out.conflicts),
         val_ever_passed=ever,
+        tried=tried,
+        examples=(*state.examples, *(_examples(applied_edits, step) if accepted else ())),
         status=status,
         stop_reason=reason,
     )
+
+
+def _examples(edits: list[Edit], step: int) -> list[dict[str, Any]]:
+    """The accepted worked examples of a step, with the train item each came from."""
+    return [
+        {"item_id": e.trajectory_ids[0].split("/", 1)[-1], "step": step, "content": e.content}
+        for e in edits
+        if e.source == "example" and e.trajectory_ids
+    ]
 
 
 def rejected_entry(

@@ -52,11 +52,13 @@ def build_summary(
     check_tests: Sequence[dict[str, Any]] = (),
     noise_floor: dict[str, Any] | None = None,
     controls: dict[str, Any] | None = None,
+    examples: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """``leaks``: lines of the best skill copying train/val data (``train/leaks.py``);
     ``check_tests``: each check target's test scores (``train/check_targets.py``);
     ``noise_floor``: the A/A measurement (``train/noise.py``; None: not measured);
-    ``controls``: the empty and placebo arms on test (``train/controls.py``)."""
+    ``controls``: the empty and placebo arms on test (``train/controls.py``);
+    ``examples``: the best skill's worked examples (``train/examples.py``)."""
     history = list(state.history)
     counts = _edit_counts(history)
     steps = [r for r in history if r.kind == "step"]
@@ -84,6 +86,7 @@ def build_summary(
             counts["edits_accepted"] / counts["edits_applied"] if counts["edits_applied"] else 0.0
         ),
         "steps_accepted": sum(1 for r in history if r.accepted),
+        "steps_nothing_applied": sum(1 for r in steps if r.n_applied == 0),
         "persistent_failures": sorted(i for i, ok in state.val_ever_passed.items() if not ok),
         "val_items": len(state.val_ever_passed),
         "usage": {role: dict(v) for role, v in usage.items()},
@@ -98,6 +101,7 @@ def build_summary(
         "leaks": leak_summary(cfg, history, leaks),
         "check_targets": check_summary(cfg, history, check_tests),
         "stalled_steps": stalled_steps(history),
+        **({"examples": examples} if examples is not None else {}),
         "best_skill_excerpt": skill_excerpt(state.best_skill),
     }
 

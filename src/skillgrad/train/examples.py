@@ -1,0 +1,289 @@
+"""Worked examples (an edit kind): one short demonstration built by code from a TRAIN trajectory.
+
+Small targets follow a shown reply form better than an abstract rule (docs/method.md, measured on
+the reading-comprehension task and Pecking Order). An ``example`` edit adds one demonstration to
+the skill's ``## Examples`` section: a train item's input and either the target's own passing
+reply, or, for a failed item, its reference when the task's scorer passes that reference (the
+expected reply form, shown exactly). The text comes from real data, never from the optimizer, so
+a small optimizer cannot garble it. Examples are gated like any edit and bounded in number
+(``train.max_examples``) and length (``train.max_example_tokens``).
+
+A trajectory kind renders its own demonstration (``register_renderer``): the default is
+input -> final reply; a multi-turn trajectory (tool calls, environment actions) renders its
+sequence of actions. Val and test items never appear: an example whose text copies one (the leak
+check over val and test, ``ExampleGuard``) is refused before it is proposed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from skillgrad.runs.records import Leak
+from skillgrad.skill.document import Skill
+from skillgrad.train.leaks import LeakIndex, describe
+from skillgrad.types import Edit, Item, Trajectory
+
+EXAMPLES_HEADING = "Examples"
+SOURCE = "example"
+"""``Edit.source`` of an example edit (an ``add`` to the Examples section)."""
+
+ExampleRenderer = Callable[[Trajectory, str, int], str]
+"""(trajectory, the reply to show, max characters of the input) -> the example's text."""
+
+
+def _user_input(t: Trajectory) -> str:
+    return next((m.content for m in t.messages if m.role == "user"), "")
+
+
+def _cut(text: str, limit: int) -> str:
+    """One line of at most ``limit`` characters, cut at a word boundary with an ellipsis."""
+    flat = " ".join(text.split())
+    if len(flat) <= limit:
+        return flat
+    head = flat[: max(1, limit - 1)].rsplit(" ", 1)[0]
+    return head + " …"
+
+
+def shown_reply(reply: str) -> str:
+    """The reply as the skill shows it: one line after "Reply: ", or a multi-line reply in a
+    fence (so a line of it can never read as a heading of the skill)."""
+    text = reply.strip()
+    if "\n" not in text:
+        return f"Reply: {text}"
+    fence = "~~~~" if "~~~" in text else "~~~"
+    return f"Reply:\n{fence}\n{text}\n{fence}"
+
+
+def render_reply(t: Trajectory, reply: str, limit: int) -> str:
+    """The default demonstration: the task's input (cut to ``limit``), then the reply exactly."""
+    return f"Input: {_cut(_user_input(t), limit)}\n{shown_reply(reply)}"
+
+
+def render_actions(t: Trajectory, reply: str, limit: int) -> str:
+    """A multi-turn demonstration: the task's input, then each action in order (tool calls with
+    their arguments, environment commands), then the final reply if there is one."""
+    lines = [f"Input: {_cut(_user_input(t), limit)}"]
+    for s in t.steps:
+        if s.get("type") == "tool_call":
+            lines.append(f"Call: {s.get('tool', '')}({_cut(str(s.get('arguments', '')), 120)})")
+        elif "action" in s:
+            lines.append(f"Action: {_cut(str(s['action']), 120)}")
+    if reply.strip():
+        lines.append(shown_reply(reply))
+    return "\n".join(lines)
+
+
+RENDERERS: dict[str, ExampleRenderer] = {"reply": render_reply, "actions": render_actions}
+
+
+def register_renderer(kind: str, renderer: ExampleRenderer) -> None:
+    """Let a trajectory kind (``trajectory_kind``) render its own demonstrations."""
+    RENDERERS[kind] = renderer
+
+
+def trajectory_kind(t: Trajectory) -> str:
+    """A step's own ``kind`` when a rollout names one, ``actions`` for a multi-turn trajectory
+    (tool calls or environment actions), else ``reply``."""
+    for s in t.steps:
+        kind = s.get("kind")
+        if isinstance(kind, str) and kind in RENDERERS:
+            return kind
+    if any(s.get("type") == "tool_call" or "action" in s for s in t.steps):
+        return "actions"
+    return "reply"
+
+
+def example_reply(t: Trajectory, item: Item | None, scorer: Any) -> str | None:
+    """The reply a demonstration shows: a passing trajectory's own output; for a failed one the
+    item's reference, only when the task's scorer (``score(output, item)``) passes it (so the
+    shown form is what the grader wants); None when neither holds."""
+    if t.error or t.infra_error:
+        return None
+    if t.score.passed:
+        return t.output
+    if item is None or not isinstance(item.reference, (str, int, float)):
+        return None
+    reference = str(item.reference)
+    score = getattr(scorer, "score", None)
+    if not callable(score) or not reference.strip():
+        return None
+    try:
+        ok = bool(score(reference, item).passed)
+    except Exception:  # a scorer that cannot take its own reference: no demonstration
+        return None
+    return reference if ok else None
+
+
+@dataclass(frozen=True)
+class ExampleGuard:
+    """The leak check of an example against the val and test items: what it copies, or None."""
+
+    index: LeakIndex
+
+    @classmethod
+    def build(cls, items: Mapping[str, Sequence[Item]], n: int) -> ExampleGuard:
+        return cls(LeakIndex.build({s: items.get(s, []) for s in ("val", "test")}, n))
+
+    def copies(self, text: str) -> tuple[Leak, ...]:
+        # one line too, so a short input next to its short reference is a pair (leaks rule 3)
+        joined = " ".join(text.split("\n"))
+        return self.index.find(text) + self.index.find(joined)
+
+    def refusal(self, text: str) -> str:
+        found = self.copies(text)
+        return f"copies a held-out item: {describe(found, limit=1)}" if found else ""
+
+
+def _examples_body(skill_text: str) -> str:
+    """The own text of the skill's ``## Examples`` section (exact title), or ''."""
+    for section in Skill(skill_text).sections():
+        if section.path and section.path[-1] == EXAMPLES_HEADING:
+            return section.body
+    return ""
+
+
+def example_blocks(skill_text: str) -> list[str]:
+    """The demonstrations of the skill's Examples section (blank-line separated blocks)."""
+    return [b.strip() for b in _examples_body(skill_text).split("\n\n") if b.strip()]
+
+
+def example_lines(skill_text: str) -> set[str]:
+    """Every non-empty line of the Examples section, stripped: not rules (the optimizer is not
+    offered them to rewrite) and allowed to copy their own train item (leak check)."""
+    return {x.strip() for x in _examples_body(skill_text).split("\n") if x.strip()}
+
+
+@dataclass(frozen=True)
+class ExampleChoice:
+    """A chosen demonstration (``edit``) or why there is none (``reason``), with what was
+    refused on the way (item id -> reason)."""
+
+    edit: Edit | None
+    reason: str = ""
+    refused: tuple[tuple[str, str], ...] = ()
+
+
+def choose_example(
+    trajs: Sequence[Trajectory],
+    items: Mapping[str, Item],
+    scorer: Any,
+    *,
+    skill: str,
+    step: int,
+    tried: Iterable[str],
+    max_examples: int,
+    max_tokens: int,
+    count: Callable[[str], int],
+    guard: ExampleGuard,
+) -> ExampleChoice:
+    """One demonstration from the step's TRAIN trajectories: failed items whose reference the
+    scorer passes come first (they show the form the target got wrong), then passing items;
+    among those the shortest; items already shown or ``tried`` (refused or rejected before)
+    are skipped. None once the skill holds ``max_examples`` examples."""
+    shown = example_blocks(skill)
+    if len(shown) >= max_examples:
+        return ExampleChoice(None, f"the skill already holds {len(shown)} examples")
+    skip = set(tried)
+    refused: list[tuple[str, str]] = []
+    ranked = sorted(
+        (t for t in trajs if t.item_id in items and t.item_id not in skip),
+        key=lambda t: (t.score.passed, len(_user_input(t)), t.item_id),
+    )
+    for t in ranked:
+        reply = example_reply(t, items.get(t.item_id), scorer)
+        if reply is None or "\n\n" in reply.strip():
+            continue
+        text = _fit(t, reply, max_tokens, count)
+        if text is None or any(text == b for b in shown):
+            continue
+        if why := guard.refusal(text):
+            refused.append((t.item_id, why))
+            continue
+        edit = Edit(
+            op="add",
+            section=EXAMPLES_HEADING,
+            content=text,
+            rationale=f"worked example from train item {t.item_id} "
+            + ("(its reference, scored as passing)" if not t.score.passed else "(its reply)"),
+            trajectory_ids=(f"step_{step:04d}/{t.item_id}",),
+            source=SOURCE,
+        )
+        return ExampleChoice(edit, refused=tuple(refused))
+    return ExampleChoice(None, "no train trajectory gives a demonstration", tuple(refused))
+
+
+def _fit(t: Trajectory, reply: str, max_tokens: int, count: Callable[[str], int]) -> str | None:
+    """The rendered demonstration within ``max_tokens``: the input is cut shorter until it
+    fits; None when even a short input does not (the reply itself is never cut)."""
+    render = RENDERERS.get(trajectory_kind(t), render_reply)
+    for limit in (400, 240, 160, 100, 60):
+        text = render(t, reply, limit)
+        if count(text) <= max_tokens:
+            return text
+    return None
+
+
+def example_item(edit: Edit) -> str:
+    """The train item id an example edit was built from."""
+    return edit.trajectory_ids[0].split("/", 1)[-1] if edit.trajectory_ids else ""
+
+
+__all__ = [
+    "EXAMPLES_HEADING",
+    "RENDERERS",
+    "SOURCE",
+    "ExampleChoice",
+    "ExampleGuard",
+    "ExampleRenderer",
+    "choose_example",
+    "example_blocks",
+    "example_item",
+    "example_lines",
+    "example_reply",
+    "example_report_lines",
+    "example_summary",
+    "register_renderer",
+    "render_actions",
+    "render_reply",
+    "shown_reply",
+    "trajectory_kind",
+]
+
+
+def example_summary(
+    mode: str, accepted: Sequence[Mapping[str, Any]], best: str, count: Callable[[str], int]
+) -> dict[str, Any]:
+    """summary.json's ``examples``: ``train.examples``, the best skill's demonstrations with the
+    train item each came from (``TrainState.examples``), and their share of its length."""
+    blocks = example_blocks(best)
+    tokens = sum(count(b) for b in blocks)
+    total = count(best) if best else 0
+    rows = [
+        {"item_id": x["item_id"], "step": x["step"]}
+        for x in accepted
+        if str(x.get("content", "")).strip() in blocks
+    ]
+    return {
+        "mode": mode,
+        "best_skill": rows,
+        "tokens": tokens,
+        "share": tokens / total if total else 0.0,
+    }
+
+
+def example_report_lines(summary: Mapping[str, Any]) -> list[str]:
+    """The report's worked-examples section (absent when examples are off and none are shown)."""
+    x = summary.get("examples")
+    if not x or (x["mode"] == "off" and not x["best_skill"]):
+        return []
+    rows = [f"- from train item `{r['item_id']}` (step {r['step']})" for r in x["best_skill"]]
+    return [
+        "",
+        "## Worked examples",
+        "",
+        f"- train.examples: {x['mode']}; the best skill shows {len(x['best_skill'])} "
+        f"({x['tokens']} tokens, {x['share']:.0%} of its length)",
+        *rows,
+    ]

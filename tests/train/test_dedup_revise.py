@@ -1,0 +1,144 @@
+"""Never a duplicate; contradictions found; revise mode when adding is exhausted (issue 26)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+from skillgrad.config import load_config
+from skillgrad.runs.io import read_json, read_jsonl
+from skillgrad.session import run_training
+from skillgrad.skill.document import Skill
+from skillgrad.testing import (
+    FunctionBackend,
+    optimizer_call_kind,
+    rules_reply,
+    system_text,
+    user_text,
+)
+from skillgrad.train.dedup import near_duplicate, screen, skill_contradictions
+from skillgrad.train.rules import second_person
+from skillgrad.train.select import select
+from skillgrad.types import ChatRequest, Edit
+
+sys.path.insert(0, str(Path(__file__).parents[1]))
+
+SKILL = "# Rules\n\n- Answer with the word only.\n- Keep the reply on one line.\n"
+IGNORED = "Answer with the word in capital letters."
+FOLLOWED = "Answer with the word in UPPERCASE, every letter."
+
+
+def _add(text: str, section: str = "Rules") -> Edit:
+    return Edit(op="add", section=section, content=f"- {text}")
+
+
+async def test_a_duplicate_line_is_never_applied() -> None:
+    edits = [
+        _add("answer with the WORD only"),  # exact once case and punctuation are ignored
+        _add("Answer with only the word."),  # near: the same words reordered
+        Edit(op="replace", section="", anchor="Keep the reply on one line.",
+             content="Answer with the word only."),  # a copy of another line
+        _add("Never add a greeting."),
+    ]  # fmt: skip
+    sel = await select(edits, 4, max_edit_tokens=80, skill=SKILL)
+    assert [e.content for e in sel.selected] == ["- Never add a greeting."]
+    assert sum("already in the skill" in d["reason"] for d in sel.dropped) == 3
+    assert "- Answer with the word only." in sel.repeated
+    text, _ = Skill(SKILL).apply(sel.selected)
+    lines = [x for x in text.text.split("\n") if x.strip()]
+    assert len(lines) == len(set(lines))
+
+
+def test_two_edits_of_one_step_saying_the_same_are_one() -> None:
+    out = screen([_add("Never add a greeting."), _add("never add a greeting!")], SKILL,
+                 step=1, threshold=0.85)  # fmt: skip
+    assert len(out.kept) == 1 and out.dropped[0]["reason"] == "repeats an edit kept this step"
+
+
+def test_near_duplicate_tells_a_different_rule_apart() -> None:
+    assert near_duplicate("- Answer in English.", ["- Answer with the word only."], 0.85) is None
+
+
+def test_a_contradiction_inside_the_skill_is_found_and_a_new_one_held_back() -> None:
+    skill = "- Always write a complete sentence.\n- Answer with the word only.\n"
+    assert skill_contradictions(skill + "- Never write a complete sentence.\n") == [
+        ("- Always write a complete sentence.", "- Never write a complete sentence.")
+    ]
+    out = screen([_add("Never write a complete sentence.")], skill, step=3, threshold=0.85)
+    assert not out.kept and out.conflicts[0].reason == "contradicts a rule in the skill"
+    assert out.conflicts[0].step == 3
+
+
+def test_rules_speak_to_the_model_in_the_second_person() -> None:
+    assert second_person("The target should answer with one word.") == "Answer with one word."
+    assert second_person("Model must always reply in JSON.") == "Reply in JSON."
+    assert second_person("Answer with one word.") == "Answer with one word."
+    assert second_person("The target should not add words to its reply.") == (
+        "Do not add words to your reply."
+    )
+    assert second_person("The model must never explain itself.") == "Never explain yourself."
+
+
+def _cfg(tmp_path: Path, **train: Any) -> Any:
+    init = tmp_path / "init.md"
+    init.write_text(f"- {IGNORED}\n")
+    off = ("semantic_merge", "rank_with_optimizer", "use_slow_update", "use_meta_skill")
+    base: dict[str, Any] = {"num_epochs": 1, "batch_size": 4, "patience": 5, "learning_rate": 2,
+                            "min_learning_rate": 1, "init_skill": str(init)}  # fmt: skip
+    base.update(dict.fromkeys(off, False))
+    return load_config(
+        data={
+            "env": {"task": "toy", "output_root": str(tmp_path), "run_name": "run"},
+            "train": {**base, **train},
+        }
+    )
+
+
+def _target(request: ChatRequest) -> str:
+    """Follows the capitals rule only once it names UPPERCASE (as written first, it does not)."""
+    word = user_text(request).removeprefix("Word: ").strip()
+    return word.upper() if "UPPERCASE" in system_text(request) else word
+
+
+def _optimizer(revision: str) -> FunctionBackend:
+    def reply(request: ChatRequest) -> Any:
+        kind = optimizer_call_kind(request)
+        if kind in ("reflect", "deep_reflect"):
+            return rules_reply(IGNORED)  # the rule the skill already has, again
+        if kind == "revise":
+            return rules_reply(revision, replaces=IGNORED)
+        raise AssertionError(f"unexpected optimizer call {kind}: {user_text(request)[:200]}")
+
+    return FunctionBackend(reply, f"function:reviser-{len(revision)}")
+
+
+def test_a_rule_reproposed_asks_revise_mode_and_the_revision_is_accepted(tmp_path: Path) -> None:
+    optimizer = _optimizer(FOLLOWED)
+    result = run_training(_cfg(tmp_path), optimizer=optimizer, target=FunctionBackend(_target))
+    kinds = [optimizer_call_kind(r) for r in optimizer.calls]
+    assert "revise" in kinds
+    prompt = user_text(next(r for r in optimizer.calls if optimizer_call_kind(r) == "revise"))
+    rules_part = prompt.split("## Rules in the skill the target does not follow")[1]
+    assert IGNORED in rules_part.split("## ")[0]
+    assert "=> Expected: '" in prompt or "Expected:" in prompt  # failing next to expected
+    best = (result.run_dir / "best_skill.md").read_text()
+    assert FOLLOWED in best and IGNORED not in best
+    assert result.summary["val_best"] == 1.0 and result.summary["test_best"] == 1.0
+    log = read_jsonl(result.run_dir / "patch_log.jsonl")
+    assert [r["source"] for r in log] == ["revise"] and log[0]["edit"]["op"] == "replace"
+
+
+def test_a_rule_returned_unchanged_is_revised_from_the_expected_form_once(tmp_path: Path) -> None:
+    optimizer = _optimizer(IGNORED)  # a small optimizer: its own rule back, verbatim
+    result = run_training(_cfg(tmp_path), optimizer=optimizer, target=FunctionBackend(_target))
+    run = result.run_dir
+    first = read_json(run / "steps/step_0001/revise.json")
+    assert any("unchanged" in d["reason"] for d in first["dropped"])
+    built = first["edits"][0]
+    assert built["source"] == "revise_built" and built["anchor"] == f"- {IGNORED}"
+    assert "Reply in exactly this form: " in built["content"]
+    # rejected by the gate (the fake target needs UPPERCASE); never built again for that rule
+    later = [read_json(p) for p in sorted(run.glob("steps/step_*/revise.json"))[1:]]
+    assert later and all(not x["edits"] for x in later)
+    assert read_json(run / "history.json")[0]["accepted"] is False

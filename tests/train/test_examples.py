@@ -1,0 +1,148 @@
+"""Worked examples as an edit kind: built by code from train trajectories, never from val/test."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from skillgrad.config import load_config
+from skillgrad.runs.io import read_json
+from skillgrad.session import run_training
+from skillgrad.skill.document import approx_tokens
+from skillgrad.testing import (
+    FunctionBackend,
+    ToyTask,
+    optimizer_call_kind,
+    rules_reply,
+    system_text,
+    user_text,
+)
+from skillgrad.train.examples import (
+    ExampleGuard,
+    choose_example,
+    example_blocks,
+    register_renderer,
+    render_actions,
+    trajectory_kind,
+)
+from skillgrad.train.leak_check import example_copies
+from skillgrad.train.leaks import LeakIndex
+from skillgrad.types import Item, Message, Score, Trajectory
+
+TASK = ToyTask()
+TRAIN, VAL = TASK.load_split("train"), TASK.load_split("val")
+
+
+def _traj(item: Item, output: str, passed: bool, steps: tuple[dict[str, Any], ...] = ()) -> Any:
+    return Trajectory(
+        item_id=item.id,
+        skill_hash="h",
+        messages=(Message("system", ""), Message("user", TASK.prompt(item))),
+        output=output,
+        score=Score(1.0 if passed else 0.0, passed, "correct" if passed else "wrong"),
+        reference=item.reference,
+        steps=steps,
+    )
+
+
+def _choose(trajs: list[Trajectory], items: dict[str, Item], **kw: Any) -> Any:
+    args: dict[str, Any] = {"skill": "", "step": 1, "tried": (), "max_examples": 2,
+                            "max_tokens": 60, "count": approx_tokens,
+                            "guard": ExampleGuard.build({"val": VAL}, 8)}  # fmt: skip
+    return choose_example(trajs, items, TASK, **{**args, **kw})
+
+
+def test_an_example_from_a_train_item_is_allowed_and_recorded() -> None:
+    item = TRAIN[0]
+    choice = _choose([_traj(item, item.input, passed=False)], {item.id: item})
+    edit = choice.edit
+    assert edit is not None and edit.source == "example" and edit.section == "Examples"
+    # a failed item, corrected by its reference (the scorer passes it): the exact reply form
+    assert edit.content == f"Input: Word: {item.input}\nReply: {item.reference}"
+    assert edit.trajectory_ids == (f"step_0001/{item.id}",)
+
+
+def test_an_example_copying_a_val_item_is_refused() -> None:
+    twin = Item(id="train-twin", input=VAL[0].input, reference=VAL[0].reference)
+    choice = _choose([_traj(twin, twin.reference, passed=True)], {twin.id: twin})
+    assert choice.edit is None
+    assert choice.refused and choice.refused[0][0] == "train-twin"
+    assert "(val)" in choice.refused[0][1]
+
+
+def test_examples_are_bounded_and_an_item_tried_before_is_skipped() -> None:
+    a, b = TRAIN[0], TRAIN[1]
+    trajs = [_traj(a, a.reference, True), _traj(b, b.reference, True)]
+    items = {a.id: a, b.id: b}
+    skill = f"## Examples\n\nInput: Word: {a.input}\nReply: {a.reference}\n"
+    assert _choose(trajs, items, skill=skill, max_examples=1).edit is None
+    picked = _choose(trajs, items, skill=skill, tried=[b.id])
+    assert picked.edit is None  # a is shown already, b was tried (rejected) before
+    assert example_blocks(skill) == [f"Input: Word: {a.input}\nReply: {a.reference}"]
+
+
+def test_a_multi_turn_trajectory_renders_its_actions() -> None:
+    item = TRAIN[2]
+    steps = ({"type": "model", "text": "x"}, {"type": "tool_call", "tool": "look",
+             "arguments": {"at": "door"}}, {"action": "open door"})  # fmt: skip
+    t = _traj(item, item.reference, True, steps)
+    assert trajectory_kind(t) == "actions"
+    text = render_actions(t, item.reference, 100)
+    assert "Call: look({'at': 'door'})" in text and "Action: open door" in text
+    register_renderer("toy-episode", lambda t, reply, limit: f"Episode -> {reply}")
+    t2 = _traj(item, item.reference, True, ({"kind": "toy-episode"},))
+    assert _choose([t2], {item.id: item}).edit.content == f"Episode -> {item.reference}"
+
+
+def test_the_leak_check_allows_a_train_example_and_never_a_val_copy() -> None:
+    long = "the quick brown fox jumps over the lazy dog near the river bank"
+    val_text = "seven silent swans swam slowly across the cold dark northern lake"
+    index = LeakIndex.build(
+        {"train": [Item("train-9", long, "x")], "val": [Item("val-9", val_text, "y")]}
+    )
+    skill = f"- {val_text}\n\n## Examples\n\nInput: {long}\nReply: x\n"
+    found = index.find(skill)
+    allowed = example_copies(skill, found)
+    assert [(x.item_id, x.split) for x in allowed] == [("train-9", "train")]
+    assert [x.item_id for x in found if x not in allowed] == ["val-9"]
+    val_example = f"## Examples\n\nInput: {val_text}\nReply: y\n"
+    assert example_copies(val_example, index.find(val_example)) == ()
+
+
+def test_examples_on_end_to_end_the_report_names_the_train_item(tmp_path: Path) -> None:
+    def target(request: Any) -> str:  # follows a shown reply form, never the rule alone
+        word = user_text(request).removeprefix("Word: ").strip()
+        return word.upper() if "Reply: " in system_text(request) else word
+
+    def optimizer(request: Any) -> Any:
+        assert optimizer_call_kind(request) in ("reflect", "deep_reflect")
+        return rules_reply("Answer with the word in capital letters.")
+
+    cfg = load_config(
+        data={
+            "env": {"task": "toy", "output_root": str(tmp_path), "run_name": "run"},
+            "train": {
+                "num_epochs": 1,
+                "batch_size": 4,
+                "examples": "on",
+                "max_examples": 1,
+                "semantic_merge": False,
+                "rank_with_optimizer": False,
+                "use_slow_update": False,
+                "use_meta_skill": False,
+                "reject_leaks": True,
+            },
+        }
+    )
+    result = run_training(cfg, optimizer=FunctionBackend(optimizer), target=FunctionBackend(target))
+    s = result.summary
+    assert s["val_best"] == 1.0 and s["test_best"] == 1.0
+    shown = s["examples"]["best_skill"]
+    assert len(shown) == 1 and shown[0]["item_id"].startswith("train-")
+    assert 0 < s["examples"]["share"] < 1
+    best = (result.run_dir / "best_skill.md").read_text()
+    assert not any(f"Word: {i.input}\n" in best for i in VAL + TASK.load_split("test"))
+    assert "Worked examples" in (result.run_dir / "report.md").read_text()
+    assert read_json(result.run_dir / "steps/step_0001/example.json")["edit"]["source"] == (
+        "example"
+    )
