@@ -29,9 +29,15 @@ def old_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path / "old_run"
 
 
-# What later versions add to a run's records (issue 27): the old version did not write them.
+# What later versions add to a run's records (issues 26 and 27): the old version did not write them.
 NEW_RECORD_KEYS = {"stall_reason"}
-NEW_SUMMARY_KEYS = {"noise_floor", "controls", "stalled_steps"}
+NEW_SUMMARY_KEYS = {
+    "noise_floor",
+    "controls",
+    "stalled_steps",
+    "examples",
+    "steps_nothing_applied",
+}
 
 
 def _without_timings(history: list[dict[str, Any]]) -> list[dict[str, Any]]:
