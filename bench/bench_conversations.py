@@ -137,6 +137,7 @@ async def main() -> None:
     for mode in args.modes:
         backend = build(args.model, mode, args.cap_mb)
         prefill_tps, gen_tps = await speeds(backend, system)
+        shared = backend.count_tokens(system)
         print(f"<!-- {mode}: prefill {prefill_tps:.0f} tok/s, generation {gen_tps:.1f} tok/s -->")
         for workers in args.workers:
             before = backend.prefill
@@ -144,13 +145,21 @@ async def main() -> None:
             after = backend.prefill
             sent = after.prompt_tokens_sent - before.prompt_tokens_sent
             evaluated = after.prompt_tokens_evaluated - before.prompt_tokens_evaluated
-            limit = sum(e.new_tokens / prefill_tps + e.completion_tokens / gen_tps for e in eps)
+            # the physical limit: every new token evaluated once (the shared system prompt
+            # once in all), every reply generated once
+            new = sum(e.new_tokens for e in eps) - (len(eps) - 1) * shared
+            limit = new / prefill_tps + sum(e.completion_tokens for e in eps) / gen_tps
             replies = [e.replies for e in eps]
             reference = reference or replies
             print(
                 f"| {mode} | {workers} | {evaluated:,} / {sent:,} = {evaluated / sent:.2f} | "
                 f"{wall / len(eps):.1f} | {limit / len(eps):.1f} | "
                 f"{'yes' if replies == reference else 'NO'} |"
+            )
+            print(
+                f"<!-- restored {after.restored - before.restored}, parked "
+                f"{after.parked - before.parked}, evicted {after.evicted - before.evicted}, "
+                f"ideal evaluated {new:,}, wall {wall:.1f} s -->"
             )
         del backend
 

@@ -135,7 +135,11 @@ class ParkedSequences(BaseLlamaCache):
         self._entries[slot] = parked
         return parked
 
-    def __len__(self) -> int:
+    def __bool__(self) -> bool:
+        return True  # the hook runs only `if self.cache:`, even while nothing is parked
+
+    @property
+    def count(self) -> int:
         return len(self._entries)
 
 
