@@ -109,7 +109,8 @@ class ParkedSequences(BaseLlamaCache):
         return self._longest(key) is not None
 
     def __setitem__(self, key: Sequence[int], value: Any) -> None:
-        """The hook stores what ``save_state`` returned: already parked, nothing to do."""
+        """The hook stores what ``save_state`` returned: already parked (or not parked at all,
+        None), nothing to do."""
 
     def _drop(self, slot: int) -> None:
         self._entries.pop(slot)
@@ -155,6 +156,7 @@ class SequenceLlama(Llama):
         super().__init__(*args, **kwargs)
         self.counts = PrefillCounts()
         self.sequences = None
+        self.park_next = False  # set per call by the backend: park this call's sequence?
 
     def enable_parking(self, capacity_bytes: int, max_sequences: int) -> None:
         """Recreate the context with ``n_ctx`` + the cap's cells in one unified KV buffer shared
@@ -176,6 +178,8 @@ class SequenceLlama(Llama):
     def save_state(self) -> Any:
         if self.sequences is None:
             return super().save_state()
+        if not self.park_next:
+            return None
         tokens = tuple(int(t) for t in self.input_ids[: self.n_tokens])
         parked = self.sequences.park(tokens)
         self.counts.parked += parked is not None

@@ -46,7 +46,7 @@ class LlamaCppOptions(BaseModel):
         "call's prefix is reused)",
     )
     kv_sequences: int = Field(
-        32, ge=1, le=255, description="at most this many parked conversations (LRU)"
+        8, ge=1, le=255, description="at most this many parked conversations (LRU)"
     )
 
 
@@ -192,6 +192,10 @@ class LlamaCppBackend:
         exact = self.spec.n_threads is not None
         with self._lock, self._slots.hold(self.threads, exact=exact) as held:
             self._run_on(held if not exact else self.threads)
+            # park only conversations (a reply in the history: a next turn will follow); a
+            # single-turn call shares its skill prefix through the working sequence anyway,
+            # and parked cells cost attention in every later call (docs/models.md)
+            self._llm.park_next = any(m.role == "assistant" for m in request.messages)
             try:
                 out: Any = self._llm.create_chat_completion(**kwargs)
             except ValueError as exc:  # e.g. prompt longer than the context window
