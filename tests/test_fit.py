@@ -13,7 +13,7 @@ import pytest
 import skillgrad
 from skillgrad.errors import ConfigError, DataError
 from skillgrad.models.function import FunctionBackend
-from skillgrad.types import StepRecord
+from skillgrad.runs.records import StepRecord
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "fit_quickstart.py"

@@ -20,9 +20,10 @@ from skillgrad.errors import (
 from skillgrad.fit import FitResult, afit, fit
 from skillgrad.models.base import ModelBackend
 from skillgrad.models.spec import ModelSpec
+from skillgrad.runs.records import GateResult
 from skillgrad.scorers.base import Scorer
 from skillgrad.session import RunResult, arun_training, run_training
-from skillgrad.skill import Skill
+from skillgrad.skill.document import Skill
 from skillgrad.tasks.base import Task
 from skillgrad.tasks.chat import ChatTask
 from skillgrad.types import (
@@ -30,7 +31,6 @@ from skillgrad.types import (
     Completion,
     Edit,
     EditResult,
-    GateResult,
     Item,
     Message,
     Score,

@@ -11,6 +11,7 @@ import pytest
 from skillgrad.callbacks import Control
 from skillgrad.errors import ConfigError
 from skillgrad.runs.io import read_jsonl
+from skillgrad.runs.records import StepRecord
 from skillgrad.trackers import (
     MLflowCallback,
     TensorBoardCallback,
@@ -18,7 +19,6 @@ from skillgrad.trackers import (
     build_trackers,
     record_scalars,
 )
-from skillgrad.types import StepRecord
 
 
 def _events(run_dir: Path) -> list[dict[str, Any]]:

@@ -13,12 +13,12 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from skillgrad.cli import app
+from skillgrad.cli.main import app
 from skillgrad.config import load_config
 from skillgrad.errors import ConfigError
 from skillgrad.runs.io import read_json, read_jsonl
+from skillgrad.runs.records import StepRecord
 from skillgrad.session import run_training
-from skillgrad.types import StepRecord
 
 sys.path.insert(0, str(Path(__file__).parents[1]))
 from fakes_e2e import FAKES_PATH, make_optimizer, make_target

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from skillgrad.runs.records import Conflict
 from skillgrad.train.aggregate import aggregate, is_conflict
-from skillgrad.types import Conflict, Edit
+from skillgrad.types import Edit
 
 
 def test_aggregate_merges_near_duplicates_with_support_and_ids() -> None:

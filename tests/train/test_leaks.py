@@ -6,9 +6,10 @@ import time
 
 import pytest
 
-from skillgrad.skill_package import SkillPackage
+from skillgrad.runs.records import Leak
+from skillgrad.skill.package import SkillPackage
 from skillgrad.train.leaks import LeakIndex, describe, new_leaks
-from skillgrad.types import Item, Leak
+from skillgrad.types import Item
 
 REVIEW = (
     "I watched this film last night and the ending completely ruined it for me, "

@@ -7,16 +7,9 @@ import json
 
 import pytest
 
+from skillgrad.runs.records import CheckResult, Conflict, GateResult, RejectedEdit, StepRecord
 from skillgrad.train.state import StepOutcome, TrainState, advance
-from skillgrad.types import (
-    CheckResult,
-    Conflict,
-    Edit,
-    EditResult,
-    GateResult,
-    RejectedEdit,
-    StepRecord,
-)
+from skillgrad.types import Edit, EditResult
 
 EDIT = Edit("add", "Rules", "- Never guess.", rationale="fails", trajectory_ids=("step_0001/a",))
 
@@ -120,7 +113,7 @@ def test_damaged_step_records_name_the_field(data: object, message: str) -> None
 
 
 def test_damaged_buffer_and_conflict_entries_are_errors() -> None:
-    with pytest.raises(ValueError, match="rejected-edit entry field 'incumbent'"):
+    with pytest.raises(ValueError, match="rejected-edit entry: required field 'incumbent'"):
         RejectedEdit.from_json({"step": 1, "edits": [], "candidate": 0.1})
     with pytest.raises(ValueError, match="conflict entry: an edit has no 'op'"):
         Conflict.from_json({"step": 1, "edits": [{"section": "x"}], "reason": "r"})

@@ -245,7 +245,8 @@ async def test_a_repeat_asked_again_keeps_the_first_valid_reply_if_the_second_is
 
 
 async def test_a_rule_rejected_before_also_counts_as_a_repeat() -> None:
-    from skillgrad.types import Edit, RejectedEdit
+    from skillgrad.runs.records import RejectedEdit
+    from skillgrad.types import Edit
 
     rejected = [RejectedEdit(1, (Edit("add", "", "- Be brief."),), 0.1, 0.2)]
     opt = (

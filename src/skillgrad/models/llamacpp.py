@@ -24,9 +24,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from skillgrad.errors import PermanentModelError
 from skillgrad.models.catalog import Catalog
-from skillgrad.models.cpu_slots import CpuSlots
-from skillgrad.models.provider import Provider
 from skillgrad.models.spec import ModelSpec
+from skillgrad.models.wrappers.cpu_slots import CpuSlots
 from skillgrad.types import ChatRequest, Completion, Usage
 
 INSTALL_HINT = (
@@ -215,17 +214,6 @@ class LlamaCppBackend:
         )
 
 
-PROVIDER = Provider(
-    name="llamacpp",
-    build=LlamaCppBackend,
-    remote=False,
-    options=("model_path", "n_ctx", "n_threads", "temperature", "max_tokens", "options"),
-    extra="local",
-    summary="llama.cpp in process on a catalog model (SmolLM2-135M by default) or any GGUF",
-    check=check,
-)
-
-
 def _slots() -> CpuSlots:
     try:
         return CpuSlots()
@@ -237,7 +225,6 @@ def _slots() -> CpuSlots:
 
 
 __all__ = [
-    "PROVIDER",
     "LlamaCppBackend",
     "LlamaCppOptions",
     "PrefillStats",

@@ -15,9 +15,9 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from skillgrad.report.load import RunData
 from skillgrad.runs.io import atomic_write_bytes
-from skillgrad.types import StepRecord
+from skillgrad.runs.records import StepRecord
+from skillgrad.runs.view import RunData
 
 Field = Callable[[StepRecord], float | None]
 

@@ -19,7 +19,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from skillgrad.types import Conflict, Edit
+from skillgrad.runs.records import Conflict
+from skillgrad.types import Edit
 
 _NEGATIONS = {"not", "never", "no", "don't", "dont", "do not", "avoid", "without", "nor"}
 _WORD = re.compile(r"[a-z0-9']+")

@@ -15,11 +15,11 @@ from dataclasses import replace
 from typing import Any
 
 from skillgrad.models.context import call_context
+from skillgrad.runs.records import CheckResult
 from skillgrad.train.context import RunContext
-from skillgrad.train.evaluate import evaluate_candidate
 from skillgrad.train.gate import GateOutcome
 from skillgrad.train.rollout import mean_score, rollout
-from skillgrad.types import CheckResult
+from skillgrad.train.validate import evaluate_candidate
 
 
 async def gate_candidate(

@@ -30,20 +30,19 @@ import asyncio
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
 
 from skillgrad.models.base import ModelBackend
 from skillgrad.runs.cache import ResultStore
+from skillgrad.runs.records import GateResult, GateRuleName
 from skillgrad.stats import sign_flip_interval, sign_flip_p_greater, sign_flip_rejects
 from skillgrad.tasks.base import Task
 from skillgrad.train.progress import NullProgress, Progress
 from skillgrad.train.rollout import ItemScore, check_systemic, mean_item_score, rollout_item
-from skillgrad.types import GateResult, Item, Score, Trajectory
+from skillgrad.types import Item, Score, Trajectory
 
 EPS = 1e-9
 _ZERO = Trajectory("", "", (), "", Score(0.0, False))  # a unit scored 0 (what-if only)
 MAX_SCORE = 1.0  # scores are in [0, 1]: the best an unscored sample can come back
-GateRuleName = Literal["strict", "paired", "tolerance", "tolerance_paired"]
 
 
 @dataclass(frozen=True)

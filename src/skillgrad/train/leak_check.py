@@ -16,10 +16,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from skillgrad.runs.records import Leak
 from skillgrad.train.context import RunContext
 from skillgrad.train.leaks import describe, new_leaks, short_span
 from skillgrad.train.state import TrainState
-from skillgrad.types import Edit, Leak, to_json
+from skillgrad.types import Edit, to_json
 
 
 @dataclass(frozen=True)

@@ -49,8 +49,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from skillgrad.errors import SkillError
-from skillgrad.skill_package import SkillPackage, is_package_text
-from skillgrad.types import Item, Leak, LeakSource
+from skillgrad.runs.records import Leak, LeakSource
+from skillgrad.skill.package import SkillPackage, is_package_text
+from skillgrad.types import Item
 
 DEFAULT_NGRAM = 8
 PAIR_GAP = 4  # rule 3: at most this many words between a short input and its reference

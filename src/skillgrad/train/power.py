@@ -22,9 +22,9 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from skillgrad.runs.records import POWER_MAX_ITEMS as MAX_ITEMS
+from skillgrad.runs.records import PowerCheck
 from skillgrad.train.gate import EPS, MAX_SCORE, GateRule
-from skillgrad.types import POWER_MAX_ITEMS as MAX_ITEMS
-from skillgrad.types import PowerCheck
 
 EFFECTS = (0.05, 0.1, 0.2)
 

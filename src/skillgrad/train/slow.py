@@ -15,10 +15,11 @@ from typing import Any
 from skillgrad.models.base import ModelBackend
 from skillgrad.models.structured import StructuredReply
 from skillgrad.prompts import render_prompt
+from skillgrad.runs.records import StepRecord
 from skillgrad.train.optimizer_call import ask_optimizer
 from skillgrad.train.reflect import render_trajectories
 from skillgrad.train.schemas import MetaSkillOutput, SlowUpdateOutput
-from skillgrad.types import StepRecord, Trajectory
+from skillgrad.types import Trajectory
 
 CATEGORIES = ("improved", "regressed", "persistent_fail", "stable_success")
 GUIDANCE_BLOCK = "slow_update"

@@ -11,18 +11,16 @@ import dataclasses
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from skillgrad.types import (
+from skillgrad.runs.records import (
     CheckResult,
     Conflict,
-    EditResult,
     GateResult,
     Leak,
     RejectedEdit,
     StepKind,
     StepRecord,
-    Trajectory,
-    to_json,
 )
+from skillgrad.types import EditResult, Trajectory, to_json
 
 
 @dataclass(frozen=True)
