@@ -135,11 +135,11 @@ async def main() -> None:
     print("| mode | workers | evaluated / sent | s / episode | limit s / episode | same replies |")
     print("|---|---|---|---|---|---|")
     for mode in args.modes:
-        backend = build(args.model, mode, args.cap_mb)
-        prefill_tps, gen_tps = await speeds(backend, system)
-        shared = backend.count_tokens(system)
-        print(f"<!-- {mode}: prefill {prefill_tps:.0f} tok/s, generation {gen_tps:.1f} tok/s -->")
         for workers in args.workers:
+            # a fresh model per run: the conversations repeat, and a warm cache would hit them
+            backend = build(args.model, mode, args.cap_mb)
+            prefill_tps, gen_tps = await speeds(backend, system)
+            shared = backend.count_tokens(system)
             before = backend.prefill
             wall, eps = await run_mode(backend, system, args.episodes, args.turns, workers)
             after = backend.prefill
@@ -157,11 +157,13 @@ async def main() -> None:
                 f"{'yes' if replies == reference else 'NO'} |"
             )
             print(
-                f"<!-- restored {after.restored - before.restored}, parked "
-                f"{after.parked - before.parked}, evicted {after.evicted - before.evicted}, "
-                f"ideal evaluated {new:,}, wall {wall:.1f} s -->"
+                f"<!-- prefill {prefill_tps:.0f} tok/s, generation {gen_tps:.1f} tok/s; restored "
+                f"{after.restored - before.restored}, parked {after.parked - before.parked}, "
+                f"evicted {after.evicted - before.evicted}; ideal evaluated {new:,}; "
+                f"wall {wall:.1f} s -->",
+                flush=True,
             )
-        del backend
+            del backend
 
 
 if __name__ == "__main__":

@@ -186,6 +186,7 @@ class SequenceLlama(Llama):
         return parked
 
     def load_state(self, state: Any) -> None:
+        self.counts.restored += 1
         if not isinstance(state, Parked):
             super().load_state(state)
             return
@@ -195,7 +196,6 @@ class SequenceLlama(Llama):
         self.input_ids[:n] = state.input_ids
         self.n_tokens = n
         self._requires_eval = True  # logits are not parked: generate re-evaluates a token
-        self.counts.restored += 1
 
     def generate(
         self, tokens: Sequence[int], *args: Any, **kwargs: Any
