@@ -95,16 +95,21 @@ async def test_interleaved_conversations_reply_as_without_cache(qwen_spec: Model
 
 @pytest.mark.slow
 async def test_caps_evict_and_single_turn_calls_park_nothing(qwen_spec: ModelSpec) -> None:
+    """The caps' mechanics. Replies are not compared here: with one slot every park evicts the
+    other conversation and leaves holes in the KV buffer, and llama.cpp's sums depend slightly on
+    where cells sit, so a near-tie may resolve differently (docs/models.md, "Determinism")."""
     from skillgrad.models.llamacpp import LlamaCppBackend
 
     one = LlamaCppBackend(qwen_spec.model_copy(update={"options": {"kv_sequences": 1}}))
     replies = await _interleaved(one, 2, 3)
-    assert replies == await _sequential(one, 2, 3)  # eviction never corrupts a sequence
+    assert all(r.strip() for conversation in replies for r in conversation)
     stats = one.prefill
-    assert stats.evicted >= 4 and 0 < stats.parked_bytes <= stats.cap_bytes
-    await one.complete(
-        ChatRequest((Message("system", SYSTEM), Message("user", "Hi")), max_tokens=4)
-    )
+    # turns 1 and 2 of each conversation park (4), each park evicts the other conversation's
+    # slot (3), so no turn ever finds its own slot again
+    assert (stats.parked, stats.evicted, stats.restored) == (4, 3, 0)
+    assert 0 < stats.parked_bytes <= stats.cap_bytes
+    single = ChatRequest((Message("system", SYSTEM), Message("user", "Hi")), max_tokens=4)
+    await one.complete(single)
     assert one.prefill.parked == stats.parked  # no reply in the history: nothing parked
     tiny = LlamaCppBackend(qwen_spec.model_copy(update={"options": {"kv_cache_mb": 1}}))
     assert len(await _interleaved(tiny, 2, 2)) == 2
