@@ -3,8 +3,10 @@
 ``model`` names a catalog model (``skillgrad models list``; default the tiny SmolLM2-135M),
 resolved to a verified file by ``models.catalog``; ``model_path`` runs any other GGUF as it is.
 One ``Llama`` instance is not thread-safe, so its calls are serialised by a lock and run in a
-worker thread; llama.cpp reuses the KV cache of the longest matching token prefix of the
-previous prompt, so rollouts that share a skill (the system prompt) skip its prefill. Every call
+worker thread. llama.cpp reuses the KV cache of the longest matching token prefix of the
+previous prompt, and each call's tokens stay parked in a sequence of their own
+(``kv_sequences``, bounded by ``options.kv_cache_mb``), so a multi-turn episode pays prefill only
+for its new tokens even when several episodes interleave. Every call
 holds one machine-wide CPU slot per thread it runs (``cpu_slots``): however many models, workers
 and processes, the embedded models never run more threads than the machine has cores. Without
 an explicit ``n_threads`` a call runs on as many cores as it finds free.
@@ -14,8 +16,11 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from skillgrad.errors import PermanentModelError
 from skillgrad.models.catalog import Catalog
@@ -26,6 +31,51 @@ from skillgrad.types import ChatRequest, Completion, Usage
 INSTALL_HINT = (
     "pip install 'skillgrad[local]'  (llama-cpp-python compiles from source, ~13 min on 2 cores)"
 )
+
+
+class LlamaCppOptions(BaseModel):
+    """``models.<role>.options`` of the llamacpp provider."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kv_cache_mb: float = Field(
+        256.0,
+        ge=0,
+        description="KV cache kept for parked conversations, in MiB (0: only the previous "
+        "call's prefix is reused)",
+    )
+    kv_sequences: int = Field(
+        8, ge=1, le=255, description="at most this many parked conversations (LRU)"
+    )
+
+
+def parse_options(spec: ModelSpec) -> LlamaCppOptions:
+    """The spec's ``options`` as llamacpp options, or a PermanentModelError naming the key."""
+    try:
+        return LlamaCppOptions.model_validate(spec.options)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or 'options'}: {e['msg']}" for e in exc.errors()
+        )
+        raise PermanentModelError(
+            f"models.<role>.options of {spec.name}: {problems}. The llamacpp provider accepts "
+            f"{', '.join(LlamaCppOptions.model_fields)} (docs/models.md)"
+        ) from exc
+
+
+@dataclass(frozen=True)
+class PrefillStats:
+    """Prompt tokens sent to the model and the ones it evaluated (the rest came from its KV
+    cache), and how often a parked conversation was restored, parked or evicted."""
+
+    calls: int
+    prompt_tokens_sent: int
+    prompt_tokens_evaluated: int
+    restored: int
+    parked: int
+    evicted: int
+    parked_bytes: int
+    cap_bytes: int
 
 
 def model_file(spec: ModelSpec, catalog: Catalog | None = None) -> Path:
@@ -43,7 +93,9 @@ def model_file(spec: ModelSpec, catalog: Catalog | None = None) -> Path:
 
 
 def check(spec: ModelSpec) -> None:
-    """Before a run: the model file is here and verified (no model is loaded)."""
+    """Before a run: the options parse and the model file is here and verified (no model is
+    loaded)."""
+    parse_options(spec)
     model_file(spec)
 
 
@@ -59,8 +111,9 @@ class LlamaCppBackend:
         slots: CpuSlots | None = None,
     ) -> None:
         spec = spec or ModelSpec()
+        options = parse_options(spec)
         try:
-            from llama_cpp import Llama
+            from skillgrad.models.kv_sequences import MB, SequenceLlama
         except ImportError as exc:
             raise PermanentModelError(
                 f"llama-cpp-python is not installed ({exc}). Run: {INSTALL_HINT}"
@@ -72,7 +125,8 @@ class LlamaCppBackend:
         self.threads = spec.n_threads or self._slots.cores
         self._running = self.threads  # the thread count the context is set to
         self._lock = threading.Lock()
-        self._llm = Llama(
+        self._calls = self._sent = 0
+        self._llm = SequenceLlama(
             model_path=str(path),
             n_ctx=spec.n_ctx,
             # prompt processing too (llama-cpp-python's default for it is every CPU)
@@ -81,6 +135,31 @@ class LlamaCppBackend:
             verbose=False,
             seed=0,
         )
+        if options.kv_cache_mb > 0:
+            try:
+                self._llm.enable_parking(int(options.kv_cache_mb * MB), options.kv_sequences)
+            except ValueError as exc:  # llama.cpp could not allocate the larger context
+                raise PermanentModelError(
+                    f"{self.name}: llama.cpp cannot hold models.<role>.options.kv_cache_mb = "
+                    f"{options.kv_cache_mb} MiB of parked conversations ({exc}); lower it, or "
+                    "set it to 0"
+                ) from exc
+
+    @property
+    def prefill(self) -> PrefillStats:
+        """Prompt tokens sent and evaluated so far (bench/bench_conversations.py reports it)."""
+        with self._lock:
+            counts, parked = self._llm.counts, self._llm.sequences
+            return PrefillStats(
+                calls=self._calls,
+                prompt_tokens_sent=self._sent,
+                prompt_tokens_evaluated=counts.prompt_tokens_evaluated,
+                restored=counts.restored,
+                parked=counts.parked,
+                evicted=parked.evicted if parked is not None else 0,
+                parked_bytes=parked.cache_size if parked is not None else 0,
+                cap_bytes=parked.capacity_bytes if parked is not None else 0,
+            )
 
     def _run_on(self, threads: int) -> None:
         """Set the threads of the next computation to the slots this call holds."""
@@ -112,6 +191,10 @@ class LlamaCppBackend:
         exact = self.spec.n_threads is not None
         with self._lock, self._slots.hold(self.threads, exact=exact) as held:
             self._run_on(held if not exact else self.threads)
+            # park only conversations (a reply in the history: a next turn will follow); a
+            # single-turn call shares its skill prefix through the working sequence anyway,
+            # and parked cells cost attention in every later call (docs/models.md)
+            self._llm.park_next = any(m.role == "assistant" for m in request.messages)
             try:
                 out: Any = self._llm.create_chat_completion(**kwargs)
             except ValueError as exc:  # e.g. prompt longer than the context window
@@ -119,8 +202,10 @@ class LlamaCppBackend:
                     f"llama.cpp refused the request: {exc}. If the prompt is too long, raise "
                     f"models.<role>.n_ctx (now {self.spec.n_ctx}) or shorten the skill."
                 ) from exc
+            usage = out.get("usage") or {}
+            self._calls += 1
+            self._sent += usage.get("prompt_tokens", 0)
         choice = out["choices"][0]
-        usage = out.get("usage") or {}
         return Completion(
             text=choice["message"].get("content") or "",
             usage=Usage(usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0)),
@@ -139,4 +224,11 @@ def _slots() -> CpuSlots:
         ) from exc
 
 
-__all__ = ["LlamaCppBackend", "check", "model_file"]
+__all__ = [
+    "LlamaCppBackend",
+    "LlamaCppOptions",
+    "PrefillStats",
+    "check",
+    "model_file",
+    "parse_options",
+]
