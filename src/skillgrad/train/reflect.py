@@ -25,6 +25,7 @@ from skillgrad.models.base import ModelBackend
 from skillgrad.models.structured import StructuredReply
 from skillgrad.prompts import render_prompt
 from skillgrad.skill_package import is_package_text
+from skillgrad.tasks.episode import episode_view, is_episode
 from skillgrad.train.optimizer_call import ask_optimizer
 from skillgrad.train.progress import NullProgress, Progress
 from skillgrad.train.rules import known_rules, only_repeats, rule_edits, skill_choices
@@ -73,6 +74,9 @@ def render_trajectories(trajs: Sequence[Trajectory], limit: int = 500) -> str:
     side (what the skill must map one to the other), output, score, feedback, error."""
     blocks = []
     for t in trajs:
+        if is_episode(t.steps):  # an environment episode: its own compact view
+            blocks.append(_episode_block(t))
+            continue
         user = next((m.content for m in reversed(t.messages) if m.role == "user"), "")
         block = render_prompt(
             "trajectory",
@@ -91,6 +95,16 @@ def render_trajectories(trajs: Sequence[Trajectory], limit: int = 500) -> str:
             block += "\n" + render_prompt("trajectory_transcript", transcript=view)
         blocks.append(block)
     return "\n\n".join(blocks) if blocks else "(none)"
+
+
+def _episode_block(t: Trajectory) -> str:
+    return render_prompt(
+        "trajectory_episode",
+        item_id=t.item_id,
+        score=f"{t.score.value:.2f}",
+        status="PASS" if t.score.passed else "FAIL",
+        episode=episode_view(t.steps, t.reference, t.score.feedback, t.score.passed),
+    )
 
 
 def render_rejected(buffer: Sequence[RejectedEdit]) -> str:
