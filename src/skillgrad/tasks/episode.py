@@ -82,6 +82,20 @@ def failing_step(played: Sequence[dict[str, Any]]) -> int | None:
     return len(played) - 1 if played else None
 
 
+def _runs(played: list[dict[str, Any]]) -> list[tuple[int, int]]:
+    """(first, last) index of each run of steps with the same action and the same answer:
+    a model repeating itself costs the optimizer's prompt one line, not one per turn."""
+    runs: list[tuple[int, int]] = []
+    for i, s in enumerate(played):
+        if runs:
+            prev = played[runs[-1][1]]
+            if (prev["action"], prev.get("observation")) == (s["action"], s.get("observation")):
+                runs[-1] = (runs[-1][0], i)
+                continue
+        runs.append((i, i))
+    return runs
+
+
 def _shown(n: int, fail: int | None) -> list[int]:
     keep = set(range(min(HEAD_STEPS, n)))
     if fail is not None:
@@ -92,15 +106,23 @@ def _shown(n: int, fail: int | None) -> list[int]:
 
 
 def _step_lines(played: list[dict[str, Any]], fail: int | None) -> list[str]:
+    runs = _runs(played)
+    fail_run = next(
+        (r for r, (a, b) in enumerate(runs) if fail is not None and a <= fail <= b), None
+    )
     lines, last = [], -1
-    for i in _shown(len(played), fail):
-        if i > last + 1:
-            lines.append(f"  …[{i - last - 1} steps cut]…")
-        s = played[i]
+    for r in _shown(len(runs), fail_run):
+        if r > last + 1:
+            cut = runs[r - 1][1] - runs[last + 1][0] + 1
+            lines.append(f"  …[{cut} steps cut]…")
+        first, end = runs[r]
+        s = played[first]
         mark = " [not an accepted command]" if s.get("valid") is False else ""
-        lines.append(f"  {s['step']}. > {_clip(s['action'], 120)!r}{mark}")
+        number = str(s["step"]) if first == end else f"{s['step']}-{played[end]['step']}"
+        again = f" (the same {end - first + 1} times)" if end > first else ""
+        lines.append(f"  {number}. > {_clip(s['action'], 120)!r}{mark}{again}")
         lines.append(f"     {_clip(s.get('observation'), OBS_CHARS)}")
-        last = i
+        last = r
     return lines
 
 
