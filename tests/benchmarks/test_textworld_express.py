@@ -36,9 +36,12 @@ if shutil.which("java") is None:  # scripts/test installs it: a missing JVM must
 TWX = "skillgrad.benchmarks.textworld_express:TwxEnvironment"
 
 
+SMALL = {"cookingworld": "numLocations=1,numIngredients=1", "coin": "numLocations=3"}
+
+
 @pytest.mark.parametrize("game", GAMES)
 def test_gold_actions_of_a_train_episode_win_every_game(game: str) -> None:
-    process = EnvProcess(EnvSpec(TWX, {"game": game}))
+    process = EnvProcess(EnvSpec(TWX, {"game": game, "params": SMALL.get(game, "")}))
     try:
         first = process.request(
             {"op": "reset", "seed": 3, "options": {"fold": "train", "gold": True}}, 60
@@ -93,6 +96,9 @@ def test_unknown_game_and_missing_java_are_located_config_errors(
 ) -> None:
     with pytest.raises(ConfigError, match=r"'peking' is not a TextWorldExpress game\. Did"):
         TextWorldExpressTask(game="peking")
+    with pytest.raises(ConfigError, match=r"coin has no option 'numIngredients'\. Its options"):
+        TextWorldExpressTask(game="coin", params={"numIngredients": 2})
+    TextWorldExpressTask(game="coin", params={"numLocations": 3, "includeDoors": False})
     monkeypatch.setenv("PATH", "/nonexistent")
     with pytest.raises(ConfigError, match="needs a Java runtime: no 'java' on PATH"):
         check_installed()

@@ -217,3 +217,30 @@ def test_bad_options_are_config_errors() -> None:
 )
 def test_parse_action_reads_the_first_line_robustly(reply: str, action: str) -> None:
     assert parse_action(reply) == action
+
+
+def test_a_gymnasium_env_subclass_in_a_file_plugs_in_without_an_adapter(tmp_path: Path) -> None:
+    pytest.importorskip("gymnasium", reason="install with: pip install 'skillgrad[env]'")
+    (tmp_path / "echo_env.py").write_text(
+        "import gymnasium\n"
+        "from gymnasium.spaces import Text\n\n"
+        "class EchoEnv(gymnasium.Env):\n"
+        "    observation_space = Text(200)\n"
+        "    action_space = Text(200)\n\n"
+        "    def __init__(self, word='hello'):\n"
+        "        self.word = word\n\n"
+        "    def reset(self, *, seed=None, options=None):\n"
+        "        super().reset(seed=seed)\n"
+        "        return f'Say {self.word}.', {'task': 'Echo the word.'}\n\n"
+        "    def step(self, action):\n"
+        "        ok = action == self.word\n"
+        "        return ('Yes.' if ok else 'No.'), float(ok), ok, False, {}\n",
+        encoding="utf-8",
+    )
+    options = {"env": "echo_env.py:EchoEnv", "env_options": {"word": "kiwi"}, "max_steps": 3}
+    task = load_task("environment", {**options, "n_train": 1, "n_val": 1, "n_test": 1}, tmp_path)
+    assert isinstance(task, EnvironmentTask)
+    replies = iter(["banana", "kiwi"])
+    (t,) = asyncio.run(play_all(task, "train", lambda r: next(replies)))
+    assert t.score.passed and t.score.feedback == "solved in 2 steps (score 1.00)"
+    assert t.messages[0].content.startswith("Echo the word.\n\nSay kiwi.")

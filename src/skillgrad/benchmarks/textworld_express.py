@@ -30,6 +30,18 @@ GAMES = (
     "simonsays",
     "peckingorder",
 )
+# each game's difficulty options, as textworld-express 1.1.0 names them (its own error lists them)
+_ROOMS = ("numLocations", "includeDoors", "limitInventorySize")
+PARAMS: dict[str, tuple[str, ...]] = {
+    "cookingworld": (*_ROOMS, "numIngredients", "numDistractorItems"),
+    "twc": (*_ROOMS, "numItemsToPutAway"),
+    "coin": (*_ROOMS, "numDistractorItems"),
+    "mapreader": (*_ROOMS, "maxDistanceApart", "maxDistractorItemsPerLocation"),
+    "arithmetic": (),
+    "sorting": (),
+    "simonsays": ("gameLength", "numDistractors", "memorization", "verbose"),
+    "peckingorder": (),
+}
 FOLDS: dict[str, str] = {"train": "train", "val": "dev", "test": "test"}
 FOLD_SIZE = 1000  # seeds per fold in textworld-express 1.1.0
 INSTALL_PACKAGE = "pip install 'skillgrad[env]'  (or: pip install textworld-express==1.1.0)"
@@ -111,6 +123,21 @@ def check_installed() -> None:
         )
 
 
+def check_params(game: str, params: dict[str, Any] | str | None) -> None:
+    """Unknown difficulty options are a config error, before any episode."""
+    names = list(params) if isinstance(params, dict) else []
+    if isinstance(params, str):
+        names = [p.split("=")[0].strip() for p in params.split(",") if p.strip()]
+    known = PARAMS[game]
+    for name in names:
+        if name not in known:
+            hint = did_you_mean(name, list(known))
+            raise ConfigError(
+                f"env.options.params: {game} has no option {name!r}.{hint}"
+                f" Its options: {', '.join(known) or '(none)'}"
+            )
+
+
 class TextWorldExpressTask(EnvironmentTask):
     """``env.task: textworld_express``; options ``game`` (one of ``GAMES``), ``params`` (the
     game's difficulty options, e.g. ``{numLocations: 3}``), ``actions: free | listed``,
@@ -139,6 +166,7 @@ class TextWorldExpressTask(EnvironmentTask):
                 f"env.options.game {game!r} is not a TextWorldExpress game.{hint} "
                 f"Games: {', '.join(GAMES)}"
             )
+        check_params(game, params)
         for split, n in (("n_train", n_train), ("n_val", n_val), ("n_test", n_test)):
             if not 0 <= n <= FOLD_SIZE:
                 raise ConfigError(f"env.options.{split} must be within 0..{FOLD_SIZE}; got {n}")
@@ -168,4 +196,12 @@ class TextWorldExpressTask(EnvironmentTask):
         return f"{self.game}-{FOLDS[split]}-{seed}"
 
 
-__all__ = ["FOLDS", "GAMES", "TextWorldExpressTask", "TwxEnvironment", "check_installed"]
+__all__ = [
+    "FOLDS",
+    "GAMES",
+    "PARAMS",
+    "TextWorldExpressTask",
+    "TwxEnvironment",
+    "check_installed",
+    "check_params",
+]
