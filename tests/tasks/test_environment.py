@@ -174,7 +174,8 @@ def test_hostile_observations_are_bounded_and_a_plain_class_in_a_file_plugs_in(
         "        print('noise on stdout')\n"
         "        return '\\u202e' + 'x' * 2_000_000, {'valid_actions': ['go'] * 5000}\n"
         "    def step(self, action):\n"
-        "        return 'y' * 3_000_000, 10.0, True, False, {'nested': [[[[]]]] * 1000}\n",
+        "        obs = action[:5] + '\\udc80' + 'y' * 3_000_000\n"
+        "        return obs, 10.0, True, False, {'nested': [[[[]]]] * 1000}\n",
         encoding="utf-8",
     )
     task = load_task(
@@ -183,11 +184,12 @@ def test_hostile_observations_are_bounded_and_a_plain_class_in_a_file_plugs_in(
         base_dir=tmp_path,
     )
     assert isinstance(task, EnvironmentTask)
-    (t,) = asyncio.run(play_all(task, "train", lambda r: "go " * 10_000))
+    (t,) = asyncio.run(play_all(task, "train", lambda r: "go\ud800 " * 10_000))
     assert t.infra_error is None and t.score.value == 0.5  # reward 10 of max_reward 20
     assert all(len(m.content) < 2000 for m in t.messages)
     step = next(s for s in t.steps if s["type"] == "env_step")
     assert len(step["action"]) <= 120 and len(step["valid_actions"]) <= 200
+    assert step["observation"].startswith("go\ud800 g\udc80yyy")  # any text crosses the pipe
 
 
 def test_an_environment_that_cannot_be_built_is_an_infra_error(tmp_path: Path) -> None:

@@ -64,6 +64,12 @@ class EnvProcess:
 
     def request(self, message: dict[str, Any], timeout: float) -> dict[str, Any]:
         """Send one request and read its answer; ``EnvFailure`` (process killed) otherwise."""
+        try:
+            return self._request(message, timeout)
+        except (OSError, ValueError) as exc:  # a pipe closed under us (the run is closing)
+            raise self._failed(f"the environment process is gone ({exc})") from None
+
+    def _request(self, message: dict[str, Any], timeout: float) -> dict[str, Any]:
         if not self.made:
             self.made = True
             make: dict[str, Any] = {"op": "make", "env": self.spec.env}
@@ -75,7 +81,7 @@ class EnvProcess:
     def _exchange(self, message: dict[str, Any], timeout: float, what: str) -> dict[str, Any]:
         try:
             assert self.proc.stdin is not None
-            self.proc.stdin.write((json.dumps(message, ensure_ascii=False) + "\n").encode())
+            self.proc.stdin.write((json.dumps(message) + "\n").encode())
             self.proc.stdin.flush()
         except OSError:
             raise self._failed(f"the environment process died before {what}") from None

@@ -174,7 +174,8 @@ def serve(parent: int) -> None:
             answer: dict[str, Any] = {"ok": True, **getattr(server, str(op))(req)}
         except BaseException as exc:  # reported to the run: one item's infra_error
             answer = {"ok": False, "error": _bounded(f"{type(exc).__name__}: {exc}", 2000)}
-        reply.write(json.dumps(answer, ensure_ascii=False, default=str) + "\n")
+        # ASCII: any text (lone surrogates too) crosses the pipe; the run reads it back as is
+        reply.write(json.dumps(answer, default=str) + "\n")
         reply.flush()
     try:
         server.close()
