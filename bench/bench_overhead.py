@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 
 from skillgrad.models.context import call_context
-from skillgrad.models.metering import Budget, MeteredBackend
+from skillgrad.models.wrappers.metering import Budget, MeteredBackend
 from skillgrad.runs.cache import CallCache
 from skillgrad.testing import FunctionBackend
 from skillgrad.types import ChatRequest, Message

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from skillgrad.sweep.plan import build_plan
-from skillgrad.sweep.run import make_executor, run_sweep
+from skillgrad.sweep.run import make_pool, run_sweep
 
 FAKES = Path(__file__).resolve().parents[1] / "tests" / "fakes_e2e.py"
 
@@ -48,7 +48,7 @@ def timed_sweep(
 ) -> tuple[float, list[float]]:
     plan = build_plan(config, seeds=runs, out=out)
     start = time.monotonic()
-    result = run_sweep(plan, make_executor(executor, workers, address))
+    result = run_sweep(plan, make_pool(executor, workers, address))
     wall = time.monotonic() - start
     if result.failed:
         raise SystemExit(f"runs failed: {[(o.name, o.error) for o in result.failed]}")

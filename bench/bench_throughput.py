@@ -27,11 +27,11 @@ from typing import Any
 import openai
 from openai.types.chat import ChatCompletion
 
-from skillgrad.models.factory import aclose_backend, build_backend
-from skillgrad.models.metering import MeteredBackend
-from skillgrad.models.ratelimit import EndpointLimiter, LimitedBackend, LimiterRegistry
-from skillgrad.models.retry import RetryBackend
+from skillgrad.models.registry import aclose_backend, build_backend
 from skillgrad.models.spec import ModelSpec
+from skillgrad.models.wrappers.metering import MeteredBackend
+from skillgrad.models.wrappers.ratelimit import EndpointLimiter, LimitedBackend, LimiterRegistry
+from skillgrad.models.wrappers.retry import RetryBackend
 from skillgrad.runs.cache import CallCache
 from skillgrad.testing import FunctionBackend
 from skillgrad.types import ChatRequest, Message

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from skillgrad.cli import app
+from skillgrad.cli.main import app
 
 FAKES = Path(__file__).parent / "fakes_e2e.py"
 runner = CliRunner()
@@ -116,7 +116,7 @@ def test_error_text_is_printed_verbatim(tmp_path: Path) -> None:
     import contextlib
     import io
 
-    from skillgrad.console import print_error
+    from skillgrad.cli.console import print_error
 
     buf = io.StringIO()
     with contextlib.redirect_stderr(buf):
@@ -166,7 +166,7 @@ def test_rich_progress_shows_items_score_tokens_and_cost() -> None:
 
     from rich.console import Console
 
-    from skillgrad.console import RichProgress
+    from skillgrad.cli.console import RichProgress
 
     buf = io.StringIO()
     progress = RichProgress(Console(file=buf, force_terminal=True, width=160))
@@ -189,7 +189,7 @@ def test_missing_extra_names_the_install_command(tmp_path: Path) -> None:
     cfg = _config(tmp_path)
     assert runner.invoke(app, ["train", str(cfg), "--quiet"]).exit_code == 0
     code = (
-        "import sys; sys.modules['matplotlib'] = None; from skillgrad.cli import app; "
+        "import sys; sys.modules['matplotlib'] = None; from skillgrad.cli.main import app; "
         f"app(['report', {str(tmp_path / 'runs/toy')!r}, '--html'])"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
@@ -246,7 +246,7 @@ def test_paired_comparison_leaves_out_items_either_skill_could_not_score() -> No
         {"split": "val", "skill": "old.md", "items": {"b": {"score": 0.0}}},
     )
     assert (none["n_pairs"], none["interval_95"], none["missing_pairs"]) == (0, None, 2)
-    from skillgrad.cli import _paired_line
+    from skillgrad.cli.main import _paired_line
 
     base = {"skill": "old.md", "mean_score": 0.0}
     assert "(one item: no interval)" in _paired_line({"baseline": base, "paired": one})

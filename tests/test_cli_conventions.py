@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 import skillgrad
-from skillgrad.cli import app
+from skillgrad.cli.main import app
 from skillgrad.config import load_config
 from skillgrad.session import run_training
 

@@ -8,26 +8,27 @@ not import each other in a cycle either.
 
 The layers, lowest first, and why each sits where it does:
 
-- foundations: ``errors``, ``types``, ``importing``, ``stats``, ``redact``, ``assets`` — plain
+- foundations: ``errors``, ``types``, ``plugins``, ``stats``, ``redact``, ``assets`` — plain
   data and helpers (``assets``: pinned registry files, used by models and benchmarks);
-- ``prompts`` (the .md templates and their renderer), ``skill_match``;
-- ``skill_package``, then ``skill`` (the skill document; ``skill_hash`` lives here), then
-  ``transcript`` (renders skills and steps);
+- ``prompts`` (the .md templates and their renderer);
+- ``skill`` (the skill document: ``match``, ``package``, ``document``; ``skill_hash`` lives
+  here);
 - ``runs`` — the run directory and the call store, in JSON only (never train/ types): the
   model wrappers meter and cache into its store, so it sits below ``models``;
 - ``models`` — backends and wrappers (never the registry, tasks or the test fakes);
 - ``scorers`` — the loss functions and their lookup (the judge calls a model);
 - ``executors`` — where a rollout's heavy, model-free part runs (a thread, or a Ray task);
-- ``sandbox``, then ``harnesses`` — running untrusted code and agent CLIs;
+- ``sandbox``, then ``harnesses`` — running untrusted code and agent CLIs (``transcript``:
+  the optimizer's token-budgeted view of an agent's steps);
 - ``tasks`` — the Task protocol, rollout kinds (chat, tool, code, harness), data loading;
 - ``benchmarks`` — the built-in tasks on the generated-task base;
 - ``registry`` — tasks, scorers and providers by name;
-- ``config``, ``callbacks``, ``console``; then ``train``, the algorithm;
+- ``config``, ``callbacks``; then ``train``, the algorithm;
 - ``session``, ``evaluate``, ``fit``, ``trackers`` — assembling and running a run;
 - the package's ``__init__`` (the public API, also what a sweep worker calls);
 - ``sweep``, then ``report`` (reads runs and sweeps), then ``dashboard``;
-- ``cli_views``, ``cli_sweep``, ``cli_data``, ``cli_models`` and ``cli_transfer`` (commands
-  registered on the app), then ``cli`` and ``__main__``.
+- ``cli`` (the app, the commands each module registers on it, the console), and
+  ``__main__``.
 
 ``skillgrad.testing`` (the shipped fakes) sits above everything: no production module imports it.
 """
@@ -47,11 +48,9 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 
 # Lowest first; units in one inner tuple share a layer.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("errors", "types", "importing", "stats", "redact", "assets"),
-    ("prompts", "skill_match"),
-    ("skill_package",),
+    ("errors", "types", "plugins", "stats", "redact", "assets"),
+    ("prompts",),
     ("skill",),
-    ("transcript",),
     ("runs",),
     ("models",),
     ("scorers",),
@@ -61,14 +60,13 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("tasks",),
     ("benchmarks",),
     ("registry",),
-    ("config", "callbacks", "console"),
+    ("config", "callbacks"),
     ("train",),
     ("session", "evaluate", "fit", "trackers"),
     ("__init__",),
     ("sweep",),
     ("report",),
     ("dashboard",),
-    ("cli_views", "cli_sweep", "cli_data", "cli_models", "cli_transfer"),
     ("cli", "__main__"),
     ("testing",),
 )

@@ -12,8 +12,8 @@ from pathlib import Path
 from skillgrad.config import load_config
 from skillgrad.runs.io import read_json, read_jsonl
 from skillgrad.session import run_training
-from skillgrad.skill import Skill
-from skillgrad.skill_match import make_safe, open_at_end
+from skillgrad.skill.document import Skill
+from skillgrad.skill.match import make_safe, open_at_end
 from skillgrad.types import Edit
 
 HERE = Path(__file__).parent

@@ -10,7 +10,13 @@ from pathlib import Path
 import pytest
 
 from skillgrad.errors import SkillError
-from skillgrad.skill import Skill, approx_tokens, parse_section_path, skill_hash, unified_diff
+from skillgrad.skill.document import (
+    Skill,
+    approx_tokens,
+    parse_section_path,
+    skill_hash,
+    unified_diff,
+)
 from skillgrad.types import Edit
 
 DOC = """\

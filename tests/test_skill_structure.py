@@ -8,7 +8,7 @@ import re
 import pytest
 from markdown_it import MarkdownIt
 
-from skillgrad.skill import Skill
+from skillgrad.skill.document import Skill
 from skillgrad.types import Edit
 
 CASES = [

@@ -11,7 +11,7 @@ import pytest
 from skillgrad.config import load_config
 from skillgrad.runs.io import read_json
 from skillgrad.session import run_training
-from skillgrad.skill import approx_tokens
+from skillgrad.skill.document import approx_tokens
 from skillgrad.train.select import select
 from skillgrad.types import Edit
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from skillgrad.importing import resolve_object
+from skillgrad.plugins import resolve_object
 from skillgrad.scorers import build_scorer
 
 

@@ -22,7 +22,7 @@ from skillgrad.models.base import ModelBackend
 from skillgrad.models.spec import ModelSpec
 from skillgrad.scorers.base import Scorer
 from skillgrad.session import RunResult, arun_training, run_training
-from skillgrad.skill import Skill
+from skillgrad.skill.document import Skill
 from skillgrad.tasks.base import Task
 from skillgrad.tasks.chat import ChatTask
 from skillgrad.types import (

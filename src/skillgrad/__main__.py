@@ -1,5 +1,5 @@
 """``python -m skillgrad`` runs the CLI."""
 
-from skillgrad.cli import app
+from skillgrad.cli.main import app
 
 app()

@@ -49,7 +49,7 @@ def describe_event(event: dict[str, Any]) -> tuple[int, str] | None:
     """The log level and one plain-text line for an event (None: only logged at DEBUG).
 
     The run logs every event under the ``skillgrad.events`` logger with this text; the console
-    view is a logging handler on it (``skillgrad.console``)."""
+    view is a logging handler on it (``skillgrad.cli.console``)."""
     name = event.get("event")
     if name == "run_start":
         verb = "resuming" if event.get("resumed") else "starting"

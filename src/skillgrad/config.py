@@ -10,7 +10,7 @@ import difflib
 import json
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -263,18 +263,31 @@ class Config(_Section):
         return redact(self.model_dump(mode="json"))
 
 
-# Settings a later version removed: (section, key) -> (the value that behaves as the version
-# without it does, why it went and what to do). A config, run or sweep holding one at that
-# value still loads and resumes; at any other value it is a ConfigError saying so.
-RETIRED: dict[tuple[str, str], tuple[Any, str]] = {
-    ("train", "candidates_per_step"): (
+class Retired(NamedTuple):
+    """A setting a later version removed, carried at its neutral value until ``dropped_in``."""
+
+    neutral: Any
+    """The value that behaves as the version without the setting does."""
+    why: str
+    """Why it went and what to do instead."""
+    dropped_in: str
+    """The release from which a config, run or sweep holding it no longer loads."""
+
+
+# The one list of retired settings: (section, key) -> Retired. A config, run or sweep holding
+# one at its neutral value still loads and resumes; at any other value it is a ConfigError
+# saying so. Each is deleted here in its ``dropped_in`` release.
+RETIRED: dict[tuple[str, str], Retired] = {
+    ("train", "candidates_per_step"): Retired(
         1,
         "removed: several candidates per step did not beat one where measured "
         "(docs/benchmarks.md, 'Several candidates per step'); delete the setting",
+        "0.2.0",
     ),
-    ("train", "candidate_temperature"): (
+    ("train", "candidate_temperature"): Retired(
         0.7,
         "renamed train.reask_temperature (the temperature of the one re-ask)",
+        "0.2.0",
     ),
 }
 
@@ -283,12 +296,12 @@ def drop_retired(raw: dict[str, Any], source: str = "<config>") -> dict[str, Any
     """``raw`` without the retired settings (``RETIRED``) that hold their neutral value; one
     holding another value is a ConfigError naming it, what became of it and the fix."""
     out = dict(raw)
-    for (section, key), (neutral, why) in RETIRED.items():
+    for (section, key), retired in RETIRED.items():
         block = out.get(section)
         if not isinstance(block, dict) or key not in block:
             continue
-        if block[key] != neutral:
-            raise ConfigError(f"{source}: {section}.{key}: {block[key]!r}: {why}")
+        if block[key] != retired.neutral:
+            raise ConfigError(f"{source}: {section}.{key}: {block[key]!r}: {retired.why}")
         out[section] = {k: v for k, v in block.items() if k != key}
     return out
 
@@ -298,8 +311,8 @@ def config_defaults() -> dict[str, Any]:
     its stored config lacks with: one added by a later version), and each retired setting at
     its neutral value (one a stored config still has: removed by a later version)."""
     out = Config().redacted_json()
-    for (section, key), (neutral, _) in RETIRED.items():
-        out[section][key] = neutral
+    for (section, key), retired in RETIRED.items():
+        out[section][key] = retired.neutral
     return out
 
 

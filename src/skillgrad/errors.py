@@ -8,7 +8,6 @@
     │   ├── TransientModelError  408/409/429/5xx, timeouts, truncated bodies: retried
     │   ├── PermanentModelError  400/401/403/404, missing key or extra: stops the run
     │   └── ReplayMissError      record/replay mode met a request that was not recorded
-    ├── OptimizerOutputError     optimizer output failed schema validation twice
     ├── BudgetExceeded           a budget limit would be crossed by the next call
     ├── SystemicFailure          every item of a stage failed: the run stops cleanly
     ├── RunDirError              a run directory that is missing, foreign or corrupt
@@ -54,10 +53,6 @@ class ReplayMissError(ModelError):
     pass
 
 
-class OptimizerOutputError(SkillgradError):
-    pass
-
-
 class BudgetExceeded(SkillgradError):
     pass
 
@@ -80,7 +75,6 @@ __all__ = [
     "ConfigError",
     "DataError",
     "ModelError",
-    "OptimizerOutputError",
     "PermanentModelError",
     "ReplayMissError",
     "RunDirError",

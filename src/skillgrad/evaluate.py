@@ -11,12 +11,12 @@ from pathlib import Path
 from typing import Any
 
 from skillgrad.config import Config
-from skillgrad.models.factory import check_models
+from skillgrad.models.registry import check_models
 from skillgrad.runs.cache import CallCache
 from skillgrad.runs.io import append_jsonl, read_jsonl
 from skillgrad.runs.layout import RunPaths
 from skillgrad.session import configured_specs, open_session
-from skillgrad.skill import Skill
+from skillgrad.skill.document import Skill
 from skillgrad.stats import sign_flip_test, t_interval
 from skillgrad.train.rollout import mean_score, rollout
 from skillgrad.types import Trajectory
@@ -29,7 +29,7 @@ def eval_cache_path(cfg: Config) -> Path:
     setup = {"task": cfg.env.task, "options": cfg.env.options, "target": target}
     text = json.dumps(setup, sort_keys=True, default=str)
     digest = hashlib.sha256(text.encode()).hexdigest()[:12]
-    return Path(cfg.env.output_root) / "_eval" / digest / "calls.sqlite"
+    return RunPaths(Path(cfg.env.output_root) / "_eval" / digest).calls_db
 
 
 async def evaluate_skill(cfg: Config, skill_path: Path, split: str) -> dict[str, Any]:

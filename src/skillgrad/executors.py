@@ -15,7 +15,7 @@ stays on the driver, so caching, metering, budget and rate limits are the driver
   is re-raised on the driver as itself.
 
 Tasks that are not heavy (chat, tools) ignore the executor. The cluster code (``import_ray``,
-``connect``) is shared with the sweep's Ray executor (``sweep/ray.py``).
+``connect``) is shared with the sweep's Ray executor (``sweep/pool.py``).
 """
 
 from __future__ import annotations

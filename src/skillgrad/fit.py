@@ -37,11 +37,12 @@ from skillgrad.models.function import as_backend
 from skillgrad.models.spec import ModelSpec
 from skillgrad.registry import load_scorer
 from skillgrad.runs.io import read_json
+from skillgrad.runs.layout import RunPaths
 from skillgrad.scorers import CallableScorer
 from skillgrad.scorers.base import Scorer, ScoresOutputs
 from skillgrad.scorers.base import as_scorer as as_base_scorer
 from skillgrad.session import arun_training, safe_name
-from skillgrad.skill import Skill
+from skillgrad.skill.document import Skill
 from skillgrad.tasks.base import Split
 from skillgrad.tasks.chat import ChatTask
 from skillgrad.types import Item, Score, StepRecord
@@ -237,9 +238,10 @@ async def afit(
         skill=skill,
         require_test=False,
     )
-    history = read_json(result.run_dir / "history.json") or []
+    paths = RunPaths(result.run_dir)
+    history = read_json(paths.history) or []
     return FitResult(
-        best_skill=Skill.load(result.run_dir / "best_skill.md").text,
+        best_skill=Skill.load(paths.best_skill).text,
         history=[StepRecord.from_json(r) for r in history],
         summary=result.summary,
         run_dir=result.run_dir,

@@ -89,13 +89,6 @@ def remember_known_envs() -> None:
     remember_env(*KNOWN_KEY_ENVS)
 
 
-def forget_all() -> None:
-    """Forget every remembered value (for a process that starts over, and tests)."""
-    global _values
-    with _lock:
-        _values = ()
-
-
 def is_secret_name(name: str) -> bool:
     """True for option / header / field names that hold a secret (``api-key``, ``X-Api-Key``,
     ``Ocp-Apim-Subscription-Key``, ``access_token``, ``client_secret``, ``Authorization``);
@@ -157,7 +150,6 @@ __all__ = [
     "KNOWN_KEY_ENVS",
     "MIN_SECRET_CHARS",
     "REDACTED",
-    "forget_all",
     "is_secret_name",
     "redact_json",
     "redact_message",

@@ -36,14 +36,14 @@ from skillgrad.errors import (
 )
 from skillgrad.executors import LOCAL, RolloutExecutor, open_executor
 from skillgrad.models.base import ModelBackend, backend_name, token_counter
-from skillgrad.models.factory import aclose_backend, build_backend, check_models
-from skillgrad.models.metering import Budget, MeteredBackend, PriceTable
-from skillgrad.models.ratelimit import LimiterRegistry
+from skillgrad.models.registry import aclose_backend, build_backend, check_models
 from skillgrad.models.spec import ModelSpec
+from skillgrad.models.wrappers.metering import Budget, MeteredBackend, PriceTable
+from skillgrad.models.wrappers.ratelimit import LimiterRegistry
 from skillgrad.registry import load_task
 from skillgrad.runs.cache import CallCache, TargetResults
 from skillgrad.runs.rundir import RunDir, find_fresh_root
-from skillgrad.skill import approx_tokens
+from skillgrad.skill.document import approx_tokens
 from skillgrad.tasks.base import SPLITS, Task, task_abilities
 from skillgrad.train.context import CHECK_ROLE, CheckTarget, RunContext
 from skillgrad.train.loop import initial_skill_text, train, write_summary
@@ -141,23 +141,15 @@ def resolved_spec(spec: ModelSpec, base_dir: str) -> ModelSpec:
     return spec
 
 
-def build_role_backends(
-    cfg: Config, optimizer: ModelBackend | None = None, target: ModelBackend | None = None
-) -> tuple[ModelBackend, ModelBackend]:
-    """The two roles' backends before metering. Identical specs share one instance (one model
-    load, one connection pool); given backends are used as they are."""
-    opt, tgt, _ = _build_backends(cfg, optimizer, target, ())
-    return opt, tgt
-
-
 def _build_backends(
     cfg: Config,
     optimizer: ModelBackend | None,
     target: ModelBackend | None,
     checks: Sequence[ModelSpec],
 ) -> tuple[ModelBackend, ModelBackend, list[ModelBackend]]:
-    """``build_role_backends`` plus the check targets' backends (sharing instances and
-    limiters with the roles: a check target that is the optimizer's model loads it once)."""
+    """The two roles' backends and the check targets' before metering. Identical specs share
+    one instance and limiters (one model load, one connection pool: a check target that is the
+    optimizer's model loads it once); given backends are used as they are."""
     limiters = LimiterRegistry()
     built: dict[str, ModelBackend] = {}
 
@@ -386,7 +378,6 @@ __all__ = [
     "RunResult",
     "Session",
     "arun_training",
-    "build_role_backends",
     "configured_specs",
     "load_splits",
     "open_session",

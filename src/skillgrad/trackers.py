@@ -18,6 +18,7 @@ from typing import Any
 from skillgrad.callbacks import Callback, Control
 from skillgrad.errors import ConfigError
 from skillgrad.runs.io import flatten
+from skillgrad.runs.layout import RunPaths
 from skillgrad.types import StepRecord
 
 EXTRAS = {"tensorboard": "tensorboard", "mlflow": "mlflow", "wandb": "wandb"}
@@ -191,7 +192,7 @@ class MLflowCallback:
         for key, value in flatten(summary).items():
             if isinstance(value, (int, float)) and not isinstance(value, bool):
                 self.client.log_metric(self.run_id, f"final.{key}", float(value))
-        best = self.run_dir / "best_skill.md"
+        best = RunPaths(self.run_dir).best_skill
         if best.exists():
             self.client.log_artifact(self.run_id, str(best))
         self.client.set_terminated(self.run_id, "FINISHED")

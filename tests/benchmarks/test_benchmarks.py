@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 
-from skillgrad.benchmarks.code import FAMILIES, CodeBenchmark, HumanEvalBenchmark
+from skillgrad.benchmarks.code import FAMILIES, CodeBenchmark
 from skillgrad.benchmarks.extraction import ExtractionTask
+from skillgrad.benchmarks.humaneval import HumanEvalBenchmark
 from skillgrad.benchmarks.tool_use import ToolUseBenchmark
 from skillgrad.errors import ConfigError, DataError
 from skillgrad.registry import load_task

@@ -23,7 +23,7 @@ from skillgrad.benchmarks.bfcl.data import (
     read_entries,
 )
 from skillgrad.benchmarks.bfcl.score import score_reply
-from skillgrad.cli import app
+from skillgrad.cli.main import app
 from skillgrad.errors import AssetError, ConfigError
 from skillgrad.registry import load_task
 from skillgrad.testing import FunctionBackend

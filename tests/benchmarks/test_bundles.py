@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from skillgrad.assets import PinnedWheel
 from skillgrad.benchmarks.bundles import BundleFile, DataBundle, bundle_names, load_bundle
-from skillgrad.cli import app
+from skillgrad.cli.main import app
 from skillgrad.errors import AssetError, ConfigError
 
 PAYLOAD = {"tinydata/data/a.txt": b"alpha\n", "tinydata/data/b.txt": b"beta\n"}

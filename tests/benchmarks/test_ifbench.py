@@ -18,14 +18,14 @@ from pathlib import Path
 
 import pytest
 
-from skillgrad.benchmarks.ifbench import IFBenchTask, checkable, read_prompts
-from skillgrad.benchmarks.ifbench_checkers import UNCHECKABLE, load_checkers
-from skillgrad.benchmarks.ifbench_data import (
+from skillgrad.benchmarks.ifbench.checkers import UNCHECKABLE, load_checkers
+from skillgrad.benchmarks.ifbench.data import (
     BUNDLE,
     OFFICIAL_TESTS_FILE,
     PROMPTS_FILE,
     SAMPLE_OUTPUT_FILE,
 )
+from skillgrad.benchmarks.ifbench.task import IFBenchTask, checkable, read_prompts
 from skillgrad.errors import AssetError, ConfigError
 from skillgrad.registry import load_task
 from skillgrad.testing import FunctionBackend
@@ -315,7 +315,7 @@ socket.socket.connect = refuse
 socket.create_connection = refuse
 socket.getaddrinfo = refuse
 nltk.download = refuse  # the real one: the official modules must only see the offline stand-in
-from skillgrad.benchmarks.ifbench import IFBenchTask
+from skillgrad.benchmarks.ifbench.task import IFBenchTask
 
 task = IFBenchTask(n_train=0, n_val=0)
 items = task.all_items()
@@ -373,7 +373,7 @@ def test_what_the_checkers_cannot_do_without_is_a_clear_error(
 ) -> None:
     script = (
         f"import sys, types; {setup}\n"
-        "from skillgrad.benchmarks.ifbench import IFBenchTask\n"
+        "from skillgrad.benchmarks.ifbench.task import IFBenchTask\n"
         "from skillgrad.errors import SkillgradError\n"
         "try:\n    IFBenchTask()\nexcept SkillgradError as exc:\n    print(exc)\n"
     )

@@ -22,12 +22,12 @@ from typer.testing import CliRunner
 from fake_hub import FakeHub
 from fixtures_catalog import REPO, closed_port_endpoint, leftovers, write_user_catalog
 from interruptible import SKILLGRAD
-from skillgrad.cli import app
+from skillgrad.cli.main import app
 from skillgrad.config import load_config
 from skillgrad.errors import AssetError, PermanentModelError
 from skillgrad.models.catalog import Catalog, CatalogEntry, ModelStore
-from skillgrad.models.factory import check_models
 from skillgrad.models.llamacpp import model_file
+from skillgrad.models.registry import check_models
 from skillgrad.models.spec import ModelSpec
 
 runner = CliRunner()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from skillgrad.tasks.harness_rollout import HarnessTask
+from skillgrad.tasks.harness import HarnessTask
 
 FAKES = Path(__file__).with_name("fakes_executors.py")
 AGENT_KEY = "sk-agent-key-0123456789abcdef"  # the harness endpoint's key (AGENT_KEY variable)

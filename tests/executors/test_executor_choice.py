@@ -23,7 +23,7 @@ from skillgrad.errors import ConfigError
 from skillgrad.executors import LOCAL, RayExecutor, import_ray
 from skillgrad.runs.cache import CallCache
 from skillgrad.session import open_session
-from skillgrad.skill_package import SkillPackage
+from skillgrad.skill.package import SkillPackage
 from skillgrad.testing import FunctionBackend, ToyTask
 
 
@@ -47,7 +47,7 @@ def test_a_chat_task_with_executor_ray_runs_here_without_ray(
 
 BLOCK_RAY = (
     "import sys; sys.modules['ray'] = None\n"  # `import ray` now raises ImportError
-    "from skillgrad.cli import app\n"
+    "from skillgrad.cli.main import app\n"
     "app(sys.argv[1:], prog_name='skillgrad')\n"
 )
 

@@ -29,7 +29,7 @@ from skillgrad.errors import ConfigError
 from skillgrad.executors import JobLost, RayExecutor, import_ray
 from skillgrad.models.function import FunctionBackend
 from skillgrad.runs.cache import CallCache
-from skillgrad.skill_package import SkillPackage
+from skillgrad.skill.package import SkillPackage
 from skillgrad.train.rollout import rollout
 from skillgrad.types import ChatRequest
 

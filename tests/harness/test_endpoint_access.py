@@ -18,8 +18,8 @@ from tests.servers.agent_llm import serve_agent
 
 from skillgrad.harnesses.claude_code import claude_code
 from skillgrad.harnesses.proxy import ConnectProxy
-from skillgrad.skill_package import SkillPackage
-from skillgrad.tasks.harness_rollout import HarnessTask
+from skillgrad.skill.package import SkillPackage
+from skillgrad.tasks.harness import HarnessTask
 from skillgrad.testing import FunctionBackend
 
 

@@ -10,8 +10,8 @@ import pytest
 from agent_script import follow_skill
 from tests.servers.agent_llm import Turn, request_text, serve_agent
 
-from skillgrad.skill_package import SkillPackage
-from skillgrad.tasks.harness_rollout import INFRA_PREFIX, HarnessTask
+from skillgrad.skill.package import SkillPackage
+from skillgrad.tasks.harness import INFRA_PREFIX, HarnessTask
 from skillgrad.testing import FunctionBackend
 from skillgrad.types import to_json
 

@@ -17,7 +17,7 @@ from tests.servers.agent_llm import request_text, serve_agent
 from skillgrad.config import load_config
 from skillgrad.runs.io import read_json, read_jsonl
 from skillgrad.session import run_training
-from skillgrad.skill_package import SkillPackage
+from skillgrad.skill.package import SkillPackage
 from skillgrad.testing import FunctionBackend, optimizer_call_kind, rules_reply, user_text
 from skillgrad.types import ChatRequest, Trajectory
 
@@ -76,7 +76,7 @@ def test_one_training_step_with_claude_code(
         }
         cfg = load_config(
             data={
-                "env": {"task": "skillgrad.tasks.harness_rollout:HarnessTask", "options": options,
+                "env": {"task": "skillgrad.tasks.harness:HarnessTask", "options": options,
                         "output_root": str(tmp_path / "runs"), "run_name": "cc"},
                 "train": {"init_skill": str(pkg), "num_epochs": 1, "batch_size": 1,
                           "semantic_merge": False, "use_slow_update": False,

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from skillgrad.skill import approx_tokens
-from skillgrad.transcript import transcript_view
+from skillgrad.harnesses.transcript import transcript_view
+from skillgrad.skill.document import approx_tokens
 
 STEPS = [
     {"type": "model", "text": "Loading the skill."},

@@ -13,7 +13,7 @@ from agent_script import follow_skill
 from tests.servers.agent_llm import request_text, serve_agent
 from typer.testing import CliRunner
 
-from skillgrad.cli import app
+from skillgrad.cli.main import app
 
 pytestmark = pytest.mark.slow
 
@@ -82,7 +82,7 @@ def test_the_worked_example_loads(claude_bin: Path, monkeypatch: pytest.MonkeyPa
     """examples/agent_skill: configs validate, the package is valid, every item has a check."""
     from skillgrad.config import load_config
     from skillgrad.registry import load_task
-    from skillgrad.skill_package import SkillPackage
+    from skillgrad.skill.package import SkillPackage
 
     example = Path(__file__).parents[2] / "examples" / "agent_skill"
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-unused")

@@ -16,11 +16,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # for `tests.serve
 from tests.servers import LLAMACPP_REJECTION, FakeLLMServer, Fault, serve
 
 from skillgrad.errors import PermanentModelError, TransientModelError
-from skillgrad.models.factory import build_backend
-from skillgrad.models.openai_wire import OpenAIChatBackend
-from skillgrad.models.ratelimit import LimitedBackend, LimiterRegistry
-from skillgrad.models.retry import RetryBackend
+from skillgrad.models.openai import OpenAIChatBackend
+from skillgrad.models.registry import build_backend
 from skillgrad.models.spec import ModelSpec
+from skillgrad.models.wrappers.ratelimit import LimitedBackend, LimiterRegistry
+from skillgrad.models.wrappers.retry import RetryBackend
 from skillgrad.types import ChatRequest, Message
 
 SCHEMA = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}

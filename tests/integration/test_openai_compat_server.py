@@ -13,10 +13,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # for `tests.serve
 from tests.servers import serve
 
 from skillgrad.errors import PermanentModelError
-from skillgrad.models.factory import aclose_backend, build_backend
-from skillgrad.models.metering import MeteredBackend
-from skillgrad.models.ratelimit import LimiterRegistry
+from skillgrad.models.registry import aclose_backend, build_backend
 from skillgrad.models.spec import ModelSpec
+from skillgrad.models.wrappers.metering import MeteredBackend
+from skillgrad.models.wrappers.ratelimit import LimiterRegistry
 from skillgrad.runs.cache import CallCache
 from skillgrad.types import ChatRequest, Message
 

@@ -14,9 +14,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # for `tests.serve
 from tests.servers import serve
 
 from skillgrad.errors import PermanentModelError
-from skillgrad.models.factory import build_backend
-from skillgrad.models.ratelimit import LimiterRegistry
+from skillgrad.models.registry import build_backend
 from skillgrad.models.spec import ModelSpec
+from skillgrad.models.wrappers.ratelimit import LimiterRegistry
 from skillgrad.types import ChatRequest, Message
 
 SCHEMA = {"type": "object", "properties": {"word": {"type": "string"}}, "required": ["word"]}

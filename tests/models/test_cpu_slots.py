@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from skillgrad.models.cpu_slots import CpuSlots, available_cores, busy_elsewhere, slots_dir
+from skillgrad.models.wrappers.cpu_slots import CpuSlots, available_cores, busy_elsewhere, slots_dir
 
 HOLDER = """
 import sys, time
 from pathlib import Path
-from skillgrad.models.cpu_slots import CpuSlots
+from skillgrad.models.wrappers.cpu_slots import CpuSlots
 slots = CpuSlots(cores=int(sys.argv[2]), directory=Path(sys.argv[1]))
 with slots.hold(int(sys.argv[3]), exact=True):
     print("held", flush=True)

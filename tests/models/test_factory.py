@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 
 from skillgrad.errors import PermanentModelError
-from skillgrad.models.factory import build_backend, build_raw_backend, parse_model_arg
-from skillgrad.models.openai_wire import OpenAIChatBackend, is_reasoning_model
-from skillgrad.models.ratelimit import LimitedBackend, LimiterRegistry
-from skillgrad.models.retry import RetryBackend
+from skillgrad.models.openai import OpenAIChatBackend, is_reasoning_model
+from skillgrad.models.registry import build_backend, build_raw_backend, parse_model_arg
 from skillgrad.models.spec import ModelSpec
+from skillgrad.models.wrappers.ratelimit import LimitedBackend, LimiterRegistry
+from skillgrad.models.wrappers.retry import RetryBackend
 from skillgrad.types import ChatRequest, Message
 
 

@@ -11,7 +11,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # for `tests.servers`
 from tests.servers import serve
 
-from skillgrad.models.factory import aclose_backend, build_raw_backend
+from skillgrad.models.registry import aclose_backend, build_raw_backend
 from skillgrad.models.spec import ModelSpec
 from skillgrad.types import ChatRequest, Message
 

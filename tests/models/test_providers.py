@@ -13,12 +13,11 @@ from tests.servers import serve
 from tests.servers.fake_llm import Fault
 
 from skillgrad.errors import PermanentModelError, TransientModelError
-from skillgrad.models.factory import aclose_backend, build_backend
 from skillgrad.models.function import FunctionBackend
-from skillgrad.models.provider import get_provider, provider_names
-from skillgrad.models.ratelimit import LimiterRegistry
-from skillgrad.models.retry import RetryBackend
+from skillgrad.models.registry import aclose_backend, build_backend, get_provider, provider_names
 from skillgrad.models.spec import ModelSpec
+from skillgrad.models.wrappers.ratelimit import LimiterRegistry
+from skillgrad.models.wrappers.retry import RetryBackend
 from skillgrad.types import ChatRequest, Message
 
 REQ = ChatRequest(messages=(Message("system", "Be terse."), Message("user", "hello there")))
@@ -34,7 +33,7 @@ def test_builtins_are_entry_points_declaring_their_abilities() -> None:
 
 
 def test_factory_source_has_no_provider_names_and_no_upward_imports() -> None:
-    src = (Path(__file__).resolve().parents[2] / "src/skillgrad/models/factory.py").read_text()
+    src = (Path(__file__).resolve().parents[2] / "src/skillgrad/models/registry.py").read_text()
     assert "skillgrad.registry" not in src and "skillgrad.testing" not in src
     for name in BUILTINS:
         assert f'"{name}"' not in src
@@ -53,7 +52,7 @@ async def test_a_third_party_provider_is_one_file_plus_one_entry_point(
 ) -> None:
     (tmp_path / "echo_provider.py").write_text(
         "from skillgrad.models.function import FunctionBackend\n"
-        "from skillgrad.models.provider import Provider\n"
+        "from skillgrad.models.registry import Provider\n"
         "def build(spec):\n"
         "    return FunctionBackend(lambda r: 'echo:' + spec.model, name=spec.name)\n"
         "PROVIDER = Provider(name='echo', build=build, remote=False)\n"

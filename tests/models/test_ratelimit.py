@@ -8,7 +8,8 @@ import time
 import pytest
 
 from skillgrad.errors import TransientModelError
-from skillgrad.models.ratelimit import (
+from skillgrad.models.spec import ModelSpec
+from skillgrad.models.wrappers.ratelimit import (
     EndpointLimiter,
     LimitedBackend,
     LimiterRegistry,
@@ -16,7 +17,6 @@ from skillgrad.models.ratelimit import (
     endpoint_key,
     estimate_tokens,
 )
-from skillgrad.models.spec import ModelSpec
 from skillgrad.testing import FunctionBackend
 from skillgrad.types import ChatRequest, Completion, Message, Usage
 

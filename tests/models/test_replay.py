@@ -8,8 +8,8 @@ import pytest
 
 from skillgrad.errors import ReplayMissError
 from skillgrad.models.context import call_context
-from skillgrad.models.metering import MeteredBackend
-from skillgrad.models.replay import ReplayBackend
+from skillgrad.models.wrappers.metering import MeteredBackend
+from skillgrad.models.wrappers.replay import ReplayBackend
 from skillgrad.runs.cache import CallCache
 from skillgrad.testing import FunctionBackend
 from skillgrad.types import ChatRequest, Message

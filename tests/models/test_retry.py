@@ -9,7 +9,7 @@ import random
 import pytest
 
 from skillgrad.errors import ModelError, PermanentModelError, TransientModelError
-from skillgrad.models.retry import RetryBackend
+from skillgrad.models.wrappers.retry import RetryBackend
 from skillgrad.testing import FunctionBackend
 from skillgrad.types import ChatRequest, Completion, Message
 

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from skillgrad.errors import SkillError
-from skillgrad.skill import Skill
-from skillgrad.skill_package import (
+from skillgrad.skill.document import Skill
+from skillgrad.skill.package import (
     SkillPackage,
     is_package_text,
     prompt_text,

@@ -15,8 +15,8 @@ import pytest
 from test_package import make_package
 
 from skillgrad.errors import SkillError
-from skillgrad.skill import Skill
-from skillgrad.skill_package import SkillPackage
+from skillgrad.skill.document import Skill
+from skillgrad.skill.package import SkillPackage
 
 SECRET = "HOST-SECRET-7f3a: the text of a private host file"
 FAKES = Path(__file__).parents[1] / "fakes_e2e.py"

@@ -12,12 +12,12 @@ from typing import Any
 from skillgrad.callbacks import Control
 from skillgrad.config import load_config
 from skillgrad.dashboard.data import accepted_edits
-from skillgrad.report.load import load_run
 from skillgrad.report.provenance import blame, skill_diff
 from skillgrad.runs.io import read_json, read_jsonl
+from skillgrad.runs.view import load_run
 from skillgrad.session import run_training
-from skillgrad.skill import Skill
-from skillgrad.skill_package import SkillPackage, prompt_text
+from skillgrad.skill.document import Skill
+from skillgrad.skill.package import SkillPackage, prompt_text
 from skillgrad.testing import FunctionBackend, optimizer_call_kind, system_text, user_text
 from skillgrad.types import ChatRequest
 
@@ -173,7 +173,7 @@ def test_eval_of_a_runs_package_is_listed_in_its_report(tmp_path: Path) -> None:
     the run and shown by ``skillgrad report``."""
     from typer.testing import CliRunner
 
-    from skillgrad.cli import app
+    from skillgrad.cli.main import app
 
     optimizer = FunctionBackend(package_optimizer, "function:fake-optimizer")
     run = run_training(config(tmp_path, "t"), optimizer=optimizer, target=seen_target([])).run_dir

@@ -1,15 +1,17 @@
-"""The viewing commands registered by ``cli_views.register`` on a Typer app."""
+"""The viewing commands registered by ``cli.views.register`` on a Typer app."""
 
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import typer
 from typer.testing import CliRunner
 
 from fixtures_runs import build_run
-from skillgrad.cli_views import color_diff, register
+from skillgrad.cli.main import app as main_app
+from skillgrad.cli.views import color_diff, register
 
 
 def _app() -> typer.Typer:
@@ -45,15 +47,23 @@ def test_blame_json(run_dir: Path) -> None:
     assert table.exit_code == 0 and "insert_after [Rules]" in table.output
 
 
-def test_compare_and_report_html(tmp_path: Path) -> None:
+def test_compare(tmp_path: Path) -> None:
     a = build_run(tmp_path, "a")
     b = build_run(tmp_path, "b", lr=1.0)
     res = CliRunner().invoke(_app(), ["compare", str(a), str(b), "--out", str(tmp_path / "o")],
                              env={"COLUMNS": "200"})  # fmt: skip
     assert res.exit_code == 0, res.output
     assert "optimizer.lr" in res.output and (tmp_path / "o" / "compare.html").exists()
-    res = CliRunner().invoke(_app(), ["report-html", str(a)])
-    assert res.exit_code == 0 and (a / "report.html").exists() and (a / "figures").is_dir()
+
+
+def test_report_html_is_an_option_of_report(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    shutil.copytree(Path(__file__).parents[1] / "fixtures/old_run_b45e323/old_run", run)
+    res = CliRunner().invoke(main_app, ["report", str(run), "--html"])
+    assert res.exit_code == 0, res.output
+    assert (run / "report.html").exists() and (run / "figures").is_dir()
+    gone = CliRunner().invoke(main_app, ["report-html", str(run)])  # was its alias
+    assert gone.exit_code == 2 and "No such command" in gone.output
 
 
 def test_errors_are_one_line_and_exit_2(tmp_path: Path) -> None:

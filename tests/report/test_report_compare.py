@@ -9,8 +9,8 @@ import pytest
 from fixtures_runs import build_run
 from skillgrad.errors import RunDirError
 from skillgrad.report.compare import compare_runs, config_differences, write_compare_html
-from skillgrad.report.load import load_run
 from skillgrad.runs.io import flatten
+from skillgrad.runs.view import load_run
 
 
 def test_compare_two_finished_runs_and_one_live(tmp_path: Path) -> None:

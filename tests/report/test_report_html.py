@@ -10,8 +10,8 @@ import pytest
 
 from skillgrad.errors import RunDirError
 from skillgrad.report.html import write_html_report
-from skillgrad.report.load import load_run
 from skillgrad.report.plots import acceptance_curve, cumulative_by_role, render_figures
+from skillgrad.runs.view import load_run
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from skillgrad.errors import RunDirError
-from skillgrad.report.load import load_history
-from skillgrad.train.summary import render_report
+from skillgrad.runs.view import load_history
+from skillgrad.train.report import render_report
 
 
 def _summary(run_dir: Path) -> dict[str, Any]:

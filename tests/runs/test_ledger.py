@@ -16,7 +16,7 @@ import pytest
 
 from skillgrad.errors import BudgetExceeded
 from skillgrad.models.context import call_context
-from skillgrad.models.metering import Budget, MeteredBackend, PriceTable
+from skillgrad.models.wrappers.metering import Budget, MeteredBackend, PriceTable
 from skillgrad.runs.cache import CallCache
 from skillgrad.testing import FunctionBackend
 from skillgrad.types import ChatRequest, Message

@@ -33,7 +33,7 @@ from skillgrad.runs.io import (
     read_text,
     write_jsonl,
 )
-from skillgrad.skill import text_lines
+from skillgrad.skill.document import text_lines
 from skillgrad.types import ChatRequest, Completion, Message, Score, Trajectory, Usage
 
 BREAKERS = "\u2028\u2029\u0085\x0b\x0c\x1c\x1d\x1e\r\n"

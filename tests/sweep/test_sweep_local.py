@@ -133,7 +133,7 @@ def test_report_of_a_sweep_directory(reference: tuple[Path, Reference]) -> None:
 def test_missing_ray_is_a_clear_message(tmp_path: Path) -> None:
     code = (
         "import sys; sys.modules['ray'] = None\n"  # as if Ray were not installed
-        "from skillgrad.cli import app\n"
+        "from skillgrad.cli.main import app\n"
         f"app(['sweep', {str(write_config(tmp_path))!r}, '--executor', 'ray', "
         f"'--out', {str(tmp_path / 'sw')!r}])"
     )

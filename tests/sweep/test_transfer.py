@@ -24,7 +24,7 @@ from sweep_helpers import run_sweep, sweep_cmd, write_config
 from typer.testing import CliRunner
 
 from interruptible import SKILLGRAD
-from skillgrad.cli import app
+from skillgrad.cli.main import app
 from skillgrad.runs.io import read_jsonl
 from skillgrad.testing import ToyTask
 

@@ -10,8 +10,8 @@ import pytest
 
 from skillgrad.benchmarks.tool_use import ToolUseBenchmark
 from skillgrad.errors import ConfigError, TransientModelError
-from skillgrad.tasks.tool_rollout import ToolTask, parse_text_turn, tool_calls_of
-from skillgrad.tasks.tools import Tool, make_tool
+from skillgrad.tasks.toolkit import Tool, make_tool
+from skillgrad.tasks.tools import ToolTask, parse_text_turn, tool_calls_of
 from skillgrad.testing import FunctionBackend, ScriptedBackend
 from skillgrad.types import ChatRequest, Completion, Item, Score, Trajectory, to_json
 

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from skillgrad.errors import TransientModelError
-from skillgrad.tasks.code_rollout import CodeTask, extract_code
+from skillgrad.tasks.code import CodeTask, extract_code
 from skillgrad.testing import FunctionBackend
 from skillgrad.types import ChatRequest, Item, Trajectory, to_json
 

@@ -14,7 +14,7 @@ import pytest
 from skillgrad.errors import TransientModelError
 from skillgrad.models.base import ModelBackend
 from skillgrad.runs.cache import CallCache
-from skillgrad.skill import skill_hash
+from skillgrad.skill.document import skill_hash
 from skillgrad.tasks.base import failed_trajectory
 from skillgrad.testing import FunctionBackend, ToyTask, system_text, user_text
 from skillgrad.train.gate import GateRule, evaluation_order, gate

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from skillgrad.skill_package import SkillPackage
+from skillgrad.skill.package import SkillPackage
 from skillgrad.train.leaks import LeakIndex, describe, new_leaks
 from skillgrad.types import Item, Leak
 

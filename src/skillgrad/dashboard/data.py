@@ -9,7 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from skillgrad.report.load import RunData, load_run, parse_history, step_details
+from skillgrad.runs.layout import RunPaths
+from skillgrad.runs.view import RunData, load_run, parse_history, step_details
 from skillgrad.types import StepRecord
 
 
@@ -156,15 +157,10 @@ def load(run_dir: Path) -> RunData:
     return load_run(run_dir)
 
 
-# What ``load_run`` reads, besides the skill versions and slow-update categories.
-_RUN_FILES = ("config.json", "history.json", "summary.json", "events.jsonl", "patch_log.jsonl",
-              "best_skill.md")  # fmt: skip
-
-
 def run_signature(run_dir: Path) -> tuple[tuple[str, int, int, int], ...]:
     """(name, inode, mtime_ns, size) of every file a loaded run depends on: equal signatures,
     equal RunData (writers replace files atomically, a new inode, or append to them)."""
-    files = [run_dir / name for name in _RUN_FILES]
+    files = list(RunPaths(run_dir).read_by_view())
     for folder, pattern in (("skills", "skill_v*.md"), ("slow_update", "*/categories.json")):
         files += sorted((run_dir / folder).glob(pattern))
     sig = []

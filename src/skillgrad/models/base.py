@@ -1,7 +1,7 @@
 """The ModelBackend Protocol: the one seam every provider implements.
 
 A backend has exactly one required method, ``complete``. Retry, rate limiting, caching and cost
-metering are wrappers around any backend (``retry.py``, ``ratelimit.py``, ``metering.py``),
+metering are wrappers around any backend (``models/wrappers/``),
 never code inside one.
 """
 

@@ -14,11 +14,8 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from skillgrad.errors import ConfigError, PermanentModelError
-from skillgrad.importing import resolve_object
+from skillgrad.errors import PermanentModelError
 from skillgrad.models.base import ModelBackend
-from skillgrad.models.provider import Provider
-from skillgrad.models.spec import ModelSpec
 from skillgrad.types import ChatRequest, Completion, Usage
 
 Reply = str | dict[str, Any] | Completion
@@ -82,20 +79,4 @@ def as_backend(obj: Any, name: str, options: dict[str, Any] | None = None) -> Mo
     )
 
 
-def build(spec: ModelSpec) -> ModelBackend:
-    try:
-        obj = resolve_object(spec.model)
-    except ConfigError as exc:
-        raise PermanentModelError(f"{spec.name}: {exc}") from exc
-    return as_backend(obj, spec.name, spec.options)
-
-
-PROVIDER = Provider(
-    name="function",
-    build=build,
-    remote=False,
-    options=("options",),
-    summary="a Python function or backend object named module:attr or file.py:attr",
-)
-
-__all__ = ["PROVIDER", "FunctionBackend", "as_backend", "as_completion"]
+__all__ = ["FunctionBackend", "as_backend", "as_completion"]

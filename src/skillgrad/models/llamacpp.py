@@ -19,9 +19,8 @@ from typing import Any
 
 from skillgrad.errors import PermanentModelError
 from skillgrad.models.catalog import Catalog
-from skillgrad.models.cpu_slots import CpuSlots
-from skillgrad.models.provider import Provider
 from skillgrad.models.spec import ModelSpec
+from skillgrad.models.wrappers.cpu_slots import CpuSlots
 from skillgrad.types import ChatRequest, Completion, Usage
 
 INSTALL_HINT = (
@@ -130,17 +129,6 @@ class LlamaCppBackend:
         )
 
 
-PROVIDER = Provider(
-    name="llamacpp",
-    build=LlamaCppBackend,
-    remote=False,
-    options=("model_path", "n_ctx", "n_threads", "temperature", "max_tokens"),
-    extra="local",
-    summary="llama.cpp in process on a catalog model (SmolLM2-135M by default) or any GGUF",
-    check=check,
-)
-
-
 def _slots() -> CpuSlots:
     try:
         return CpuSlots()
@@ -151,4 +139,4 @@ def _slots() -> CpuSlots:
         ) from exc
 
 
-__all__ = ["PROVIDER", "LlamaCppBackend", "check", "model_file"]
+__all__ = ["LlamaCppBackend", "check", "model_file"]

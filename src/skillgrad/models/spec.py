@@ -6,17 +6,18 @@ Keys come from environment variables *named* here, never from the config itself.
 
 from __future__ import annotations
 
-import importlib.metadata
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from skillgrad.plugins import plugin_names
 
 PROVIDER_GROUP = "skillgrad.providers"
 
 
 def provider_names() -> list[str]:
     """Every registered provider name (built-ins and third-party), sorted."""
-    return sorted({ep.name for ep in importlib.metadata.entry_points(group=PROVIDER_GROUP)})
+    return plugin_names(PROVIDER_GROUP)
 
 
 class ModelSpec(BaseModel):

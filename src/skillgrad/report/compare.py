@@ -15,9 +15,9 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
 from skillgrad.errors import RunDirError
-from skillgrad.report.load import RunData, load_run
 from skillgrad.report.plots import _png, _series, best_score, val_score
 from skillgrad.runs.io import atomic_write_bytes, atomic_write_text, flatten
+from skillgrad.runs.view import RunData, load_run
 
 # Keys that differ between any two runs by construction and say nothing about the setup.
 IGNORED_CONFIG_KEYS = ("run_name", "resolved_at")

@@ -12,11 +12,11 @@ from pathlib import Path
 import jinja2
 
 from skillgrad.errors import SkillgradError
-from skillgrad.report.load import RunData, load_run
 from skillgrad.report.plots import CATEGORY_COLORS, render_figures
 from skillgrad.report.provenance import blame, diff_html, skill_at
 from skillgrad.report.text import fmt
 from skillgrad.runs.io import atomic_write_text
+from skillgrad.runs.view import RunData, load_run
 
 TEMPLATES = Path(__file__).parent / "templates"
 
@@ -67,8 +67,8 @@ def render_html_report(run: RunData, figures: dict[str, bytes]) -> str:
 def write_html_report(run_dir: Path, out: Path | None = None) -> Path:
     """Write the HTML report (default ``run_dir/report.html``) and ``run_dir/figures/*.png``."""
     run = load_run(Path(run_dir))
-    figures = render_figures(run, run.root / "figures")
-    target = Path(out) if out is not None else run.root / "report.html"
+    figures = render_figures(run, run.paths.figures)
+    target = Path(out) if out is not None else run.paths.report_html
     atomic_write_text(target, render_html_report(run, figures))
     return target
 

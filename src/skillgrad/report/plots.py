@@ -15,8 +15,8 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from skillgrad.report.load import RunData
 from skillgrad.runs.io import atomic_write_bytes
+from skillgrad.runs.view import RunData
 from skillgrad.types import StepRecord
 
 Field = Callable[[StepRecord], float | None]

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from skillgrad.errors import RunDirError
-from skillgrad.report.load import RunData, load_run
-from skillgrad.skill import text_lines
+from skillgrad.runs.view import RunData, load_run
+from skillgrad.skill.document import text_lines
 
 
 @dataclass(frozen=True)
@@ -170,9 +170,7 @@ def blame(run_dir: Path) -> list[BlameLine]:
     """Annotate every line of ``best_skill.md`` with the step/edit that produced it."""
     run = load_run(run_dir)
     if run.best_skill is None:
-        raise RunDirError(
-            f"{run.root}/best_skill.md is missing: the run has not saved a skill yet."
-        )
+        raise RunDirError(f"{run.paths.best_skill} is missing: the run has not saved a skill yet.")
     if 0 not in run.skills:
         raise RunDirError(f"{run.root}/skills/skill_v0000.md (the initial skill) is missing.")
     best_v = run.best_version()

@@ -19,17 +19,4 @@ def fmt(value: Any, digits: int = 3) -> str:
     return str(value)
 
 
-def verdict(record: dict[str, Any]) -> str:
-    """How a step ended: accepted, refused on a check target, (early-)rejected by the gate, or
-    nothing to gate."""
-    if record.get("accepted"):
-        return "accepted"
-    for check in record.get("check_targets") or []:
-        if isinstance(check, dict) and check.get("verdict") == "refused":
-            return str(check.get("reason") or "refused on a check target")
-    if record.get("early_rejected"):
-        return "early-rejected"
-    return "rejected" if record.get("gate_evaluated") else "no edit applied"
-
-
-__all__ = ["fmt", "verdict"]
+__all__ = ["fmt"]

@@ -75,6 +75,15 @@ class RunPaths:
         return self.root / "report.md"
 
     @property
+    def report_html(self) -> Path:
+        """``skillgrad report --html``'s page (its figures go to ``figures/``)."""
+        return self.root / "report.html"
+
+    @property
+    def figures(self) -> Path:
+        return self.root / "figures"
+
+    @property
     def calls_db(self) -> Path:
         return self.root / "calls.sqlite"
 
@@ -89,6 +98,12 @@ class RunPaths:
     @property
     def lock(self) -> Path:
         return self.root / LOCK_NAME
+
+    def read_by_view(self) -> tuple[Path, ...]:
+        """The files ``runs.view.load_run`` reads besides the skill versions and slow-update
+        categories (the dashboard watches them to know when a run changed)."""
+        return (self.config, self.history, self.summary, self.events, self.patch_log,
+                self.best_skill)  # fmt: skip
 
     def skill_version(self, version: int) -> Path:
         return self.root / "skills" / f"skill_v{version:04d}.md"

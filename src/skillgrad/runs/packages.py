@@ -15,7 +15,7 @@ import tempfile
 from pathlib import Path
 
 from skillgrad.runs.io import PRIVATE_DIR, PRIVATE_FILE, private_dirs
-from skillgrad.skill_package import SKILL_FILE, SkillPackage, is_package_text
+from skillgrad.skill.package import SKILL_FILE, SkillPackage, is_package_text
 
 
 def write_package_folder(folder: Path, bundle: str) -> None:

@@ -1,22 +1,22 @@
-"""The loss functions: built-in scorers by short name, and ``build_scorer`` for config specs.
+"""The loss functions, and ``build_scorer`` for config specs.
 
-A spec is a name (``"numeric"``), a dict (``{name: numeric, tolerance: 0.01}``), a
-``module:attr`` / ``file.py:attr`` (a Scorer class, a scorer object, or a plain function
-``f(output, item) -> Score | float | bool``), or a name registered in the entry-point group
-``skillgrad.scorers``. The classes live in ``text``, ``pattern``, ``structured``, ``judge`` and
-``callables`` (the protocol in ``base``); this module names them and looks them up.
+A spec is a name registered in the entry-point group ``skillgrad.scorers`` (``"numeric"``; the
+built-ins are registered in skillgrad's own pyproject exactly like a third-party scorer), a dict
+(``{name: numeric, tolerance: 0.01}``), or a ``module:attr`` / ``file.py:attr`` (a Scorer
+class, a scorer object, or a plain function ``f(output, item) -> Score | float | bool``). The
+classes live in ``text``, ``pattern``, ``structured``, ``judge`` and ``callables`` (the protocol
+in ``base``); this module looks them up.
 """
 
 from __future__ import annotations
 
-import importlib.metadata
 import inspect
 from pathlib import Path
 from typing import Any
 
 from skillgrad.errors import ConfigError
-from skillgrad.importing import call_factory, did_you_mean, resolve_object
 from skillgrad.models.base import ModelBackend
+from skillgrad.plugins import call_factory, load_plugin, plugin_names
 from skillgrad.scorers.base import BaseScorer, Scorer, ScoresOutputs, as_scorer
 from skillgrad.scorers.callables import CallableScorer, CodeTestsScorer
 from skillgrad.scorers.judge import LLMJudgeScorer
@@ -25,24 +25,6 @@ from skillgrad.scorers.structured import ChoiceScorer, JsonFieldsScorer
 from skillgrad.scorers.text import ExactScorer, NormalizedScorer, NumericScorer, TokenF1Scorer
 
 SCORER_GROUP = "skillgrad.scorers"
-
-SCORERS: dict[str, type[BaseScorer]] = {
-    "exact": ExactScorer,
-    "normalized": NormalizedScorer,
-    "token_f1": TokenF1Scorer,
-    "numeric": NumericScorer,
-    "choice": ChoiceScorer,
-    "regex": RegexScorer,
-    "contains": ContainsScorer,
-    "json_fields": JsonFieldsScorer,
-    "code_tests": CodeTestsScorer,
-    "llm_judge": LLMJudgeScorer,
-    "callable": CallableScorer,
-}
-
-
-def _entry_points(group: str) -> dict[str, importlib.metadata.EntryPoint]:
-    return {ep.name: ep for ep in importlib.metadata.entry_points(group=group)}
 
 
 def parse_scorer_spec(spec: str | dict[str, Any]) -> tuple[str, dict[str, Any]]:
@@ -63,8 +45,8 @@ def parse_scorer_spec(spec: str | dict[str, Any]) -> tuple[str, dict[str, Any]]:
 
 
 def scorer_names() -> list[str]:
-    """Built-in scorer names plus those registered in the ``skillgrad.scorers`` group."""
-    return sorted(set(SCORERS) | set(_entry_points(SCORER_GROUP)))
+    """Every scorer registered in the ``skillgrad.scorers`` group (built-ins included)."""
+    return plugin_names(SCORER_GROUP)
 
 
 def load_scorer(
@@ -73,22 +55,10 @@ def load_scorer(
     base_dir: Path | None = None,
     backend: ModelBackend | None = None,
 ) -> Scorer:
-    """Build scorer ``name`` (built-in, entry point, or ``module:attr``) with ``options``.
+    """Build scorer ``name`` (an entry point, or ``module:attr``) with ``options``.
     A plain function found by ``module:attr`` is wrapped in the ``callable`` scorer."""
     options = dict(options or {})
-    eps = _entry_points(SCORER_GROUP)
-    if name in SCORERS:
-        target: Any = SCORERS[name]
-    elif name in eps:
-        target = eps[name].load()
-    elif ":" in name:
-        target = resolve_object(name, base_dir)
-    else:
-        raise ConfigError(
-            f"unknown scorer {name!r}.{did_you_mean(name, scorer_names())} Known scorers: "
-            f"{', '.join(scorer_names())}; or give 'package.module:attribute' / "
-            "'file.py:attribute'."
-        )
+    target = load_plugin(SCORER_GROUP, name, "scorer", paths=True, base_dir=base_dir)
     if isinstance(target, ScoresOutputs) and not inspect.isclass(target):
         if options:
             raise ConfigError(f"scorer {name!r} is an object; it takes no options {options}")
@@ -122,7 +92,6 @@ def build_scorer(
 
 
 __all__ = [
-    "SCORERS",
     "SCORER_GROUP",
     "BaseScorer",
     "CallableScorer",

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from skillgrad.errors import ConfigError
-from skillgrad.importing import resolve_object
+from skillgrad.plugins import resolve_object
 from skillgrad.scorers.base import BaseScorer, run_sync
 from skillgrad.scorers.textnorm import fenced_blocks
 from skillgrad.types import Item, Score

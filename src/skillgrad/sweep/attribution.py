@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from skillgrad.runs.io import read_json, read_jsonl
+from skillgrad.runs.layout import RunPaths
 
 
 def edit_key(edit: dict[str, Any]) -> tuple[str, str, str, str]:
@@ -37,7 +38,7 @@ def repeated_edits(runs: Sequence[tuple[int, Path]], min_seeds: int = 2) -> list
     found: dict[tuple[str, str, str, str], dict[str, Any]] = {}
     for seed, run_dir in runs:
         flips = _flips(run_dir)
-        for row in read_jsonl(run_dir / "patch_log.jsonl"):
+        for row in read_jsonl(RunPaths(run_dir).patch_log):
             edit = row.get("edit") if isinstance(row, dict) else None
             if not isinstance(edit, dict):
                 continue
@@ -64,7 +65,7 @@ def repeated_edits(runs: Sequence[tuple[int, Path]], min_seeds: int = 2) -> list
 
 
 def _flips(run_dir: Path) -> dict[Any, dict[str, list[str]]]:
-    history = read_json(run_dir / "history.json")
+    history = read_json(RunPaths(run_dir).history)
     out: dict[Any, dict[str, list[str]]] = {}
     for rec in history if isinstance(history, list) else []:
         if isinstance(rec, dict) and rec.get("accepted"):

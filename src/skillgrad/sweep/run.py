@@ -1,4 +1,4 @@
-"""Run a sweep: write or check its plan, run the unfinished jobs on an executor, summarise.
+"""Run a sweep: write or check its plan, run the unfinished jobs on a pool, summarise.
 
 Re-running the same sweep resumes it: finished runs are skipped without starting a process,
 unfinished ones resume through the normal run resume (each run's call cache lives in its run
@@ -14,10 +14,11 @@ from typing import Any
 
 from skillgrad.config import load_config
 from skillgrad.errors import ConfigError
-from skillgrad.models.factory import check_models
+from skillgrad.executors import import_ray
+from skillgrad.models.registry import check_models
 from skillgrad.session import configured_specs
-from skillgrad.sweep.executors import Executor
 from skillgrad.sweep.plan import SweepPlan, check_or_write_plan
+from skillgrad.sweep.pool import LocalPool, Pool, RayPool
 from skillgrad.sweep.summary import write_sweep_summary
 from skillgrad.sweep.worker import RunOutcome, is_finished
 
@@ -36,21 +37,16 @@ class SweepResult:
         return [o for o in self.outcomes if not o.ok]
 
 
-def make_executor(name: str, workers: int, ray_address: str | None = None) -> Executor:
+def make_pool(name: str, workers: int, ray_address: str | None = None) -> Pool:
     if workers < 1:
         raise ConfigError(f"--workers must be >= 1, got {workers}")
     if name == "local":
         if ray_address:
             raise ConfigError("--ray-address needs --executor ray")
-        from skillgrad.sweep.local import LocalExecutor
-
-        return LocalExecutor(workers)
+        return LocalPool(workers)
     if name == "ray":
-        from skillgrad.executors import import_ray
-        from skillgrad.sweep.ray import RayExecutor
-
         import_ray()  # a missing extra is reported before anything runs
-        return RayExecutor(workers, ray_address)
+        return RayPool(workers, ray_address)
     raise ConfigError(f"--executor must be one of {', '.join(EXECUTORS)}, got {name!r}")
 
 
@@ -66,7 +62,7 @@ def check_plan_models(plan: SweepPlan) -> None:
 
 def run_sweep(
     plan: SweepPlan,
-    executor: Executor,
+    pool: Pool,
     on_done: Callable[[RunOutcome], None] = lambda _: None,
 ) -> SweepResult:
     resumed = check_or_write_plan(plan)
@@ -76,10 +72,10 @@ def run_sweep(
     skipped = {o.name for o in done}
     todo = [j for j in plan.jobs if j.name not in skipped]
     try:
-        outcomes = executor.run(todo, on_done) if todo else []
+        outcomes = pool.run(todo, on_done) if todo else []
     finally:  # also after Ctrl-C: the summary covers what finished
         summary = write_sweep_summary(plan.sweep_dir)
     return SweepResult(plan.sweep_dir, resumed, (*done, *outcomes), summary)
 
 
-__all__ = ["EXECUTORS", "SweepResult", "check_plan_models", "make_executor", "run_sweep"]
+__all__ = ["EXECUTORS", "SweepResult", "check_plan_models", "make_pool", "run_sweep"]

@@ -21,7 +21,8 @@ from typing import Any
 from skillgrad.errors import RunDirError
 from skillgrad.runs.cache import CallCache
 from skillgrad.runs.io import atomic_write_json, read_json
-from skillgrad.skill import skill_hash
+from skillgrad.runs.layout import RunPaths
+from skillgrad.skill.document import skill_hash
 from skillgrad.stats import sign_flip_test, t_interval
 from skillgrad.sweep.attribution import repeated_edits
 from skillgrad.sweep.plan import SUMMARY_FILE, load_plan_record
@@ -56,15 +57,16 @@ def run_metrics(summary: dict[str, Any]) -> dict[str, float | None]:
 def paired_diffs(run_dir: Path, split: str = "test") -> tuple[list[float], int]:
     """Per item of ``split``: best-skill score minus initial-skill score on the run's own target
     (its result cache; sample 0 of each item); and the items missing one."""
-    splits = read_json(run_dir / "splits.json") or {}
-    state = read_json(run_dir / "runtime_state.json")  # the full texts (a package: its bundle)
+    paths = RunPaths(run_dir)
+    splits = read_json(paths.splits) or {}
+    state = read_json(paths.state)  # the full texts (a package: its bundle)
     if not isinstance(state, dict) or not {"initial_skill", "best_skill"} <= set(state):
         raise RunDirError(
-            f"{run_dir / 'runtime_state.json'}: missing or damaged in a finished run; "
+            f"{paths.state}: missing or damaged in a finished run; "
             "restore it or remove the run directory and re-run the sweep"
         )
     initial, best = str(state["initial_skill"]), str(state["best_skill"])
-    store = CallCache(run_dir / "calls.sqlite")
+    store = CallCache(paths.calls_db)
     try:
         diffs, missing = [], 0
         for item_id in splits.get(split, []):
@@ -151,7 +153,7 @@ def _config_summary(sweep_dir: Path, params: dict[str, Any], runs: list[dict[str
     finished_runs: list[tuple[int, Path]] = []  # for the edits accepted in several seeds
     for job in runs:
         run_dir = sweep_dir / job["name"]
-        summary = read_json(run_dir / "summary.json")
+        summary = read_json(RunPaths(run_dir).summary)
         statuses[job["name"]] = status = run_status(run_dir, summary)
         if status not in COMPLETE:
             continue
@@ -199,7 +201,7 @@ def run_status(run_dir: Path, summary: Any) -> str:
     ``unfinished`` (started: config.json, no summary yet) or ``not started``."""
     if isinstance(summary, dict):
         return str(summary.get("status", "unknown"))
-    return "unfinished" if (run_dir / "config.json").exists() else "not started"
+    return "unfinished" if RunPaths(run_dir).config.exists() else "not started"
 
 
 def check_rows(summary: dict[str, Any]) -> list[dict[str, Any]]:

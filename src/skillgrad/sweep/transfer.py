@@ -24,9 +24,9 @@ from pydantic import ValidationError
 from skillgrad.config import Config, load_yaml, validate_config
 from skillgrad.errors import ConfigError, RunDirError
 from skillgrad.evaluate import evaluate_skill
-from skillgrad.importing import resolve_object
-from skillgrad.models.factory import check_models, parse_model_arg
+from skillgrad.models.registry import check_models, parse_model_arg
 from skillgrad.models.spec import ModelSpec
+from skillgrad.plugins import resolve_object
 from skillgrad.redact import REDACTED
 from skillgrad.registry import load_task
 from skillgrad.runs import integrity
@@ -35,7 +35,7 @@ from skillgrad.runs.layout import RunPaths
 from skillgrad.runs.lock import RunLock
 from skillgrad.runs.rundir import read_run_config
 from skillgrad.session import load_splits, resolved_spec
-from skillgrad.skill import Skill, skill_hash
+from skillgrad.skill.document import Skill, skill_hash
 from skillgrad.sweep.plan import load_plan_record
 from skillgrad.sweep.summary import paired_diffs, run_status
 from skillgrad.sweep.worker import COMPLETE
@@ -200,7 +200,8 @@ def run_config(paths: RunPaths) -> Config:
     hidden = [k for k, v in flatten(raw).items() if isinstance(v, str) and REDACTED in v]
     if hidden:
         raise RunDirError(
-            f"{paths.config}: {', '.join(hidden)} held a secret that config.json keeps only as "
+            f"{paths.config}: {', '.join(hidden)} held a secret that {paths.config.name} keeps "
+            "only as "
             f"{REDACTED}, so the run's setup cannot be rebuilt from it. Name the secret by an "
             "environment variable (the *_env settings) in the config, or evaluate the run's "
             "skills with `skillgrad eval CONFIG --skill ...`"
@@ -226,13 +227,13 @@ def skill_paths(paths: RunPaths) -> dict[str, Path]:
             raise RunDirError(f"{path}: missing in a finished run; {_RESTORE}")
         if Skill.load(path).hash != skill_hash(str(state[f"{kind}_skill"])):
             raise RunDirError(
-                f"{path}: not the {kind} skill the run committed (runtime_state.json); {_RESTORE}"
+                f"{path}: not the {kind} skill the run committed ({paths.state.name}); {_RESTORE}"
             )
         out[kind] = path
     return out
 
 
-_RESTORE = "restore it from a backup (runtime_state.json holds the committed texts)"
+_RESTORE = f"restore it from a backup ({RunPaths(Path()).state.name} holds the committed texts)"
 
 
 def target_config(cfg: Config, target: ModelSpec, root: Path) -> Config:

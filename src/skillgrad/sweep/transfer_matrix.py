@@ -14,11 +14,14 @@ from pathlib import Path
 from typing import Any
 
 from skillgrad.runs.io import atomic_write_json, read_json
+from skillgrad.runs.layout import RunPaths
 from skillgrad.sweep.summary import LEVEL, metric_stats, paired_record, unique_params
 from skillgrad.sweep.transfer import Results, RunScores, TransferPlan, TransferRun
 
 TRANSFER_FILE = "transfer_summary.json"
-MAIN_SOURCE = "the run's own scores (summary.json and its result cache): no new calls"
+MAIN_SOURCE = (
+    f"the run's own scores ({RunPaths(Path()).summary.name} and its result cache): no new calls"
+)
 EVAL_SOURCE = "skillgrad eval of the run's skills on this target, on the run's own split"
 
 

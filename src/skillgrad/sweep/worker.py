@@ -2,7 +2,7 @@
 
 ``execute(job)`` trains (or resumes) the run in ``job.run_dir`` with ``load_config`` +
 ``run_training`` and returns a ``RunOutcome``; a run that already finished is not touched.
-The local pool calls it in a fresh process per run (``sweep/local.py``), Ray in a Ray task.
+The local pool calls it in a fresh process per run (``sweep/pool.py``), Ray in a Ray task.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from typing import Any
 
 from skillgrad.errors import BudgetExceeded, SkillgradError
 from skillgrad.runs.io import read_json
+from skillgrad.runs.layout import RunPaths
 from skillgrad.sweep.plan import RunJob
 
 FINISHED = "finished"
@@ -42,7 +43,7 @@ class RunOutcome:
 
 
 def is_finished(run_dir: Path) -> bool:
-    summary = read_json(Path(run_dir) / "summary.json")
+    summary = read_json(RunPaths(Path(run_dir)).summary)
     return isinstance(summary, dict) and summary.get("status") in COMPLETE
 
 

@@ -14,8 +14,8 @@ from typing import Literal, Protocol, runtime_checkable
 from skillgrad.errors import BudgetExceeded, PermanentModelError, SkillgradError
 from skillgrad.executors import RolloutExecutor
 from skillgrad.models.base import ModelBackend
-from skillgrad.skill import skill_hash
-from skillgrad.skill_package import prompt_text
+from skillgrad.skill.document import skill_hash
+from skillgrad.skill.package import prompt_text
 from skillgrad.types import ChatRequest, Completion, Item, Message, Score, Trajectory, Usage
 
 Split = Literal["train", "val", "test"]
@@ -113,7 +113,7 @@ def task_abilities(task: Task) -> TaskAbilities:
 
 def skill_messages(skill: str, prompt: str) -> tuple[Message, ...]:
     """The target's view: the skill as system prompt (if any), then the item's prompt. A skill
-    package is shown rendered (``skill_package.prompt_text``); any other skill as it is."""
+    package is shown rendered (``skill.package.prompt_text``); any other skill as it is."""
     system = (Message("system", prompt_text(skill)),) if skill.strip() else ()
     return (*system, Message("user", prompt))
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from skillgrad.errors import BudgetExceeded, ConfigError, PermanentModelError
 from skillgrad.models.base import ModelBackend
-from skillgrad.skill import skill_hash
+from skillgrad.skill.document import skill_hash
 from skillgrad.tasks.base import (
     DEFAULT_MAX_TOKENS,
     complete_item,

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from skillgrad.importing import call_factory, resolve_object
+from skillgrad.plugins import call_factory, resolve_object
 
 # info keys of common environments, mapped to the protocol's names (docs/environments.md)
 ALIASES: dict[str, tuple[str, ...]] = {

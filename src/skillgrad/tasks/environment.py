@@ -20,7 +20,7 @@ from skillgrad.errors import BudgetExceeded, ConfigError, PermanentModelError, S
 from skillgrad.models.base import ModelBackend
 from skillgrad.prompts import render_prompt
 from skillgrad.skill import skill_hash
-from skillgrad.skill_package import prompt_text
+from skillgrad.skill.package import prompt_text
 from skillgrad.tasks.base import SPLITS, Split
 from skillgrad.tasks.env_pool import EnvFailure, EnvPool, EnvProcess, EnvSpec
 from skillgrad.tasks.episode import episode_feedback

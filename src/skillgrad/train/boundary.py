@@ -1,4 +1,7 @@
-"""The epoch boundary: slow update (from epoch 2) then meta skill, then the next epoch begins."""
+"""The epoch boundary: slow update (from epoch 2) then meta skill, then the next epoch begins.
+
+``slow_update`` returns its outcome, which ``loop.commit`` advances the state with, like a
+step's; ``epoch_end`` (meta skill, then the next epoch or the end) returns the next state."""
 
 from __future__ import annotations
 
@@ -8,22 +11,25 @@ from typing import Any
 
 from skillgrad.models.context import call_context
 from skillgrad.runs.io import read_jsonl
-from skillgrad.skill import Skill
+from skillgrad.skill.document import Skill
 from skillgrad.train.check_targets import gate_candidate
 from skillgrad.train.context import RunContext
-from skillgrad.train.evaluate import attribution_json, gate_json
 from skillgrad.train.leak_check import LeakCheck, check_leaks, leak_refusal
 from skillgrad.train.rollout import mean_score
 from skillgrad.train.slow import GUIDANCE_BLOCK, meta_skill_memo, slow_update_guidance
 from skillgrad.train.state import StepOutcome, TrainState
-from skillgrad.train.step import commit
+from skillgrad.train.validate import attribution_json, gate_json
 from skillgrad.types import CheckResult, Edit, EditResult, GateResult
 
 
-async def epoch_boundary(ctx: RunContext, state: TrainState) -> TrainState:
+def slow_update_due(ctx: RunContext, state: TrainState) -> bool:
+    """A slow update ends every epoch from the second on (when ``train.use_slow_update``)."""
+    return ctx.cfg.train.use_slow_update and state.epoch >= 2
+
+
+async def epoch_end(ctx: RunContext, state: TrainState) -> TrainState:
+    """The meta skill (when on), then the next epoch, or the run's end after the last one."""
     t = ctx.cfg.train
-    if t.use_slow_update and state.epoch >= 2:
-        state = await slow_update(ctx, state)
     if t.use_meta_skill:
         state = await meta_skill(ctx, state)
     ctx.emit("epoch_end", epoch=state.epoch)
@@ -32,7 +38,7 @@ async def epoch_boundary(ctx: RunContext, state: TrainState) -> TrainState:
     return replace(state, epoch=state.epoch + 1, step_in_epoch=0, epoch_start_skill=state.skill)
 
 
-async def slow_update(ctx: RunContext, state: TrainState) -> TrainState:
+async def slow_update(ctx: RunContext, state: TrainState) -> StepOutcome:
     """Compare last epoch's skill with the current one on the same items; gate the guidance."""
     step, epoch = state.global_step + 1, state.epoch
     ctx.emit("slow_update_start", epoch=epoch, step=step)
@@ -100,7 +106,7 @@ async def slow_update(ctx: RunContext, state: TrainState) -> TrainState:
     )
     accepted = bool(gate_result and gate_result.accepted)
     ctx.emit("slow_update", epoch=epoch, categories=counts, accepted=accepted)
-    out = StepOutcome(
+    return StepOutcome(
         kind="slow_update",
         lr=0.0,
         k=0,
@@ -122,7 +128,6 @@ async def slow_update(ctx: RunContext, state: TrainState) -> TrainState:
         refused=refused,
         checks=checks,
     )
-    return commit(ctx, state, out)
 
 
 async def _compare(ctx: RunContext, state: TrainState, step: int) -> tuple[Any, ...]:
@@ -166,4 +171,4 @@ async def meta_skill(ctx: RunContext, state: TrainState) -> TrainState:
     return replace(state, meta_memo=memo)
 
 
-__all__ = ["epoch_boundary"]
+__all__ = ["epoch_end", "slow_update", "slow_update_due"]

@@ -13,11 +13,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from skillgrad.models.context import call_context
-from skillgrad.skill import Skill
+from skillgrad.skill.document import Skill
 from skillgrad.train.aggregate import Aggregated, aggregate
 from skillgrad.train.check_targets import gate_candidate
 from skillgrad.train.context import RunContext
-from skillgrad.train.evaluate import attribution_json, gate_json
 from skillgrad.train.gate import GateOutcome
 from skillgrad.train.leak_check import (
     LeakCheck,
@@ -30,6 +29,7 @@ from skillgrad.train.merge import semantic_merge
 from skillgrad.train.reflect import ReflectConfig, ReflectResult, feedback_summary, reflect
 from skillgrad.train.select import Selection, select
 from skillgrad.train.state import TrainState
+from skillgrad.train.validate import attribution_json, gate_json
 from skillgrad.types import CheckResult, EditResult, Trajectory
 
 

@@ -16,9 +16,9 @@ from typing import Any
 
 from skillgrad.models.context import call_context
 from skillgrad.train.context import RunContext
-from skillgrad.train.evaluate import evaluate_candidate
 from skillgrad.train.gate import GateOutcome
 from skillgrad.train.rollout import mean_score, rollout
+from skillgrad.train.validate import evaluate_candidate
 from skillgrad.types import CheckResult
 
 

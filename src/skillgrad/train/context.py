@@ -16,10 +16,10 @@ from typing import Any
 from skillgrad.callbacks import Callback, Control, describe_event
 from skillgrad.config import Config
 from skillgrad.models.base import ModelBackend, backend_name
-from skillgrad.models.metering import PriceTable
+from skillgrad.models.wrappers.metering import PriceTable
 from skillgrad.runs.cache import CallCache, ResultStore
 from skillgrad.runs.rundir import RunDir
-from skillgrad.skill import approx_tokens
+from skillgrad.skill.document import approx_tokens
 from skillgrad.tasks.base import Task, task_abilities
 from skillgrad.train.leaks import LeakIndex
 from skillgrad.train.progress import NullProgress, Progress

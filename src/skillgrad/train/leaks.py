@@ -49,7 +49,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from skillgrad.errors import SkillError
-from skillgrad.skill_package import SkillPackage, is_package_text
+from skillgrad.skill.package import SkillPackage, is_package_text
 from skillgrad.types import Item, Leak, LeakSource
 
 DEFAULT_NGRAM = 8

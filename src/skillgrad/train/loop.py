@@ -7,7 +7,8 @@
         epoch boundary:         slow update (from epoch 2), meta skill  (train/boundary.py)
     finally: test split, initial skill vs best skill (and on each check target); summary, report
 
-State lives in one TrainState, advanced by ``state.advance`` and checkpointed after every step;
+State lives in one TrainState; ``commit`` below is the one place it advances (``state.advance``)
+and is checkpointed, after every step;
 every model call goes through the run's content-addressed cache, so a run killed at any instant
 and started again replays what it already paid for and ends exactly where it would have.
 """
@@ -18,17 +19,19 @@ from dataclasses import replace
 from typing import Any
 
 from skillgrad.models.context import call_context
-from skillgrad.skill import Skill
-from skillgrad.train.boundary import epoch_boundary
+from skillgrad.skill.document import Skill
+from skillgrad.train.boundary import epoch_end, slow_update, slow_update_due
 from skillgrad.train.check_targets import test_scores
 from skillgrad.train.context import RunContext
-from skillgrad.train.evaluate import gate_rule, val_scores
 from skillgrad.train.power import PowerCheck, power_check
 from skillgrad.train.preflight import estimate, large_skill_warning
+from skillgrad.train.report import render_report
 from skillgrad.train.rollout import cached_item_scores, mean_item_score, mean_score
-from skillgrad.train.state import TrainState
+from skillgrad.train.state import StepOutcome, TrainState, advance
 from skillgrad.train.step import training_step
-from skillgrad.train.summary import build_summary, render_report, warnings_for
+from skillgrad.train.summary import build_summary, warnings_for
+from skillgrad.train.validate import gate_rule, val_scores
+from skillgrad.types import EditResult, to_json
 
 
 async def train(ctx: RunContext, initial_skill: str) -> dict[str, Any]:
@@ -45,7 +48,7 @@ async def train(ctx: RunContext, initial_skill: str) -> dict[str, Any]:
     if (large := large_skill_warning(skill_now, preflight)) is not None:
         ctx.emit("warning", message=large)
     if state is None:
-        state = await baseline(ctx, initial_skill)
+        state = commit(ctx, state, await baseline(ctx, initial_skill))
     elif state.status == "stopped":  # a callback asked to stop: re-running resumes
         state = replace(state, status="running", stop_reason="")
     elif state.status == "finished" and state.epoch < ctx.cfg.train.num_epochs:
@@ -61,13 +64,56 @@ async def train(ctx: RunContext, initial_skill: str) -> dict[str, Any]:
     ctx.emit("power_check", **run_power_check(ctx, state.initial_skill).to_json())
     while state.status == "running":
         if ctx.control.stop_requested:
-            state = replace(state, status="stopped", stop_reason=ctx.control.stop_reason)
+            stop = ctx.control.stop_reason
+            state = commit(ctx, state, replace(state, status="stopped", stop_reason=stop))
         elif state.step_in_epoch >= ctx.steps_per_epoch:
-            state = await epoch_boundary(ctx, state)
+            if slow_update_due(ctx, state):
+                state = commit(ctx, state, await slow_update(ctx, state))
+            state = commit(ctx, state, await epoch_end(ctx, state))
         else:
-            state = await training_step(ctx, state)
-        ctx.run.checkpoint(state)
+            state = commit(ctx, state, await training_step(ctx, state))
     return await finish(ctx, state)
+
+
+def commit(
+    ctx: RunContext, state: TrainState | None, change: StepOutcome | TrainState
+) -> TrainState:
+    """The one place the state advances and is checkpointed. A step's or a slow update's outcome
+    goes through ``state.advance`` (accepted edits logged with provenance, ``step_end``
+    emitted); any other change (the baseline, an epoch's end, a stop) is the next state itself."""
+    if isinstance(change, TrainState):
+        ctx.run.checkpoint(change)
+        return change
+    if state is None:
+        raise TypeError("commit: a step's outcome needs the state it advances")
+    t = ctx.cfg.train
+    new = advance(state, change, patience=t.patience, buffer_size=t.rejected_buffer_size)
+    record = new.history[-1]
+    if record.accepted:
+        ctx.run.append_patch_log(_patch_rows(state, change, new.global_step))
+    ctx.run.checkpoint(new)
+    ctx.emit("step_end", record=record.to_json(), skill=new.skill)  # events are JSON
+    if record.skill_tokens > 2 * max(1, ctx.count_tokens(state.skill)) + 200:
+        ctx.emit("warning", message=f"skill length jumped to {record.skill_tokens} tokens")
+    return new
+
+
+def _patch_rows(state: TrainState, out: StepOutcome, step: int) -> list[dict[str, Any]]:
+    g = out.gate
+    return [
+        {
+            "step": step,
+            "epoch": state.epoch,
+            "source": r.edit.source,
+            "edit": to_json(r.edit),
+            "match": r.reason,
+            "gate_before": g.incumbent_score if g else None,
+            "gate_after": g.candidate_score if g else None,
+            "skill_version": step,
+        }
+        for r in out.applied
+        if isinstance(r, EditResult) and r.status == "applied"
+    ]
 
 
 async def baseline(ctx: RunContext, skill: str) -> TrainState:
@@ -86,7 +132,6 @@ async def baseline(ctx: RunContext, skill: str) -> TrainState:
         epoch_start_skill=skill,
         val_ever_passed={s.item_id: bool(s.passed) for s in scores},
     )
-    ctx.run.checkpoint(state)
     ctx.emit("baseline", val_score=score, skill_tokens=ctx.count_tokens(skill))
     return state
 
@@ -157,4 +202,4 @@ def initial_skill_text(path: str, base_dir: str) -> str:
     return Skill.load(p if p.is_absolute() else Path(base_dir) / p).text
 
 
-__all__ = ["baseline", "finish", "initial_skill_text", "train"]
+__all__ = ["baseline", "commit", "finish", "initial_skill_text", "train"]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from skillgrad.models.metering import PriceTable
+from skillgrad.models.wrappers.metering import PriceTable
 from skillgrad.tasks.base import task_abilities
 from skillgrad.train.context import CHECK_ROLE, RunContext
 from skillgrad.types import Usage

@@ -21,16 +21,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from skillgrad.harnesses.transcript import transcript_view
 from skillgrad.models.base import ModelBackend
 from skillgrad.models.structured import StructuredReply
 from skillgrad.prompts import render_prompt
-from skillgrad.skill_package import is_package_text
+from skillgrad.skill.package import is_package_text
 from skillgrad.tasks.episode import episode_view, is_episode
 from skillgrad.train.optimizer_call import ask_optimizer
 from skillgrad.train.progress import NullProgress, Progress
 from skillgrad.train.rules import known_rules, only_repeats, rule_edits, skill_choices
 from skillgrad.train.schemas import reflection_model
-from skillgrad.transcript import transcript_view
 from skillgrad.types import Edit, RejectedEdit, Trajectory
 
 

@@ -31,7 +31,7 @@ from functools import cached_property
 from skillgrad.errors import SystemicFailure
 from skillgrad.models.base import ModelBackend
 from skillgrad.runs.cache import ResultStore
-from skillgrad.skill import skill_hash
+from skillgrad.skill.document import skill_hash
 from skillgrad.tasks.base import Task
 from skillgrad.train.progress import NullProgress, Progress
 from skillgrad.types import ChatRequest, Completion, Item, Trajectory

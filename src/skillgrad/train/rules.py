@@ -14,9 +14,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from skillgrad.skill import Skill
-from skillgrad.skill_match import AnchorMatch, find_anchor, format_section_path
-from skillgrad.skill_package import SKILL_FILE, SkillPackage, is_package_text
+from skillgrad.skill.document import Skill
+from skillgrad.skill.match import AnchorMatch, find_anchor, format_section_path
+from skillgrad.skill.package import SKILL_FILE, SkillPackage, is_package_text
 from skillgrad.train.schemas import as_list_item
 from skillgrad.types import Edit
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from skillgrad.models.base import ModelBackend
 from skillgrad.prompts import render_prompt
-from skillgrad.skill import approx_tokens, text_lines
+from skillgrad.skill.document import approx_tokens, text_lines
 from skillgrad.train.optimizer_call import ask_optimizer
 from skillgrad.train.rules import known_rules, rule_key
 from skillgrad.train.schemas import RankingOutput

@@ -1,7 +1,8 @@
 """One training step: rollout -> reflect -> aggregate -> select -> update -> gate.
 
 Each phase is a function in its own module; this file wires them in method.md order, writes the
-step's artifacts, and hands the outcome to ``state.advance``. The candidate's own phases
+step's artifacts, and returns the outcome (``loop.commit`` advances the state with it). The
+candidate's own phases
 (reflect -> update, then leak check, gate and check targets) are in ``train/candidate.py``.
 """
 
@@ -17,8 +18,8 @@ from skillgrad.train.candidate import Candidate, judge_candidate, propose_candid
 from skillgrad.train.context import RunContext
 from skillgrad.train.rollout import mean_score
 from skillgrad.train.select import edits_allowed, effective_lr
-from skillgrad.train.state import StepOutcome, TrainState, advance
-from skillgrad.types import EditResult, Item, to_json
+from skillgrad.train.state import StepOutcome, TrainState
+from skillgrad.types import Item
 
 
 def sample_batch(items: Sequence[Item], seed: int, epoch: int, index: int, size: int) -> list[Item]:
@@ -32,8 +33,8 @@ def sample_batch(items: Sequence[Item], seed: int, epoch: int, index: int, size:
     return batch + order[: size - len(batch)] if len(batch) < size else batch
 
 
-async def training_step(ctx: RunContext, state: TrainState) -> TrainState:
-    """One step of method.md: propose edits, update a copy of the skill, gate it, commit."""
+async def training_step(ctx: RunContext, state: TrainState) -> StepOutcome:
+    """One step of method.md: propose edits, update a copy of the skill, gate it."""
     t, step = ctx.cfg.train, state.global_step + 1
     lr = effective_lr(ctx.schedule, state.train_step + 1, t.lr_decay_on_reject, state.rejections)
     k = edits_allowed(lr)
@@ -49,7 +50,7 @@ async def training_step(ctx: RunContext, state: TrainState) -> TrainState:
     clock.lap("gate")
     write_step(ctx, step, lr, k, trajs, shown)
     refl, outcome = shown.proposal.reflection, shown.outcome
-    result = StepOutcome(
+    return StepOutcome(
         kind="step",
         lr=lr,
         k=k,
@@ -74,7 +75,6 @@ async def training_step(ctx: RunContext, state: TrainState) -> TrainState:
         refused=shown.refused,
         checks=shown.checks,
     )
-    return commit(ctx, state, result)
 
 
 def write_step(
@@ -103,41 +103,8 @@ class Stopwatch:
         self._last = now
 
 
-def commit(ctx: RunContext, state: TrainState, out: StepOutcome) -> TrainState:
-    """Advance the state, log accepted edits with provenance, checkpoint, emit ``step_end``."""
-    t = ctx.cfg.train
-    new = advance(state, out, patience=t.patience, buffer_size=t.rejected_buffer_size)
-    record = new.history[-1]
-    if record.accepted:
-        ctx.run.append_patch_log(_patch_rows(state, out, new.global_step))
-    ctx.run.checkpoint(new)
-    ctx.emit("step_end", record=record.to_json(), skill=new.skill)  # events are JSON
-    if record.skill_tokens > 2 * max(1, ctx.count_tokens(state.skill)) + 200:
-        ctx.emit("warning", message=f"skill length jumped to {record.skill_tokens} tokens")
-    return new
-
-
-def _patch_rows(state: TrainState, out: StepOutcome, step: int) -> list[dict[str, Any]]:
-    g = out.gate
-    return [
-        {
-            "step": step,
-            "epoch": state.epoch,
-            "source": r.edit.source,
-            "edit": to_json(r.edit),
-            "match": r.reason,
-            "gate_before": g.incumbent_score if g else None,
-            "gate_after": g.candidate_score if g else None,
-            "skill_version": step,
-        }
-        for r in out.applied
-        if isinstance(r, EditResult) and r.status == "applied"
-    ]
-
-
 __all__ = [
     "Stopwatch",
-    "commit",
     "sample_batch",
     "training_step",
     "write_step",

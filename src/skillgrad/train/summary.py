@@ -1,4 +1,4 @@
-"""summary.json and report.md: the final numbers of a run and their human-readable report.
+"""summary.json: the final numbers of a run (their text is ``train/report.py``).
 
 Validation score (initial -> best), held-out test score (initial vs best skill), skill length,
 edit acceptance rate, steps, calls / tokens / cost per role, persistent failures, warnings.
@@ -7,11 +7,10 @@ edit acceptance rate, steps, calls / tokens / cost per role, persistent failures
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from skillgrad.config import Config
-from skillgrad.skill_package import file_lengths, prompt_text
+from skillgrad.skill.package import file_lengths, prompt_text
 from skillgrad.types import Leak, StepRecord
 
 if TYPE_CHECKING:  # the loop imports this module; avoid the cycle at run time
@@ -107,21 +106,6 @@ def skill_excerpt(skill: str) -> dict[str, Any]:
     return {"text": shown, "lines": len(lines), "chars": len(text), "cut": shown != text}
 
 
-def excerpt_lines(excerpt: dict[str, Any] | None) -> list[str]:
-    """The report's "Learned skill" section (absent from summaries written before it existed)."""
-    if not excerpt:
-        return []
-    if not excerpt["text"]:
-        return ["", "## Learned skill", "", "The best skill is empty (the initial skill was kept)."]
-    fence = "~~~~" if "~~~" in excerpt["text"] else "~~~"
-    more = (
-        f" (the first lines of {excerpt['lines']}; the rest is in best_skill)"
-        if excerpt["cut"]
-        else ""
-    )
-    return ["", f"## Learned skill{more}", "", f"{fence}markdown", excerpt["text"], fence]
-
-
 def leak_summary(
     cfg: Config, history: Sequence[StepRecord], best: Sequence[Leak]
 ) -> dict[str, Any]:
@@ -206,249 +190,12 @@ def _package_files(initial: str, best: str) -> dict[str, list[int]] | None:
     return {n: [before.get(n, 0), after.get(n, 0)] for n in [*names, "(total)"]}
 
 
-def _fmt(x: float | None) -> str:
-    return "n/a" if x is None else f"{x:.3f}"
-
-
-def render_report(
-    summary: dict[str, Any],
-    history: Sequence[StepRecord],
-    transfer: Sequence[dict[str, Any]] = (),
-) -> str:
-    """The run's Markdown report; ``transfer`` rows (``<run>/transfer.jsonl``) add a section
-    with the run's skills evaluated zero-shot in other harnesses or with other models."""
-    s = summary
-    lines = [
-        f"# skillgrad report: {s['run_name']}",
-        "",
-        f"- status: **{s['status']}** " + (f"({s['stop_reason']})" if s["stop_reason"] else ""),
-        f"- task: `{s['task']}` · optimizer `{s['optimizer_model']}` · "
-        f"target `{s['target_model']}`",
-        f"- validation score: {_fmt(s['val_initial'])} -> {_fmt(s['val_best'])} "
-        f"(best at step {s['best_step']})",
-        f"- test score (held out): initial {_fmt(s['test_initial'])} "
-        f"vs best {_fmt(s['test_best'])}",
-        f"- skill length: {s['skill_tokens_initial']} -> {s['skill_tokens_best']} tokens",
-        *[f"  - `{name}`: {a} -> {b} tokens" for name, (a, b) in s.get("skill_files", {}).items()],
-        f"- steps: {s['steps']} (+{s['slow_updates']} slow updates), "
-        f"{s['steps_accepted']} accepted",
-        f"- edits: {s['edits_proposed']} proposed, {s['edits_applied']} applied to candidates, "
-        f"{s['edits_accepted']} accepted (acceptance rate {s['acceptance_rate']:.1%})",
-        *excerpt_lines(s.get("best_skill_excerpt")),
-        "",
-        "## Cost and calls per role",
-        "",
-        "| role | calls | prompt tokens | completion tokens | cost (USD) |",
-        "|---|---:|---:|---:|---:|",
-    ]
-    for role, u in s["usage"].items():
-        lines.append(
-            f"| {role} | {int(u['calls'])} | {int(u['prompt_tokens'])} | "
-            f"{int(u['completion_tokens'])} | {u['cost']:.4f} |"
-        )
-    if s.get("usage_by_stage"):
-        lines += ["", "| role / stage | calls | tokens | cost (USD) |", "|---|---:|---:|---:|"]
-        for key, u in s["usage_by_stage"].items():
-            lines.append(f"| {key} | {int(u['calls'])} | {int(u['tokens'])} | {u['cost']:.4f} |")
-    lines += [
-        "",
-        "## Steps",
-        "",
-        "| step | epoch | kind | lr | k | applied | gate | val | tokens |",
-        "|---:|---:|---|---:|---:|---:|---|---:|---:|",
-    ]
-    for r in history:
-        lines.append(
-            f"| {r.step} | {r.epoch} | {r.kind} | {r.lr:.2f} | {r.k} | "
-            f"{r.n_applied} | {r.verdict} | {r.val_score:.3f} | {r.skill_tokens} |"
-        )
-    lines += gate_lines(s)
-    lines += check_lines(s)
-    lines += leak_lines(s)
-    lines += ["", "## Persistent failures", "", persistent_failures_text(s)]
-    if s.get("nondeterministic_scorers"):
-        lines += ["", "Note: a scorer of this task is an LLM judge (non-deterministic)."]
-    if s["warnings"]:
-        lines += ["", "## Warnings", "", *(f"- {w}" for w in s["warnings"])]
-    if transfer:
-        lines += ["", "## Transfer evaluations (zero-shot, other setups)", ""]
-        lines += ["| skill | setup | split | items | mean score | pass rate |"]
-        lines += ["|---|---|---|---:|---:|---:|"]
-        lines += [
-            f"| {Path(str(t['skill'])).name} | {t['setup']} | {t['split']} | {t['n']} | "
-            f"{t['mean_score']:.3f} | {t['pass_rate']:.3f} |"
-            for t in transfer
-        ]
-    return "\n".join(lines) + "\n"
-
-
-def _num(x: float | None, sign: bool = True) -> str:
-    return "n/a" if x is None else (f"{x:+.3f}" if sign else f"{x:.3f}")
-
-
-def gate_lines(s: dict[str, Any]) -> list[str]:
-    """The report's gate section: rule, power check, and every accepted step's paired
-    difference with its interval and the items it flipped (absent from older summaries)."""
-    if "gate_rule" not in s:
-        return []
-    lines = ["", "## Gate", "", f"- rule: `{s['gate_rule']}` (confidence {s['gate_confidence']})"]
-    if s.get("samples_per_item", 1) > 1:
-        lines.append(f"- samples per val item: {s['samples_per_item']}")
-    power = s.get("power_check")
-    if power:
-        gain = power.get("min_gain")
-        gain_text = (
-            "none can pass on this split"
-            if gain is None
-            else f"{gain:+.3f} ({power['min_items_flipped']} of {power['n_items']} items)"
-        )
-        needs = ", ".join(
-            f"{float(e):+.2f}: {'more than 2000' if n is None else n}"
-            for e, n in power.get("items_needed", {}).items()
-        )
-        lines += [
-            f"- power check: smallest detectable gain {gain_text}; val items needed per "
-            f"effect: {needs}"
-        ]
-    lines.append(f"- val items left out as missing (infrastructure failures): {s['gate_missing']}")
-    steps = s.get("accepted_steps") or []
-    if steps:
-        conf = float(s["gate_confidence"])
-        lines += [
-            "",
-            f"Accepted steps: mean paired difference (candidate - incumbent) with its interval "
-            f"(each end a one-sided {conf:.0%} sign-flip bound); *within noise* when the lower "
-            "end is at or below 0.",
-            "",
-            "| step | kind | difference | interval | verdict | fixed (fail->pass) | "
-            "broken (pass->fail) |",
-            "|---:|---|---:|---|---|---|---|",
-        ]
-        for a in steps:
-            verdict = {True: "within noise", False: "signal", None: "n/a"}[a["within_noise"]]
-            lines.append(
-                f"| {a['step']} | {a['kind']} | {_num(a['mean_diff'])} | "
-                f"[{_num(a['diff_low'])}, {_num(a['diff_high'])}] | {verdict} | "
-                f"{_ids(a['fixed'])} | {_ids(a['broken'])} |"
-            )
-    return lines
-
-
-def _ids(ids: list[str], shown: int = 4) -> str:
-    """Item ids for a table cell: a count and the first few (the full lists are in
-    ``summary.json`` and each step's ``gate.json``)."""
-    if not ids:
-        return "-"
-    head = ", ".join(ids[:shown])
-    return head if len(ids) <= shown else f"{len(ids)}: {head}, …"
-
-
-def check_lines(s: dict[str, Any]) -> list[str]:
-    """The report's check-target section: the tolerance, the refusals, and each check target's
-    test score of the initial and the best skill (absent without check targets)."""
-    checks = s.get("check_targets")
-    if not checks:
-        return []
-    lines = [
-        "",
-        "## Check targets",
-        "",
-        f"- a candidate the main gate accepts is refused when it loses more than "
-        f"{checks['tolerance']:g} (val mean) on any check target",
-    ]
-    refused = checks["refused_steps"]
-    if refused:
-        lines.append("- refused on a check target: " + "; ".join(
-            f"step {x['step']} ({x['reason'].removeprefix('refused: ')})" for x in refused
-        ))  # fmt: skip
-    else:
-        lines.append("- no candidate was refused on a check target")
-    if not checks["targets"]:
-        return [*lines, "- no test scores (the run has no test split or did not finish)"]
-    lines += ["", "| check target | test initial | test best | change |", "|---|---:|---:|---:|"]
-    lines += [
-        f"| {x['target']} | {_fmt(x['test_initial'])} | {_fmt(x['test_best'])} | "
-        f"{_num(x['test_change'])} |"
-        for x in checks["targets"]
-    ]
-    return lines
-
-
-def leak_lines(s: dict[str, Any]) -> list[str]:
-    """The report's answer-leak section: the best skill's lines that copy train/val data
-    verbatim, and the steps whose candidates did (absent from older summaries)."""
-    leaks = s.get("leaks")
-    if not leaks:
-        return []
-    mode = (
-        "refused by the gate" if leaks["reject_leaks"] else "flagged only (train.reject_leaks off)"
-    )
-    best = leaks["best_skill"]
-    lines = [
-        "",
-        "## Answer-leak check",
-        "",
-        f"- skill lines sharing {leaks['ngram']}+ words in a row with a train/val input or "
-        f"reference (or a short item's input next to its answer): {mode}",
-    ]
-    steps = leaks["steps"]
-    if steps:
-        refused = [str(x["step"]) for x in steps if x["refused"]]
-        flagged = [str(x["step"]) for x in steps if not x["refused"]]
-        if refused:
-            lines.append(f"- candidates refused for copying data: steps {', '.join(refused)}")
-        if flagged:
-            lines.append(f"- candidates that copied data (flagged): steps {', '.join(flagged)}")
-    if not best:
-        lines.append("- the best skill copies no train/val data")
-        return lines
-    lines += [
-        f"- **the best skill copies train/val data on {len(best)} line(s)**:",
-        "",
-        "| file | line | copied text | item | split | copied |",
-        "|---|---:|---|---|---|---|",
-    ]
-    for x in best:
-        span = x["span"].replace("|", "\\|")
-        lines.append(
-            f"| {x['file'] or '-'} | {x['line']} | {span} | {x['item_id']} | {x['split']} | "
-            f"{x['source']} |"
-        )
-    return lines
-
-
-def persistent_failures_text(summary: dict[str, Any]) -> str:
-    """What the run knows about validation items no skill version solved, and nothing more.
-
-    ``val_items`` (the size of the selection split) is absent from summaries written before it
-    existed; then only the list is stated.
-    """
-    failed = list(summary.get("persistent_failures") or [])
-    total = summary.get("val_items")
-    if not failed:
-        return "None."
-    if total is not None and len(failed) >= total:
-        return (
-            f"Every validation item ({len(failed)} of {total}) failed under every skill version "
-            "evaluated, the initial skill included: no item was ever solved, so the run had no "
-            "success to learn from. Check that the target model can do this task at all and "
-            "that the scorer and the references are right."
-        )
-    head = f"{len(failed)} of {total}" if total is not None else str(len(failed))
-    return f"{head} validation items failed under every skill version evaluated: " + ", ".join(
-        failed
-    )
-
-
 __all__ = [
     "build_summary",
-    "check_lines",
     "check_summary",
-    "gate_lines",
     "gate_summary",
-    "leak_lines",
     "leak_summary",
-    "persistent_failures_text",
-    "render_report",
+    "skill_excerpt",
+    "warnings_for",
     "within_noise",
 ]

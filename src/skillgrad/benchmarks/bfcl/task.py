@@ -19,7 +19,7 @@ from skillgrad.benchmarks.bfcl.data import Entry, category_of, read_entries
 from skillgrad.benchmarks.bfcl.score import Kind, score_reply
 from skillgrad.benchmarks.splits import check_int, check_sizes, seeded_cut
 from skillgrad.errors import ConfigError
-from skillgrad.skill_package import prompt_text
+from skillgrad.skill.package import prompt_text
 from skillgrad.tasks.base import SPLITS, Split
 from skillgrad.tasks.chat import ChatTask
 from skillgrad.types import Item, Message, Role, Score

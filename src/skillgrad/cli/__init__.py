@@ -1,0 +1,7 @@
+"""The ``skillgrad`` command line (``main``: the Typer app); each other module adds its
+commands (``views``, ``sweep``, ``transfer``, ``data``, ``models``); ``console``: the output.
+"""
+
+from skillgrad.cli.main import app
+
+__all__ = ["app"]

@@ -1,0 +1,200 @@
+"""A typed, read-only loader of a run directory (see docs/run-directory.md).
+
+Every viewer (HTML report, diff/blame, compare, dashboard) reads runs through ``load_run`` so a
+run still being written (no summary yet, a torn last JSONL line) is shown as far as it exists.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from skillgrad.errors import RunDirError
+from skillgrad.runs.integrity import check_no_links
+from skillgrad.runs.io import read_jsonl, read_text
+from skillgrad.runs.layout import RunPaths
+from skillgrad.skill.document import Skill
+from skillgrad.types import StepRecord
+
+_VERSION_RE = re.compile(r"skill_v(\d+)\.md$")
+_EPOCH_RE = re.compile(r"epoch_(\d+)$")
+# Files whose absence a reader should be told about (the rest are optional by design).
+EXPECTED_FILES = ("config.json", "history.json", "events.jsonl", "best_skill.md", "summary.json")
+
+
+@dataclass(frozen=True)
+class RunData:
+    """Everything the viewers need from one run directory, loaded once."""
+
+    root: Path
+    config: dict[str, Any]
+    history: list[StepRecord]
+    summary: dict[str, Any] | None
+    patch_log: list[dict[str, Any]]
+    events: list[dict[str, Any]]
+    skills: dict[int, str]
+    best_skill: str | None
+    slow_categories: dict[int, dict[str, Any]] = field(default_factory=dict)
+    missing: tuple[str, ...] = ()
+
+    @property
+    def name(self) -> str:
+        return str(self.config.get("run_name") or self.root.name)
+
+    @property
+    def paths(self) -> RunPaths:
+        return RunPaths(self.root)
+
+    @property
+    def status(self) -> str:
+        """``summary.status`` when finished, else ``running`` (or ``empty`` before step 1)."""
+        if self.summary:
+            return str(self.summary.get("status", "finished"))
+        return "running" if self.history or self.events else "empty"
+
+    @property
+    def best_score(self) -> float | None:
+        return self.history[-1].best_score if self.history else None
+
+    @property
+    def initial_skill(self) -> str | None:
+        return self.skills.get(0)
+
+    def best_version(self) -> int | None:
+        """summary.best_version, else the version whose text is best_skill.md, else the last."""
+        if self.summary and self.summary.get("best_version") is not None:
+            return int(self.summary["best_version"])
+        for v in sorted(self.skills, reverse=True):
+            if self.best_skill is not None and self.skills[v] == self.best_skill:
+                return v
+        return max(self.skills) if self.skills else None
+
+
+def _read_json_lenient(path: Path, what: str) -> Any:
+    """Read JSON; a corrupt file is a clear RunDirError naming the file."""
+    if not path.exists():
+        return None
+    try:
+        return json.loads(read_text(path))
+    except json.JSONDecodeError as exc:
+        raise RunDirError(
+            f"{path}: {what} is not valid JSON ({exc.msg} at line {exc.lineno}); "
+            "the file is corrupt — restore it or delete it and re-run to resume."
+        ) from exc
+
+
+def parse_history(rows: Any, where: str) -> list[StepRecord]:
+    """Step records from the JSON list of ``history.json`` (or ``step_end`` events).
+
+    Raises RunDirError naming ``where`` and the entry when a record is damaged.
+    """
+    if not isinstance(rows, list):
+        raise RunDirError(f"{where}: expected a JSON list of step records.")
+    out = []
+    for i, row in enumerate(rows):
+        try:
+            out.append(StepRecord.from_json(row))
+        except ValueError as exc:
+            raise RunDirError(f"{where}: entry {i}: {exc}") from None
+    return out
+
+
+def load_history(path: Path) -> list[StepRecord]:
+    """``history.json`` as step records ([] when absent); damaged files are a RunDirError."""
+    return parse_history(_read_json_lenient(path, "the step history") or [], str(path))
+
+
+def load_skills(paths: RunPaths) -> dict[int, str]:
+    """All ``skills/skill_vNNNN.md`` files by version number."""
+    out: dict[int, str] = {}
+    skills_dir = paths.root / "skills"
+    if skills_dir.is_dir():
+        for p in skills_dir.iterdir():
+            m = _VERSION_RE.search(p.name)
+            if m:
+                out[int(m.group(1))] = read_text(p)
+    return dict(sorted(out.items()))
+
+
+def load_slow_categories(paths: RunPaths) -> dict[int, dict[str, Any]]:
+    """``slow_update/epoch_XX/categories.json`` by epoch: ``{"counts": {...}, "items": {...}}``."""
+    out: dict[int, dict[str, Any]] = {}
+    slow = paths.root / "slow_update"
+    if slow.is_dir():
+        for d in slow.iterdir():
+            m = _EPOCH_RE.search(d.name)
+            data = _read_json_lenient(d / "categories.json", "slow-update categories")
+            if m and isinstance(data, dict):
+                out[int(m.group(1))] = data
+    return dict(sorted(out.items()))
+
+
+def is_run_dir(path: Path) -> bool:
+    """A directory looks like a run when it has a config, history or events file."""
+    p = RunPaths(path)
+    return path.is_dir() and (p.config.exists() or p.history.exists() or p.events.exists())
+
+
+def load_run(run_dir: Path) -> RunData:
+    """Load a run directory; raises RunDirError when it is missing or not a run at all."""
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        raise RunDirError(f"{run_dir}: no such run directory; pass the path of a run folder.")
+    if not is_run_dir(run_dir):
+        raise RunDirError(
+            f"{run_dir}: not a skillgrad run directory (no config.json, history.json or "
+            "events.jsonl); pass <output_root>/<run_name>."
+        )
+    check_no_links(run_dir)  # a planted link would show a file from elsewhere as the run's
+    paths = RunPaths(run_dir)
+    history = load_history(paths.history)
+    best = read_text(paths.best_skill) if paths.best_skill.exists() else None
+    if (run_dir / "best_skill").is_dir():  # a skill package: every file, as the versions hold it
+        best = Skill.load(run_dir / "best_skill").text
+    return RunData(
+        root=run_dir,
+        config=_read_json_lenient(paths.config, "the run config") or {},
+        history=history,
+        summary=_read_json_lenient(paths.summary, "the run summary"),
+        patch_log=read_jsonl(paths.patch_log),
+        events=read_jsonl(paths.events),
+        skills=load_skills(paths),
+        best_skill=best,
+        slow_categories=load_slow_categories(paths),
+        missing=tuple(f for f in EXPECTED_FILES if not (run_dir / f).exists()),
+    )
+
+
+def step_details(run_dir: Path, step: int) -> dict[str, Any]:
+    """selection.json, apply_report.json and gate.json of one step (absent ones are None)."""
+    d = RunPaths(run_dir).step_dir(step)
+    return {
+        name: _read_json_lenient(d / f"{name}.json", f"step {step} {name}")
+        for name in ("selection", "apply_report", "gate", "aggregate")
+    }
+
+
+def list_runs(root: Path) -> list[Path]:
+    """Run directories directly under ``root`` (or ``root`` itself if it is a run)."""
+    root = Path(root)
+    if is_run_dir(root):
+        return [root]
+    if not root.is_dir():
+        return []
+    return sorted(p for p in root.iterdir() if is_run_dir(p))
+
+
+__all__ = [
+    "RunData",
+    "is_run_dir",
+    "list_runs",
+    "load_history",
+    "load_run",
+    "load_skills",
+    "load_slow_categories",
+    "parse_history",
+    "step_details",
+]

@@ -1,0 +1,58 @@
+"""A run directory written by skillgrad before the layout renovation (commit b45e323: a toy run
+of one epoch with the shipped fakes, ``tests/fixtures/old_run_b45e323``) still reports and
+resumes with the code of today, exactly as that version did: the same report text, and after
+a second epoch the same history, summary, best skill, report and files as that version wrote
+when it resumed the same directory (timings and paths aside)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from skillgrad.cli.main import app
+
+FIXTURE = Path(__file__).parent / "fixtures" / "old_run_b45e323"
+EXPECTED = FIXTURE / "expected"
+WIDTH = {"COLUMNS": "100"}  # the width the expected reports were printed at
+
+
+@pytest.fixture
+def old_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    shutil.copytree(FIXTURE / "old_run", tmp_path / "old_run")
+    shutil.copy(FIXTURE / "config.yaml", tmp_path / "config.yaml")
+    monkeypatch.chdir(tmp_path)  # env.output_root is "."
+    return tmp_path / "old_run"
+
+
+def _without_timings(history: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{k: v for k, v in r.items() if k != "timings"} for r in history]
+
+
+def test_an_old_run_reports_as_it_did(old_run: Path) -> None:
+    out = CliRunner().invoke(app, ["report", str(old_run.name)], env=WIDTH)
+    assert out.exit_code == 0, out.output
+    assert out.output == (EXPECTED / "report_before.txt").read_text(encoding="utf-8")
+
+
+def test_an_old_run_resumes_to_what_the_old_version_wrote(old_run: Path) -> None:
+    config = Path("config.yaml")
+    config.write_text(config.read_text().replace("num_epochs: 1", "num_epochs: 2"))
+    runner = CliRunner()
+    trained = runner.invoke(app, ["train", str(config), "--quiet"], env=WIDTH)
+    assert trained.exit_code == 0, trained.output
+    history = json.loads((old_run / "history.json").read_text())
+    assert _without_timings(history) == json.loads((EXPECTED / "history_after.json").read_text())
+    summary = json.loads((old_run / "summary.json").read_text())
+    assert summary == json.loads((EXPECTED / "summary_after.json").read_text())
+    best = (old_run / "best_skill.md").read_text()
+    assert best == (EXPECTED / "best_skill_after.md").read_text()
+    files = sorted(f"./{p.relative_to(old_run)}" for p in old_run.rglob("*") if p.is_file())
+    assert files == (EXPECTED / "files_after.txt").read_text().split()
+    report = runner.invoke(app, ["report", str(old_run.name)], env=WIDTH)
+    assert report.exit_code == 0, report.output
+    assert report.output == (EXPECTED / "report_after.txt").read_text(encoding="utf-8")
