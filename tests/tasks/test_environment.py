@@ -15,6 +15,7 @@ import pytest
 from fakes_env import play
 from skillgrad.errors import ConfigError
 from skillgrad.registry import load_task
+from skillgrad.tasks.env_worker import canonical_info
 from skillgrad.tasks.environment import EnvironmentTask, parse_action
 from skillgrad.testing import FunctionBackend, user_text
 from skillgrad.types import ChatRequest, Trajectory
@@ -246,3 +247,23 @@ def test_a_gymnasium_env_subclass_in_a_file_plugs_in_without_an_adapter(tmp_path
     (t,) = asyncio.run(play_all(task, "train", lambda r: next(replies)))
     assert t.score.passed and t.score.feedback == "solved in 2 steps (score 1.00)"
     assert t.messages[0].content.startswith("Echo the word.\n\nSay kiwi.")
+
+
+def test_info_keys_of_common_environments_are_read_through_their_aliases() -> None:
+    info = {
+        "admissible_commands": ["go east", 7],
+        "taskDescription": "Find it.",
+        "walkthrough": ["go east", "take it"],
+        "won": True,
+        "score": 5,
+        "max_score": 10,
+    }
+    assert canonical_info(info, 100) == {
+        "valid_actions": ["go east", "7"],
+        "task": "Find it.",
+        "gold_actions": ["go east", "take it"],
+        "success": True,
+        "score": 0.5,
+    }
+    assert canonical_info({"score": float("nan"), "valid": "not a list"}, 100) == {}
+    assert canonical_info(["not", "a", "mapping"], 100) == {}
