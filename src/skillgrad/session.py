@@ -82,14 +82,17 @@ class Session:
         return token_counter(self.target) or approx_tokens
 
     async def aclose(self) -> None:
-        """Close SDK connection pools while the event loop that used them is still alive, and
-        the executor (a Ray cluster it started)."""
+        """Close SDK connection pools while the event loop that used them is still alive, what
+        the task started (environment processes) and the executor (a Ray cluster it started)."""
         backends = [self.optimizer, self.target, *(c.backend for c in self.check_targets)]
         try:
             for backend in {id(b): b for b in backends}.values():
                 await aclose_backend(backend)
         finally:
-            self.executor.close()
+            try:
+                task_abilities(self.task).close()  # environment processes
+            finally:
+                self.executor.close()
 
 
 def safe_name(name: str) -> str:

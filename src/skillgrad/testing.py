@@ -5,13 +5,17 @@
 - ``FunctionBackend``: answers every call with a Python function of the request (it lives in
   ``skillgrad.models.function``; re-exported here).
 - ``ToyTask``: a tiny seeded task (echo a word in upper case) with an exact-match scorer.
+- ``TinyEnv``: a tiny deterministic text environment with gymnasium's protocol (open the
+  container, take the key, unlock the door), with traps that crash, kill or hang it on demand.
 - ``optimizer_call_kind`` and ``rules_reply``: what a fake optimizer needs to answer each call
   the way the training loop expects, without matching on the prompts' wording.
 """
 
 from __future__ import annotations
 
+import os
 import random
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
@@ -183,10 +187,73 @@ class ToyTask(GeneratedTask, ChatTask):
         return Score(0.0, False, f"expected {item.reference!r}, got {got!r}")
 
 
+_CONTAINERS = ("box", "chest", "drawer", "crate")
+_KEYS = ("key", "card", "token")
+
+
+class TinyEnv:
+    """A seeded three-step puzzle with gymnasium's protocol: ``reset(seed=...)`` ->
+    ``(obs, info)``, ``step(action)`` -> ``(obs, reward, terminated, truncated, info)``.
+
+    Solve: ``open <container>``, ``take <key>``, ``unlock door`` (the names depend on the
+    seed); each right step in order pays 1/3. ``info`` carries ``valid_actions``, ``task``
+    and, at reset, ``gold_actions``; no ``score`` (the task normalises the rewards). With
+    ``traps=True`` the actions ``crash`` (raises), ``die`` (the process exits) and ``hang``
+    (sleeps for an hour) break the environment, for tests of infrastructure failures.
+    """
+
+    def __init__(self, traps: bool = False, noisy: bool = False) -> None:
+        self.traps, self.noisy = traps, noisy
+        self.gold: list[str] = []
+        self.done = 0
+
+    def _info(self) -> dict[str, Any]:
+        rest = self.gold[self.done :]
+        valid = sorted({"look", *rest[:1]})
+        return {"valid_actions": valid, "task": "Unlock the door."}
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[str, dict[str, Any]]:
+        rng = random.Random(seed)
+        self.container, self.key = rng.choice(_CONTAINERS), rng.choice(_KEYS)
+        self.gold = [f"open {self.container}", f"take {self.key}", "unlock door"]
+        self.done = 0
+        if self.noisy:  # an environment that prints must not break the protocol
+            print("tiny env: reset", seed)
+        obs = f"You are in a room with a closed {self.container} and a locked door."
+        return obs, {**self._info(), "gold_actions": list(self.gold)}
+
+    def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        if self.traps and action in ("crash", "die", "hang"):
+            if action == "crash":
+                raise RuntimeError("tiny env crashed on purpose")
+            if action == "die":
+                os._exit(3)
+            time.sleep(3600)
+        reward, obs = 0.0, "Nothing happens."
+        if self.done < len(self.gold) and action.strip().lower() == self.gold[self.done]:
+            self.done += 1
+            reward = 1 / 3
+            obs = ("The {0} is open: a {1} inside.", "You take the {1}.", "The door opens.")[
+                self.done - 1
+            ].format(self.container, self.key)
+        elif action.strip().lower() == "look":
+            obs = f"A {self.container} and a door. You have done {self.done} of 3 things."
+        elif action.strip().lower() not in self._info()["valid_actions"]:
+            obs = "I do not understand that."
+        finished = self.done == len(self.gold)
+        return obs, reward, finished, False, {**self._info(), "success": finished}
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+
 __all__ = [
     "OPTIMIZER_CALL_KINDS",
     "FunctionBackend",
     "ScriptedBackend",
+    "TinyEnv",
     "ToyTask",
     "UnexpectedCall",
     "optimizer_call_kind",

@@ -72,6 +72,7 @@ class TaskAbilities:
     max_tokens: int = DEFAULT_MAX_TOKENS
     judge_binder: Callable[[ModelBackend], None] | None = None
     executor_binder: Callable[[RolloutExecutor], None] | None = None
+    closer: Callable[[], None] | None = None
 
     def bind_judge(self, backend: ModelBackend) -> None:
         """Hand ``backend`` to the task's judge; a no-op when it has none."""
@@ -88,6 +89,11 @@ class TaskAbilities:
         if self.executor_binder is not None:
             self.executor_binder(executor)
 
+    def close(self) -> None:
+        """Release what the task started; a no-op for tasks that start nothing."""
+        if self.closer is not None:
+            self.closer()
+
 
 def task_abilities(task: Task) -> TaskAbilities:
     """The optional abilities of ``task``, defaults filled: the one place they are looked up,
@@ -98,11 +104,13 @@ def task_abilities(task: Task) -> TaskAbilities:
     )
     binder = getattr(task, "bind_judge", None)
     executor_binder = getattr(task, "bind_executor", None)
+    closer = getattr(task, "close", None)
     return TaskAbilities(
         deterministic=deterministic,
         max_tokens=int(getattr(task, "max_tokens", DEFAULT_MAX_TOKENS)),
         judge_binder=binder if callable(binder) else None,
         executor_binder=executor_binder if callable(executor_binder) else None,
+        closer=closer if callable(closer) else None,
     )
 
 

@@ -27,6 +27,7 @@ from skillgrad.models.structured import StructuredReply
 from skillgrad.prompts import render_prompt
 from skillgrad.runs.records import RejectedEdit
 from skillgrad.skill.package import is_package_text
+from skillgrad.tasks.episode import episode_view, is_episode
 from skillgrad.train.optimizer_call import ask_optimizer
 from skillgrad.train.progress import NullProgress, Progress
 from skillgrad.train.rules import known_rules, only_repeats, rule_edits, skill_choices
@@ -83,6 +84,9 @@ def render_trajectories(
     ``evidence`` is never shown (the verifier-leak firewall, ``train/firewall.py``)."""
     blocks = []
     for t in trajs:
+        if is_episode(t.steps):  # an environment episode: its own compact view
+            blocks.append(_episode_block(t))
+            continue
         user = next((m.content for m in reversed(t.messages) if m.role == "user"), "")
         feedback, gold = t.score.feedback, str(t.reference)
         if not show_reference and t.reference is not None and gold:
@@ -104,6 +108,16 @@ def render_trajectories(
             block += "\n" + render_prompt("trajectory_transcript", transcript=view)
         blocks.append(block)
     return "\n\n".join(blocks) if blocks else "(none)"
+
+
+def _episode_block(t: Trajectory) -> str:
+    return render_prompt(
+        "trajectory_episode",
+        item_id=t.item_id,
+        score=f"{t.score.value:.2f}",
+        status="PASS" if t.score.passed else "FAIL",
+        episode=episode_view(t.steps, t.reference, t.score.feedback, t.score.passed),
+    )
 
 
 def render_rejected(buffer: Sequence[RejectedEdit]) -> str:

@@ -1,0 +1,216 @@
+"""Environment processes for rollouts: one per episode in flight, reused across episodes.
+
+Each ``EnvProcess`` is a ``skillgrad.tasks.env_worker`` child in its own process group
+(Ctrl-C at the terminal reaches the run, not the environments; the run closes them). A request
+that times out, a child that died or answered garbage is an ``EnvFailure``: the process group
+is killed and the pool starts a fresh one for the next episode. ``EnvPool.close`` (the task's
+``close``, called when the session closes, and at interpreter exit) kills them all.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import weakref
+from dataclasses import dataclass, field
+from typing import Any, BinaryIO
+
+from skillgrad.errors import SkillgradError
+
+MAX_REPLY = 8 * 1024 * 1024  # one answer line of the environment process
+
+
+class EnvFailure(SkillgradError):
+    """The environment process crashed, hung past its timeout, or raised: one item's infra
+    error (missing data), never a zero for the skill."""
+
+
+@dataclass(frozen=True)
+class EnvSpec:
+    """What the environment process builds: ``env`` (``module:attr``, ``file.py:attr`` or a
+    gymnasium id) called with ``options``; ``base_dir`` resolves a relative file."""
+
+    env: str
+    options: dict[str, Any] = field(default_factory=dict)
+    base_dir: str | None = None
+    max_chars: int = 4000
+    make_timeout: float = 120.0
+
+
+class EnvProcess:
+    """One environment process; ``request`` blocks (call it in a thread)."""
+
+    def __init__(self, spec: EnvSpec) -> None:
+        self.spec = spec
+        self.stderr = tempfile.TemporaryFile()  # noqa: SIM115 (closed by kill)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "skillgrad.tasks.env_worker", str(os.getpid())],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self.stderr,
+            start_new_session=True,
+        )
+        self.buffer = b""
+        self.made = False
+        self.killed = False
+
+    def request(self, message: dict[str, Any], timeout: float) -> dict[str, Any]:
+        """Send one request and read its answer; ``EnvFailure`` (process killed) otherwise."""
+        try:
+            return self._request(message, timeout)
+        except (OSError, ValueError) as exc:  # a pipe closed under us (the run is closing)
+            raise self._failed(f"the environment process is gone ({exc})") from None
+
+    def _request(self, message: dict[str, Any], timeout: float) -> dict[str, Any]:
+        if not self.made:
+            self.made = True
+            make: dict[str, Any] = {"op": "make", "env": self.spec.env}
+            make |= {"options": self.spec.options, "base_dir": self.spec.base_dir}
+            make["max_chars"] = self.spec.max_chars
+            self._exchange(make, self.spec.make_timeout, "starting the environment")
+        return self._exchange(message, timeout, str(message.get("op")))
+
+    def _exchange(self, message: dict[str, Any], timeout: float, what: str) -> dict[str, Any]:
+        try:
+            assert self.proc.stdin is not None
+            self.proc.stdin.write((json.dumps(message) + "\n").encode())
+            self.proc.stdin.flush()
+        except OSError:
+            raise self._failed(f"the environment process died before {what}") from None
+        line = self._read_line(timeout, what)
+        try:
+            answer = json.loads(line)
+        except json.JSONDecodeError:
+            self.kill()
+            raise EnvFailure(f"the environment process answered {what} with non-JSON") from None
+        if not isinstance(answer, dict) or not answer.get("ok"):
+            error = answer.get("error") if isinstance(answer, dict) else None
+            raise EnvFailure(f"the environment raised during {what}: {error}")
+        return answer
+
+    def _read_line(self, timeout: float, what: str) -> bytes:
+        stdout: BinaryIO = self.proc.stdout  # type: ignore[assignment]
+        deadline = time.monotonic() + timeout
+        while b"\n" not in self.buffer:
+            left = deadline - time.monotonic()
+            ready = select.select([stdout], [], [], max(left, 0))[0] if left > 0 else []
+            if not ready:
+                self.kill()
+                raise EnvFailure(f"the environment did not answer {what} within {timeout:g} s")
+            chunk = os.read(stdout.fileno(), 65536)
+            if not chunk:
+                raise self._failed(f"the environment process died during {what}")
+            self.buffer += chunk
+            if len(self.buffer) > MAX_REPLY:
+                self.kill()
+                raise EnvFailure(f"the environment's answer to {what} exceeds {MAX_REPLY} bytes")
+        line, _, self.buffer = self.buffer.partition(b"\n")
+        return line
+
+    def _failed(self, message: str) -> EnvFailure:
+        """The failure with the process's last words; the process group killed."""
+        tail = self._tail()
+        self.kill()
+        return EnvFailure(message + tail)
+
+    def _tail(self) -> str:
+        try:
+            self.stderr.seek(0, os.SEEK_END)
+            size = self.stderr.tell()
+            self.stderr.seek(max(0, size - 600))
+            text = self.stderr.read().decode("utf-8", "replace").strip()
+        except (OSError, ValueError):
+            return ""
+        try:
+            code = self.proc.wait(timeout=1)
+        except subprocess.TimeoutExpired:
+            code = None
+        return (f" (exit code {code})" if code is not None else "") + (
+            f"; its last output: {text}" if text else ""
+        )
+
+    @property
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def close(self) -> None:
+        """Ask the process to close its environment; kill its group if it does not."""
+        if self.alive:
+            try:
+                assert self.proc.stdin is not None
+                self.proc.stdin.write(b'{"op": "close"}\n')
+                self.proc.stdin.flush()
+                self.proc.wait(timeout=5)
+            except (OSError, subprocess.TimeoutExpired):
+                pass
+        self.kill()
+
+    def kill(self) -> None:
+        """Kill the process group (the environment and whatever it started)."""
+        if self.killed:
+            return
+        self.killed = True
+        with contextlib.suppress(OSError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout=5)
+        for pipe in (self.proc.stdin, self.proc.stdout):
+            if pipe is not None:
+                with contextlib.suppress(OSError):
+                    pipe.close()
+        self.stderr.close()
+
+
+def _close_all(processes: set[EnvProcess]) -> None:
+    for process in list(processes):
+        process.close()
+    processes.clear()
+
+
+class EnvPool:
+    """Idle environment processes to reuse; a new one when all are busy. Thread-safe."""
+
+    def __init__(self, spec: EnvSpec) -> None:
+        self.spec = spec
+        self.idle: list[EnvProcess] = []
+        self.processes: set[EnvProcess] = set()
+        self.lock = threading.Lock()
+        # at interpreter exit too, should the run never close its task
+        self._finalizer = weakref.finalize(self, _close_all, self.processes)
+
+    def acquire(self) -> EnvProcess:
+        with self.lock:
+            while self.idle:
+                process = self.idle.pop()
+                if process.alive:
+                    return process
+                self.processes.discard(process)
+            process = EnvProcess(self.spec)
+            self.processes.add(process)
+            return process
+
+    def release(self, process: EnvProcess, healthy: bool) -> None:
+        """Back to the pool after a clean episode; killed otherwise (a fresh one replaces it)."""
+        if healthy and process.alive:
+            with self.lock:
+                self.idle.append(process)
+            return
+        process.kill()
+        with self.lock:
+            self.processes.discard(process)
+
+    def close(self) -> None:
+        with self.lock:
+            self.idle.clear()
+        _close_all(self.processes)
+
+
+__all__ = ["EnvFailure", "EnvPool", "EnvProcess", "EnvSpec"]

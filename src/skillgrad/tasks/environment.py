@@ -1,0 +1,265 @@
+"""``EnvironmentTask``: the target acts in a multi-turn environment (gymnasium's protocol).
+
+The skill is the system prompt, each observation a user turn, each reply one action (its first
+line, cleaned and bounded), until the episode ends or ``max_steps``. An item is one episode: a
+reset seed (and reset options). The score is the environment's, normalised to [0, 1] (partial
+credit where the game gives it); the feedback says what happened. Environments run in their own
+processes (``tasks/env_pool.py``): a crash or hang is the item's ``infra_error``, not a zero.
+Gold action sequences are kept for train episodes only (the optimizer's hidden reference).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+from skillgrad.errors import BudgetExceeded, ConfigError, PermanentModelError, SkillgradError
+from skillgrad.models.base import ModelBackend
+from skillgrad.prompts import render_prompt
+from skillgrad.skill import skill_hash
+from skillgrad.skill.package import prompt_text
+from skillgrad.tasks.base import SPLITS, Split
+from skillgrad.tasks.env_pool import EnvFailure, EnvPool, EnvProcess, EnvSpec
+from skillgrad.tasks.episode import episode_feedback
+from skillgrad.types import ChatRequest, Item, Message, Score, Trajectory, Usage
+
+ActionMode = Literal["free", "listed"]
+SPLIT_BASE = {"train": 0, "val": 1_000_000, "test": 2_000_000}  # disjoint seed ranges
+_LEAD = re.compile(r"^(?:>|[-*•]|\d+[.)]|(?:next\s+)?(?:action|command)\s*:)\s*", re.IGNORECASE)
+_QUOTES = "`*\"' "
+
+
+def parse_action(reply: str, limit: int = 120) -> str:
+    """The action in a reply: its first line with text, list marks, quotes and an
+    ``Action:`` label stripped, a final period dropped, at most ``limit`` characters."""
+    for line in reply.splitlines():
+        text = line.strip()
+        if text.startswith("```"):
+            continue
+        for _ in range(3):
+            text = _LEAD.sub("", text.strip(_QUOTES)).strip(_QUOTES)
+        text = text.rstrip(".").strip()
+        if text:
+            return " ".join(text.split())[:limit]
+    return ""
+
+
+def _turn(obs: str, info: dict[str, Any], mode: str, first: bool) -> str:
+    listed = info.get("valid_actions") if mode == "listed" else None
+    actions = "\n\nValid actions: " + " | ".join(listed) if listed else ""
+    if not first:
+        return render_prompt("environment_turn", observation=obs.strip(), actions=actions)
+    task = info.get("task") or ""
+    task = f"{task.strip()}\n\n" if task.strip() else ""
+    return render_prompt("environment_first", task=task, observation=obs.strip(), actions=actions)
+
+
+class EnvironmentTask:
+    """Episodes of any gymnasium-style environment (``env``: ``file.py:Class``,
+    ``module:attr`` or a registered gymnasium id, built with ``env_options``)."""
+
+    name = "environment"
+    deterministic = True
+    temperature = 0.0
+
+    def __init__(
+        self,
+        env: str,
+        env_options: dict[str, Any] | None = None,
+        n_train: int = 20,
+        n_val: int = 20,
+        n_test: int = 20,
+        seed: int = 0,
+        reset_options: dict[str, dict[str, Any]] | None = None,
+        actions: ActionMode = "free",
+        max_steps: int = 12,
+        max_tokens: int = 40,
+        max_reward: float = 1.0,
+        step_timeout: float = 30.0,
+        max_observation_chars: int = 1500,
+        max_action_chars: int = 120,
+        base_dir: Path | None = None,
+    ) -> None:
+        if actions not in ("free", "listed"):
+            raise ConfigError(f"env option actions must be 'free' or 'listed'; got {actions!r}")
+        if max_steps < 1 or max_reward <= 0 or step_timeout <= 0:
+            raise ConfigError("env options max_steps, max_reward and step_timeout must be > 0")
+        unknown = set(reset_options or {}) - set(SPLITS)
+        if unknown:
+            raise ConfigError(f"reset_options has keys {sorted(unknown)}: use train, val, test")
+        self.env, self.env_options = env, dict(env_options or {})
+        self.sizes = {"train": n_train, "val": n_val, "test": n_test}
+        self.seed, self.reset_options = seed, dict(reset_options or {})
+        self.actions, self.max_steps, self.max_tokens = actions, max_steps, max_tokens
+        self.max_reward, self.step_timeout = max_reward, step_timeout
+        self.max_chars, self.max_action_chars = max_observation_chars, max_action_chars
+        self.base_dir = str(base_dir) if base_dir is not None else None
+        self._pool: EnvPool | None = None
+
+    # -- splits ---------------------------------------------------------------------------
+    def episode(self, split: Split, index: int) -> tuple[int, dict[str, Any]]:
+        """(reset seed, reset options) of episode ``index`` of ``split``; override for
+        environments with their own folds."""
+        rng = random.Random(f"{self.seed}:{split}:{index}")
+        return SPLIT_BASE[split] + rng.randrange(1_000_000), dict(self.reset_options.get(split, {}))
+
+    def item_id(self, split: Split, index: int, seed: int) -> str:
+        return f"{split}-{seed}"
+
+    def load_split(self, split: Split) -> list[Item]:
+        items = []
+        for index in range(self.sizes[split]):
+            seed, options = self.episode(split, index)
+            items.append(
+                Item(
+                    id=self.item_id(split, index, seed),
+                    input={"seed": seed, "options": options},
+                    meta={"split": split},
+                )
+            )
+        return items
+
+    # -- processes ------------------------------------------------------------------------
+    def spec(self) -> EnvSpec:
+        return EnvSpec(self.env, self.env_options, self.base_dir, self.max_chars)
+
+    @property
+    def pool(self) -> EnvPool:
+        if self._pool is None:
+            self._pool = EnvPool(self.spec())
+        return self._pool
+
+    def close(self) -> None:
+        """Kill every environment process (the session calls this when it closes)."""
+        if self._pool is not None:
+            self._pool.close()
+
+    # -- one episode ----------------------------------------------------------------------
+    async def rollout(self, item: Item, skill: str, backend: ModelBackend) -> Trajectory:
+        process = self.pool.acquire()
+        episode = _Episode(self, item, skill)
+        healthy = False
+        try:
+            traj = await episode.run(process, backend)
+            healthy = True
+            return traj
+        except EnvFailure as exc:
+            return episode.trajectory(error=str(exc), infra=True)
+        finally:  # also on cancellation (Ctrl-C): a half-played process is not reused
+            self.pool.release(process, healthy)
+
+    async def call_env(self, process: EnvProcess, message: dict[str, Any]) -> dict[str, Any]:
+        return await asyncio.to_thread(process.request, message, self.step_timeout)
+
+
+class _Episode:
+    """The mutable state of one episode: messages, steps, usage, the last info."""
+
+    def __init__(self, task: EnvironmentTask, item: Item, skill: str) -> None:
+        self.task, self.item, self.skill = task, item, skill
+        system = prompt_text(skill)
+        self.messages: list[Message] = [Message("system", system)] if system.strip() else []
+        self.steps: list[dict[str, Any]] = []
+        self.usage = Usage()
+        self.info: dict[str, Any] = {}
+        self.reward = 0.0
+        self.end = "step_limit"
+        self.gold: list[str] | None = None
+
+    async def run(self, process: EnvProcess, backend: ModelBackend) -> Trajectory:
+        task, data = self.task, self.item.input
+        first = await task.call_env(
+            process, {"op": "reset", "seed": data.get("seed"), "options": data.get("options")}
+        )
+        self.info = first.get("info") or {}
+        if self.item.meta.get("split", "train") == "train":  # never a val/test reference
+            self.gold = self.info.get("gold_actions")
+        self.steps.append(
+            {
+                "type": "env_reset",
+                "task": self.info.get("task", ""),
+                "observation": first.get("obs", ""),
+                "valid_actions": self.info.get("valid_actions"),
+            }
+        )
+        self.messages.append(Message("user", _turn(first["obs"], self.info, task.actions, True)))
+        for number in range(1, task.max_steps + 1):
+            request = ChatRequest(
+                tuple(self.messages), temperature=task.temperature, max_tokens=task.max_tokens
+            )
+            try:
+                completion = await backend.complete(request)
+            except (PermanentModelError, BudgetExceeded):
+                raise
+            except SkillgradError as exc:  # one item's model failure: missing data
+                return self.trajectory(error=f"{type(exc).__name__}: {exc}", infra=True)
+            self.usage = self.usage + completion.usage
+            if await self.act(process, number, completion.text):
+                break
+        return self.trajectory()
+
+    async def act(self, process: EnvProcess, number: int, reply: str) -> bool:
+        """Play one reply; True when the episode is over."""
+        action = parse_action(reply, self.task.max_action_chars)
+        valid_before = self.info.get("valid_actions")
+        out = await self.task.call_env(process, {"op": "step", "action": action})
+        self.info = out.get("info") or {}
+        self.reward += float(out.get("reward") or 0.0)
+        known = {" ".join(v.lower().split()) for v in valid_before} if valid_before else None
+        self.steps.append(
+            {
+                "type": "env_step",
+                "step": number,
+                "reply": reply[:300],
+                "action": action,
+                "valid": None if known is None else action.lower() in known,
+                "valid_actions": valid_before,
+                "observation": out.get("obs", ""),
+                "reward": out.get("reward", 0.0),
+                "score": self.score(),
+            }
+        )
+        self.messages.append(Message("assistant", action))
+        if out.get("terminated") or out.get("truncated"):
+            self.end = "terminated" if out.get("terminated") else "truncated"
+            return True
+        turn = _turn(out["obs"], self.info, self.task.actions, False)
+        self.messages.append(Message("user", turn))
+        return False
+
+    def score(self) -> float:
+        found = self.info.get("score")
+        value = float(found) if found is not None else self.reward / self.task.max_reward
+        return min(1.0, max(0.0, value))
+
+    def passed(self, value: float) -> bool:
+        success = self.info.get("success")
+        return bool(success) if success is not None else value >= 1.0 - 1e-9
+
+    def trajectory(self, error: str | None = None, infra: bool = False) -> Trajectory:
+        actions = [s["action"] for s in self.steps if s["type"] == "env_step"]
+        if error is not None:
+            self.steps.append({"type": "error", "reason": error})
+            score = Score(0.0, False, f"error: {error}")
+        else:
+            value = self.score()
+            passed = self.passed(value)
+            score = Score(value, passed, episode_feedback(self.steps, value, passed, self.end))
+        return Trajectory(
+            item_id=self.item.id,
+            skill_hash=skill_hash(self.skill),
+            messages=tuple(self.messages),
+            output=" | ".join(actions)[:2000],
+            score=score,
+            reference=self.gold,
+            error=error,
+            usage=self.usage,
+            steps=tuple(self.steps),
+            infra_error=error if infra else None,
+        )
+
+
+__all__ = ["SPLIT_BASE", "ActionMode", "EnvironmentTask", "parse_action"]

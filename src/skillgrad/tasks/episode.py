@@ -1,0 +1,159 @@
+"""What an environment episode says, in words: the scorer's feedback and the optimizer's view.
+
+``episode_feedback`` sums an episode up (solved, or how it ended, its score, actions the
+environment did not accept, repeated actions). ``episode_view`` is the compact rendering the
+optimizer reads: the task, the first steps and the steps around where it went wrong, the
+commands the environment accepted there (also in free mode, where the target never saw them),
+the gold action sequence of a train episode, the result. Long episodes are cut, and the cut is
+said, so the optimizer never mistakes a cut for the agent's behaviour.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+HEAD_STEPS = 3  # first steps always shown
+AROUND = (1, 2)  # steps shown before / after the failing step
+OBS_CHARS = 180  # per step observation
+START_CHARS = 400  # the first observation
+LIST_CHARS = 500  # accepted commands / reference sequence
+
+
+def _clip(text: Any, limit: int) -> str:
+    flat = " ".join(str(text or "").split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def env_steps(steps: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [s for s in steps if s.get("type") == "env_step"]
+
+
+def is_episode(steps: Sequence[dict[str, Any]]) -> bool:
+    return any(s.get("type") == "env_reset" for s in steps)
+
+
+def _longest_repeat(actions: list[str]) -> tuple[str, int]:
+    best, run = ("", 0), 0
+    for i, action in enumerate(actions):
+        run = run + 1 if i and actions[i - 1].lower() == action.lower() else 1
+        if run > best[1]:
+            best = (action, run)
+    return best
+
+
+def episode_feedback(steps: Sequence[dict[str, Any]], score: float, passed: bool, end: str) -> str:
+    """One paragraph: how the episode ended and what went wrong."""
+    played = env_steps(steps)
+    n = len(played)
+    if passed:
+        return f"solved in {n} steps (score {score:.2f})"
+    ending = {
+        "terminated": f"the episode ended at step {n} unsolved",
+        "truncated": f"the environment cut the episode at step {n}",
+    }.get(end, f"step limit reached after {n} steps unsolved")
+    parts = [f"{ending}; score {score:.2f}"]
+    rejected = [s for s in played if s.get("valid") is False]
+    if rejected:
+        parts.append(
+            f"{len(rejected)} of {n} actions were not commands the environment accepts "
+            f"(first at step {rejected[0]['step']}: {rejected[0]['action']!r})"
+        )
+    action, repeats = _longest_repeat([s["action"] for s in played])
+    if repeats >= 3:
+        parts.append(f"the same action {action!r} {repeats} times in a row")
+    if played:
+        parts.append(f"last observation: {_clip(played[-1].get('observation'), 120)!r}")
+    else:
+        parts.append("no action was taken")
+    return "; ".join(parts)
+
+
+def failing_step(played: Sequence[dict[str, Any]]) -> int | None:
+    """Index of where the episode went wrong: the first action the environment did not accept,
+    else the first repeat that changed nothing, else the last step."""
+    for i, s in enumerate(played):
+        if s.get("valid") is False:
+            return i
+    for i in range(1, len(played)):
+        same = played[i]["action"].lower() == played[i - 1]["action"].lower()
+        if same and played[i].get("observation") == played[i - 1].get("observation"):
+            return i
+    return len(played) - 1 if played else None
+
+
+def _runs(played: list[dict[str, Any]]) -> list[tuple[int, int]]:
+    """(first, last) index of each run of steps with the same action and the same answer:
+    a model repeating itself costs the optimizer's prompt one line, not one per turn."""
+    runs: list[tuple[int, int]] = []
+    for i, s in enumerate(played):
+        if runs:
+            prev = played[runs[-1][1]]
+            if (prev["action"], prev.get("observation")) == (s["action"], s.get("observation")):
+                runs[-1] = (runs[-1][0], i)
+                continue
+        runs.append((i, i))
+    return runs
+
+
+def _shown(n: int, fail: int | None) -> list[int]:
+    keep = set(range(min(HEAD_STEPS, n)))
+    if fail is not None:
+        keep |= set(range(max(0, fail - AROUND[0]), min(n, fail + AROUND[1] + 1)))
+    if n:
+        keep.add(n - 1)
+    return sorted(keep)
+
+
+def _step_lines(played: list[dict[str, Any]], fail: int | None) -> list[str]:
+    runs = _runs(played)
+    fail_run = next(
+        (r for r, (a, b) in enumerate(runs) if fail is not None and a <= fail <= b), None
+    )
+    lines, last = [], -1
+    for r in _shown(len(runs), fail_run):
+        if r > last + 1:
+            cut = runs[r - 1][1] - runs[last + 1][0] + 1
+            lines.append(f"  …[{cut} steps cut]…")
+        first, end = runs[r]
+        s = played[first]
+        mark = " [not an accepted command]" if s.get("valid") is False else ""
+        number = str(s["step"]) if first == end else f"{s['step']}-{played[end]['step']}"
+        again = f" (the same {end - first + 1} times)" if end > first else ""
+        lines.append(f"  {number}. > {_clip(s['action'], 120)!r}{mark}{again}")
+        lines.append(f"     {_clip(s.get('observation'), OBS_CHARS)}")
+        last = r
+    return lines
+
+
+def episode_view(
+    steps: Sequence[dict[str, Any]], reference: Any, feedback: str, passed: bool = False
+) -> str:
+    """The optimizer's compact view of one episode (see the module docstring)."""
+    reset = next((s for s in steps if s.get("type") == "env_reset"), {})
+    played = env_steps(steps)
+    fail = None if passed else failing_step(played)
+    lines = []
+    if reset.get("task"):
+        lines.append(f"Task: {_clip(reset['task'], 300)}")
+    lines.append(f"Start: {_clip(reset.get('observation'), START_CHARS)}")
+    lines.append(f"Steps ({len(played)}):")
+    lines += _step_lines(played, fail) or ["  (none)"]
+    if fail is not None:
+        s = played[fail]
+        lines.append(f"Where it went wrong: step {s['step']} ({_clip(s['action'], 120)!r})")
+        accepted = s.get("valid_actions")
+        if accepted:
+            shown = _clip(" | ".join(accepted), LIST_CHARS)
+            lines.append(f"Commands the environment accepted at step {s['step']}: {shown}")
+    if isinstance(reference, list) and reference:
+        gold = _clip(" | ".join(map(str, reference)), LIST_CHARS)
+        lines.append(f"Reference actions that solve it (the target never sees them): {gold}")
+    errors = [s.get("reason") for s in steps if s.get("type") == "error"]
+    if errors:
+        lines.append(f"Error: {_clip(errors[-1], 300)}")
+    lines.append(f"Result: {_clip(feedback, 400)}")
+    return "\n".join(lines)
+
+
+__all__ = ["env_steps", "episode_feedback", "episode_view", "failing_step", "is_episode"]

@@ -1,0 +1,41 @@
+"""A fake target that plays ``skillgrad.testing.TinyEnv`` (importable by file path).
+
+It plays the puzzle right only when its skill holds the fake optimizer's good rule
+(``fakes_e2e.GOOD_RULE``: "UPPERCASE"); otherwise it looks around, so the fake optimizer of
+``fakes_e2e`` teaches it exactly as it teaches the toy task's fake target.
+"""
+
+from __future__ import annotations
+
+import re
+
+from fakes_e2e import _logged
+from skillgrad.testing import FunctionBackend, system_text, user_text
+from skillgrad.types import ChatRequest
+
+
+def play(observation: str) -> str:
+    """The right next action of TinyEnv for ``observation``."""
+    if found := re.search(r"closed (\w+)", observation):
+        return f"open {found.group(1)}"
+    if found := re.search(r"a (\w+) inside", observation):
+        return f"take {found.group(1)}"
+    return "unlock door"
+
+
+def env_target_reply(request: ChatRequest) -> str:
+    if "UPPERCASE" not in system_text(request) or "lowercase" in system_text(request):
+        return "look"
+    return play(user_text(request))
+
+
+class FakeEnvTarget(FunctionBackend):
+    def __init__(self, latency: float = 0.0) -> None:
+        super().__init__(_logged(env_target_reply, "target"), "function:fake-env-target", latency)
+
+
+class HangingEnvTarget(FunctionBackend):
+    """Asks ``TinyEnv(traps=True)`` to hang: the run then waits inside an environment step."""
+
+    def __init__(self) -> None:
+        super().__init__(lambda request: "hang", "function:fake-hanging-env-target")

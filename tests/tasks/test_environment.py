@@ -1,0 +1,269 @@
+"""The environment rollout against ``skillgrad.testing.TinyEnv`` in real environment processes:
+scores and partial credit, the step limit, valid actions (listed and free), the gold reference
+(train only, never shown to the target), crashing / dying / hanging environments (one item's
+infra_error, the process group gone), hostile observations, and a plain ``file.py:Class``."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from fakes_env import play
+from skillgrad.errors import ConfigError
+from skillgrad.registry import load_task
+from skillgrad.tasks.env_worker import canonical_info
+from skillgrad.tasks.environment import EnvironmentTask, parse_action
+from skillgrad.testing import FunctionBackend, user_text
+from skillgrad.types import ChatRequest, Trajectory
+
+TINY = "skillgrad.testing:TinyEnv"
+
+
+def solver(request: ChatRequest) -> str:
+    return f"Action: {play(user_text(request))}."  # labelled and with a period: still read
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def wait_dead(pid: int, timeout: float = 5.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not alive(pid):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+async def play_all(
+    task: EnvironmentTask, split: str, reply: object, skill: str = ""
+) -> list[Trajectory]:
+    backend = FunctionBackend(reply)  # type: ignore[arg-type]
+    items = task.load_split(split)  # type: ignore[arg-type]
+    try:
+        return list(await asyncio.gather(*(task.rollout(i, skill, backend) for i in items)))
+    finally:
+        task.close()
+
+
+def test_solved_episodes_score_one_and_say_so() -> None:
+    task = EnvironmentTask(TINY, n_train=3, n_val=1, n_test=1)
+    trajs = asyncio.run(play_all(task, "train", solver, "Be quick."))
+    for t in trajs:
+        assert t.score.value == 1.0 and t.score.passed, t.score
+        assert t.score.feedback == "solved in 3 steps (score 1.00)"
+        assert t.messages[0].role == "system" and t.messages[0].content == "Be quick."
+        assert [m.role for m in t.messages[1:3]] == ["user", "assistant"]
+        assert t.output.count(" | ") == 2 and t.infra_error is None
+
+
+def test_partial_credit_and_the_step_limit() -> None:
+    def two_then_look(request: ChatRequest) -> str:
+        action = play(user_text(request))
+        return "look" if action == "unlock door" else action
+
+    task = EnvironmentTask(TINY, n_train=1, n_val=1, n_test=1, max_steps=5)
+    (t,) = asyncio.run(play_all(task, "train", two_then_look))
+    assert t.score.value == pytest.approx(2 / 3) and not t.score.passed
+    assert t.score.feedback.startswith("step limit reached after 5 steps unsolved; score 0.67")
+    assert "'look' 3 times in a row" in t.score.feedback
+    assert sum(1 for s in t.steps if s["type"] == "env_step") == 5
+
+
+def test_valid_actions_are_listed_only_in_listed_mode_and_marked_in_steps() -> None:
+    listed = EnvironmentTask(TINY, n_train=1, n_val=1, n_test=1, actions="listed", max_steps=2)
+    (t,) = asyncio.run(play_all(listed, "train", lambda r: "dance"))
+    users = [m.content for m in t.messages if m.role == "user"]
+    assert all("Valid actions: " in u for u in users)
+    free = EnvironmentTask(TINY, n_train=1, n_val=1, n_test=1, max_steps=2)
+    (f,) = asyncio.run(play_all(free, "train", lambda r: "dance"))
+    assert not any("Valid actions" in m.content for m in f.messages)
+    steps = [s for s in f.steps if s["type"] == "env_step"]
+    assert [s["valid"] for s in steps] == [False, False]
+    assert "look" in steps[0]["valid_actions"]
+    assert "2 of 2 actions were not commands the environment accepts" in f.score.feedback
+
+
+def test_gold_reference_is_kept_for_train_episodes_only_and_never_shown() -> None:
+    task = EnvironmentTask(TINY, n_train=2, n_val=2, n_test=1, max_steps=2)
+    train = asyncio.run(play_all(task, "train", lambda r: "look"))
+    val = asyncio.run(play_all(task, "val", lambda r: "look"))
+    for t in train:
+        assert isinstance(t.reference, list) and len(t.reference) == 3
+        shown = "\n".join(m.content for m in t.messages)
+        assert " | ".join(t.reference) not in shown and t.reference[1] not in shown
+    assert all(t.reference is None for t in val)
+
+
+def test_splits_are_seeded_disjoint_and_stable() -> None:
+    task = EnvironmentTask(TINY, n_train=5, n_val=5, n_test=5, seed=3)
+    ids = {s: [i.id for i in task.load_split(s)] for s in ("train", "val", "test")}  # type: ignore[arg-type]
+    assert ids == {s: [i.id for i in task.load_split(s)] for s in ids}  # type: ignore[arg-type]
+    assert not set(ids["train"]) & set(ids["val"]) and not set(ids["val"]) & set(ids["test"])
+    other = EnvironmentTask(TINY, n_train=5, n_val=5, n_test=5, seed=4)
+    assert [i.id for i in other.load_split("val")] != ids["val"]
+
+
+@pytest.mark.parametrize(
+    ("action", "says"),
+    [
+        ("crash", "raised during step: RuntimeError: tiny env crashed on purpose"),
+        ("die", "the environment process died during step"),
+        ("hang", "did not answer step within 1 s"),
+    ],
+)
+def test_a_broken_environment_is_one_items_infra_error_and_its_process_is_killed(
+    action: str, says: str
+) -> None:
+    task = EnvironmentTask(TINY, {"traps": True}, n_train=2, n_val=1, n_test=1, step_timeout=1.0)
+    first, second = task.load_split("train")
+
+    pids: set[int] = set()
+
+    def bad(request: ChatRequest) -> str:
+        pids.update(p.proc.pid for p in task.pool.processes)
+        return action
+
+    async def run() -> tuple[Trajectory, Trajectory]:
+        started = time.monotonic()
+        broken = await task.rollout(first, "", FunctionBackend(bad))
+        assert time.monotonic() - started < 10
+        fine = await task.rollout(second, "", FunctionBackend(solver))
+        return broken, fine
+
+    try:
+        broken, fine = asyncio.run(run())
+    finally:
+        task.close()
+    assert broken.infra_error is not None and says in broken.infra_error, broken.infra_error
+    assert broken.error == broken.infra_error and not broken.score.passed
+    assert fine.score.passed and fine.infra_error is None  # a fresh process took over
+    assert len(pids) == 1 and wait_dead(pids.pop())
+
+
+def test_processes_are_reused_across_episodes_and_closed_with_the_task() -> None:
+    task = EnvironmentTask(TINY, n_train=4, n_val=1, n_test=1)
+
+    async def run() -> set[int]:
+        pids = set()
+        for item in task.load_split("train"):
+            await task.rollout(item, "", FunctionBackend(solver))
+            pids |= {p.proc.pid for p in task.pool.processes}
+        return pids
+
+    pids = asyncio.run(run())
+    assert len(pids) == 1
+    task.close()
+    assert all(wait_dead(p) for p in pids)
+
+
+def test_hostile_observations_are_bounded_and_a_plain_class_in_a_file_plugs_in(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "loud.py").write_text(
+        "class Loud:\n"
+        "    def reset(self, *, seed=None, options=None):\n"
+        "        print('noise on stdout')\n"
+        "        return '\\u202e' + 'x' * 2_000_000, {'valid_actions': ['go'] * 5000}\n"
+        "    def step(self, action):\n"
+        "        obs = action[:5] + '\\udc80' + 'y' * 3_000_000\n"
+        "        return obs, 10.0, True, False, {'nested': [[[[]]]] * 1000}\n",
+        encoding="utf-8",
+    )
+    task = load_task(
+        "environment",
+        {"env": "loud.py:Loud", "n_train": 1, "n_val": 1, "n_test": 1, "max_reward": 20},
+        base_dir=tmp_path,
+    )
+    assert isinstance(task, EnvironmentTask)
+    (t,) = asyncio.run(play_all(task, "train", lambda r: "go\ud800 " * 10_000))
+    assert t.infra_error is None and t.score.value == 0.5  # reward 10 of max_reward 20
+    assert all(len(m.content) < 2000 for m in t.messages)
+    step = next(s for s in t.steps if s["type"] == "env_step")
+    assert len(step["action"]) <= 120 and len(step["valid_actions"]) <= 200
+    assert step["observation"].startswith("go\ud800 g\udc80yyy")  # any text crosses the pipe
+
+
+def test_an_environment_that_cannot_be_built_is_an_infra_error(tmp_path: Path) -> None:
+    task = EnvironmentTask("missing_module_xyz:Env", n_train=1, n_val=1, n_test=1)
+    (t,) = asyncio.run(play_all(task, "train", lambda r: "look"))
+    assert t.infra_error and "cannot import module 'missing_module_xyz'" in t.infra_error
+
+
+def test_bad_options_are_config_errors() -> None:
+    with pytest.raises(ConfigError, match="actions must be 'free' or 'listed'"):
+        EnvironmentTask(TINY, actions="menu")  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="reset_options has keys"):
+        EnvironmentTask(TINY, reset_options={"dev": {}})
+
+
+@pytest.mark.parametrize(
+    ("reply", "action"),
+    [
+        ("read instructions book", "read instructions book"),
+        ("Action: take papaya.\nI will now...", "take papaya"),
+        ("```\n> open   the door\n```", "open the door"),
+        ('"look around"', "look around"),
+        ("1. go north", "go north"),
+        ("\n\n  \n", ""),
+        ("x" * 500, "x" * 120),
+    ],
+)
+def test_parse_action_reads_the_first_line_robustly(reply: str, action: str) -> None:
+    assert parse_action(reply) == action
+
+
+def test_a_gymnasium_env_subclass_in_a_file_plugs_in_without_an_adapter(tmp_path: Path) -> None:
+    pytest.importorskip("gymnasium", reason="install with: pip install 'skillgrad[env]'")
+    (tmp_path / "echo_env.py").write_text(
+        "import gymnasium\n"
+        "from gymnasium.spaces import Text\n\n"
+        "class EchoEnv(gymnasium.Env):\n"
+        "    observation_space = Text(200)\n"
+        "    action_space = Text(200)\n\n"
+        "    def __init__(self, word='hello'):\n"
+        "        self.word = word\n\n"
+        "    def reset(self, *, seed=None, options=None):\n"
+        "        super().reset(seed=seed)\n"
+        "        return f'Say {self.word}.', {'task': 'Echo the word.'}\n\n"
+        "    def step(self, action):\n"
+        "        ok = action == self.word\n"
+        "        return ('Yes.' if ok else 'No.'), float(ok), ok, False, {}\n",
+        encoding="utf-8",
+    )
+    options = {"env": "echo_env.py:EchoEnv", "env_options": {"word": "kiwi"}, "max_steps": 3}
+    task = load_task("environment", {**options, "n_train": 1, "n_val": 1, "n_test": 1}, tmp_path)
+    assert isinstance(task, EnvironmentTask)
+    replies = iter(["banana", "kiwi"])
+    (t,) = asyncio.run(play_all(task, "train", lambda r: next(replies)))
+    assert t.score.passed and t.score.feedback == "solved in 2 steps (score 1.00)"
+    assert t.messages[0].content.startswith("Echo the word.\n\nSay kiwi.")
+
+
+def test_info_keys_of_common_environments_are_read_through_their_aliases() -> None:
+    info = {
+        "admissible_commands": ["go east", 7],
+        "taskDescription": "Find it.",
+        "walkthrough": ["go east", "take it"],
+        "won": True,
+        "score": 5,
+        "max_score": 10,
+    }
+    assert canonical_info(info, 100) == {
+        "valid_actions": ["go east", "7"],
+        "task": "Find it.",
+        "gold_actions": ["go east", "take it"],
+        "success": True,
+        "score": 0.5,
+    }
+    assert canonical_info({"score": float("nan"), "valid": "not a list"}, 100) == {}
+    assert canonical_info(["not", "a", "mapping"], 100) == {}
