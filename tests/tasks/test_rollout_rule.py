@@ -1,8 +1,9 @@
 """One rule for every rollout kind (``skillgrad/errors.py``; issue 24, "also found by reading
 the code"): a ``SystemicError`` is re-raised; a target call that outlived its retries is the
 item's missing data (``infra_error``); a scorer raising on the reply is the item's score 0 with
-the error. Chat, tool and code rollouts; the harness rollout's scorer is covered in
-``tests/harness``, its target is an agent program, not a backend call."""
+the error. Chat, tool, code and environment rollouts (the environment's own score is the game's:
+no scorer to raise); the harness rollout's scorer is covered in ``tests/harness``, its target is
+an agent program, not a backend call."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from skillgrad.errors import (
 )
 from skillgrad.tasks.base import Task
 from skillgrad.tasks.code import CodeTask
+from skillgrad.tasks.environment import EnvironmentTask
 from skillgrad.tasks.toolkit import Tool, make_tool
 from skillgrad.tasks.tools import ToolTask
 from skillgrad.testing import FunctionBackend, ToyTask
@@ -73,9 +75,20 @@ class Code(CodeTask):
 
 
 def _task(kind: str, error: Exception | None = None) -> Any:
+    if kind == "environment":
+        return EnvironmentTask("skillgrad.testing:TinyEnv", n_train=1, n_val=1, n_test=1)
     task: Any = {"chat": Chat, "tools": Tools, "code": Code}[kind]()
     task.error = error
     return task
+
+
+async def _rollout(task: Any, backend: FunctionBackend) -> Any:
+    item = task.load_split("train")[0] if isinstance(task, EnvironmentTask) else ITEM
+    try:
+        return await task.rollout(item, "", backend)
+    finally:
+        if isinstance(task, EnvironmentTask):
+            task.close()
 
 
 def _failing(exc: Exception) -> FunctionBackend:
@@ -91,19 +104,19 @@ def test_the_systemic_errors_are_the_ones_that_stop_a_run() -> None:
     assert not issubclass(TransientModelError, SystemicError)
 
 
-@pytest.mark.parametrize("kind", ["chat", "tools", "code"])
+@pytest.mark.parametrize("kind", ["chat", "tools", "code", "environment"])
 async def test_a_target_call_that_outlived_its_retries_is_missing_data(kind: str) -> None:
     task: Task = _task(kind)
-    traj = await task.rollout(ITEM, "", _failing(TransientModelError("503 after 4 retries")))
+    traj = await _rollout(task, _failing(TransientModelError("503 after 4 retries")))
     assert traj.infra_error is not None and "503 after 4 retries" in traj.infra_error
     assert traj.error is not None and traj.score.value == 0.0
 
 
-@pytest.mark.parametrize("kind", ["chat", "tools", "code"])
+@pytest.mark.parametrize("kind", ["chat", "tools", "code", "environment"])
 @pytest.mark.parametrize("exc", [PermanentModelError("401"), BudgetExceeded("max_calls")])
 async def test_a_systemic_error_from_the_target_is_re_raised(kind: str, exc: Exception) -> None:
     with pytest.raises(type(exc)):
-        await _task(kind).rollout(ITEM, "", _failing(exc))
+        await _rollout(_task(kind), _failing(exc))
 
 
 @pytest.mark.parametrize("kind", ["chat", "tools"])

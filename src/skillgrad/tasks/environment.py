@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 from typing import Any, Literal
 
-from skillgrad.errors import BudgetExceeded, ConfigError, PermanentModelError, SkillgradError
+from skillgrad.errors import ConfigError, SkillgradError, SystemicError
 from skillgrad.models.base import ModelBackend
 from skillgrad.prompts import render_prompt
 from skillgrad.skill import skill_hash
@@ -192,7 +192,7 @@ class _Episode:
             )
             try:
                 completion = await backend.complete(request)
-            except (PermanentModelError, BudgetExceeded):
+            except SystemicError:  # the rule of every rollout (errors.py): the run stops
                 raise
             except SkillgradError as exc:  # one item's model failure: missing data
                 return self.trajectory(error=f"{type(exc).__name__}: {exc}", infra=True)
