@@ -21,6 +21,7 @@ from skillgrad.train.examples import (
     ExampleGuard,
     choose_example,
     example_blocks,
+    example_item,
     register_renderer,
     render_actions,
     trajectory_kind,
@@ -146,3 +147,42 @@ def test_examples_on_end_to_end_the_report_names_the_train_item(tmp_path: Path) 
     assert read_json(result.run_dir / "steps/step_0001/example.json")["edit"]["source"] == (
         "example"
     )
+
+
+def test_a_failed_train_episode_becomes_its_gold_commands_and_a_val_episode_never_does() -> None:
+    """An environment episode (real TinyEnv processes) the target failed: the demonstration is
+    the environment's gold sequence for that TRAIN episode, one command per line as the game
+    takes it; a val episode has no reference (never kept), so it gives none."""
+    import asyncio
+
+    from skillgrad.tasks.environment import EnvironmentTask
+
+    task = EnvironmentTask("skillgrad.testing:TinyEnv", n_train=2, n_val=1, n_test=1, max_steps=2)
+    train, val = task.load_split("train"), task.load_split("val")
+
+    async def play() -> list[Trajectory]:
+        wrong = FunctionBackend(lambda r: "dance")
+        return [await task.rollout(i, "", wrong) for i in (*train, *val)]
+
+    try:
+        trajs = asyncio.run(play())
+    finally:
+        task.close()
+    assert all(trajectory_kind(x) == "episode" and not x.score.passed for x in trajs)
+    assert all(isinstance(x.reference, list) and x.reference for x in trajs[:2])
+    assert trajs[-1].reference is None
+    items = {i.id: i for i in train}
+    choice = choose_example(
+        trajs, items, task, skill="", step=1, tried=[], max_examples=3, max_tokens=200,
+        count=approx_tokens, guard=ExampleGuard.build({"val": val}, 8),
+    )  # fmt: skip
+    assert choice.edit is not None, choice.reason
+    gold = next(x.reference for x in trajs if x.item_id == example_item(choice.edit))
+    lines = choice.edit.content.split("\n")
+    assert lines[0].startswith("Task: ")
+    assert lines[1:] == [f"Action: {a}" for a in gold]
+    only_val = choose_example(
+        trajs[-1:], {i.id: i for i in val}, task, skill="", step=1, tried=[], max_examples=3,
+        max_tokens=200, count=approx_tokens, guard=ExampleGuard.build({"val": val}, 8),
+    )  # fmt: skip
+    assert only_val.edit is None

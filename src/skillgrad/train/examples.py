@@ -9,8 +9,10 @@ a small optimizer cannot garble it. Examples are gated like any edit and bounded
 (``train.max_examples``) and length (``train.max_example_tokens``).
 
 A trajectory kind renders its own demonstration (``register_renderer``): the default is
-input -> final reply; a multi-turn trajectory (tool calls, environment actions) renders its
-sequence of actions. Val and test items never appear: an example whose text copies one (the leak
+input -> final reply; a multi-turn trajectory (tool calls) renders its sequence of actions; an
+environment episode renders its task and commands — for a failed train episode, the
+environment's gold sequence (its reference, which the environment rollout keeps for train
+episodes only). Val and test items never appear: an example whose text copies one (the leak
 check over val and test, ``ExampleGuard``) is refused before it is proposed.
 """
 
@@ -75,7 +77,40 @@ def render_actions(t: Trajectory, reply: str, limit: int) -> str:
     return "\n".join(lines)
 
 
-RENDERERS: dict[str, ExampleRenderer] = {"reply": render_reply, "actions": render_actions}
+EPISODE_STEPS = ("env_reset", "env_step")
+MAX_EPISODE_ACTIONS = 40  # a gold sequence longer than this is no short demonstration
+
+
+def render_episode(t: Trajectory, reply: str, limit: int) -> str:
+    """An environment episode (``tasks/environment.py``): the task (or the first observation,
+    cut to ``limit``), then the commands one per line, exactly as the environment takes them."""
+    first = next((s for s in t.steps if s.get("type") == "env_reset"), {})
+    task = str(first.get("task") or first.get("observation") or _user_input(t))
+    actions = [a.strip() for a in reply.split("\n") if a.strip()]
+    return "\n".join([f"Task: {_cut(task, limit)}", *(f"Action: {a}" for a in actions)])
+
+
+def episode_actions(t: Trajectory) -> str | None:
+    """The commands a demonstration of episode ``t`` shows, one per line: a passing episode's
+    own actions; a failed TRAIN episode's gold sequence (the environment's reference, kept for
+    train episodes only); None when neither exists or the sequence is too long."""
+    if t.score.passed:
+        actions = [str(s.get("action", "")) for s in t.steps if s.get("type") == "env_step"]
+    elif isinstance(t.reference, list) and all(isinstance(a, str) for a in t.reference):
+        actions = list(t.reference)
+    else:
+        return None
+    actions = [" ".join(a.split()) for a in actions if a.strip()]
+    if not actions or len(actions) > MAX_EPISODE_ACTIONS:
+        return None
+    return "\n".join(actions)
+
+
+RENDERERS: dict[str, ExampleRenderer] = {
+    "reply": render_reply,
+    "actions": render_actions,
+    "episode": render_episode,
+}
 
 
 def register_renderer(kind: str, renderer: ExampleRenderer) -> None:
@@ -90,6 +125,8 @@ def trajectory_kind(t: Trajectory) -> str:
         kind = s.get("kind")
         if isinstance(kind, str) and kind in RENDERERS:
             return kind
+    if any(s.get("type") in EPISODE_STEPS for s in t.steps):
+        return "episode"
     if any(s.get("type") == "tool_call" or "action" in s for s in t.steps):
         return "actions"
     return "reply"
@@ -98,9 +135,12 @@ def trajectory_kind(t: Trajectory) -> str:
 def example_reply(t: Trajectory, item: Item | None, scorer: Any) -> str | None:
     """The reply a demonstration shows: a passing trajectory's own output; for a failed one the
     item's reference, only when the task's scorer (``score(output, item)``) passes it (so the
-    shown form is what the grader wants); None when neither holds."""
+    shown form is what the grader wants); an environment episode's commands
+    (``episode_actions``); None when none of these holds."""
     if t.error or t.infra_error:
         return None
+    if trajectory_kind(t) == "episode":
+        return episode_actions(t)
     if t.score.passed:
         return t.output
     if item is None or not isinstance(item.reference, (str, int, float)):
@@ -238,6 +278,7 @@ __all__ = [
     "ExampleGuard",
     "ExampleRenderer",
     "choose_example",
+    "episode_actions",
     "example_blocks",
     "example_item",
     "example_lines",
@@ -246,6 +287,7 @@ __all__ = [
     "example_summary",
     "register_renderer",
     "render_actions",
+    "render_episode",
     "render_reply",
     "shown_reply",
     "trajectory_kind",
