@@ -35,7 +35,7 @@ def _write_config(tmp: Path, latency: float, check_target: bool = False) -> Path
     )
     cfg = f"""
 train: {{num_epochs: 2, batch_size: 4, patience: 5, learning_rate: 4, min_learning_rate: 1,
-        lr_decay_on_reject: 0.5, minibatch_size: 2{extra}}}
+        lr_decay_on_reject: 0.5, minibatch_size: 2, stop_at_ceiling: false{extra}}}
 models:
   optimizer: {{provider: function, model: "{FAKES}:FakeOptimizer", options: {{latency: {latency}}}}}
   target: {{provider: function, model: "{FAKES}:FakeTarget", options: {{latency: {latency}}}}}

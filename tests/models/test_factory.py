@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import sys
 from pathlib import Path
 
@@ -104,6 +105,7 @@ def test_bad_structured_mode_option() -> None:
 
 
 def test_llamacpp_missing_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    importlib.import_module("skillgrad.models.kv_sequences")  # as after an earlier in-process run
     monkeypatch.setitem(sys.modules, "llama_cpp", None)  # as if the extra is not installed
     with pytest.raises(PermanentModelError, match=r"pip install 'skillgrad\[local\]'"):
         build_backend(ModelSpec(provider="llamacpp"), LimiterRegistry())

@@ -112,7 +112,9 @@ class LlamaCppBackend:
     ) -> None:
         spec = spec or ModelSpec()
         options = parse_options(spec)
-        try:
+        try:  # llama_cpp itself first: kv_sequences may already be imported, the extra gone
+            import llama_cpp  # noqa: F401
+
             from skillgrad.models.kv_sequences import MB, SequenceLlama
         except ImportError as exc:
             raise PermanentModelError(
