@@ -18,8 +18,8 @@ from typing import Any
 from skillgrad.callbacks import Callback, Control
 from skillgrad.errors import ConfigError
 from skillgrad.runs.io import flatten
-from skillgrad.runs.layout import RunPaths
 from skillgrad.runs.records import StepRecord
+from skillgrad.runs.view import best_skill_file
 
 EXTRAS = {"tensorboard": "tensorboard", "mlflow": "mlflow", "wandb": "wandb"}
 
@@ -192,8 +192,8 @@ class MLflowCallback:
         for key, value in flatten(summary).items():
             if isinstance(value, (int, float)) and not isinstance(value, bool):
                 self.client.log_metric(self.run_id, f"final.{key}", float(value))
-        best = RunPaths(self.run_dir).best_skill
-        if best.exists():
+        best = best_skill_file(self.run_dir)
+        if best is not None:
             self.client.log_artifact(self.run_id, str(best))
         self.client.set_terminated(self.run_id, "FINISHED")
 

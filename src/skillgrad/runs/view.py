@@ -2,6 +2,8 @@
 
 Every viewer (HTML report, diff/blame, compare, dashboard) reads runs through ``load_run`` so a
 run still being written (no summary yet, a torn last JSONL line) is shown as far as it exists.
+The sweep and the trackers read single files of a finished run through the small readers below
+(``read_summary``, ``read_history``...): no module outside ``runs/`` opens a run's files itself.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import Any
 
 from skillgrad.errors import RunDirError
 from skillgrad.runs.integrity import check_no_links
-from skillgrad.runs.io import read_jsonl, read_text
+from skillgrad.runs.io import read_json, read_jsonl, read_text
 from skillgrad.runs.layout import RunPaths
 from skillgrad.runs.records import StepRecord
 from skillgrad.skill.document import Skill
@@ -177,6 +179,53 @@ def step_details(run_dir: Path, step: int) -> dict[str, Any]:
     }
 
 
+def read_summary(run_dir: Path) -> dict[str, Any] | None:
+    """``summary.json``: None until the run ended (or when it holds no JSON object)."""
+    summary = read_json(RunPaths(run_dir).summary)
+    return summary if isinstance(summary, dict) else None
+
+
+def read_history(run_dir: Path) -> list[StepRecord]:
+    """``history.json`` as step records ([] before step 1); a damaged record is a RunDirError."""
+    return load_history(RunPaths(run_dir).history)
+
+
+def read_patch_log(run_dir: Path) -> list[dict[str, Any]]:
+    """``patch_log.jsonl``: one row per accepted edit (a torn last line is left out)."""
+    return [row for row in read_jsonl(RunPaths(run_dir).patch_log) if isinstance(row, dict)]
+
+
+def read_transfer(run_dir: Path) -> list[dict[str, Any]]:
+    """``transfer.jsonl``: the run's skills scored in other setups; a damaged line (not the
+    last) is a RunDirError."""
+    return [row for row in read_jsonl(RunPaths(run_dir).transfer) if isinstance(row, dict)]
+
+
+def read_splits(run_dir: Path) -> dict[str, Any]:
+    """``splits.json``: item ids by split ({} when absent)."""
+    splits = read_json(RunPaths(run_dir).splits)
+    return splits if isinstance(splits, dict) else {}
+
+
+def committed_skills(run_dir: Path) -> tuple[str, str]:
+    """The initial and best skill texts the run committed (``runtime_state.json``; a package:
+    its bundle). RunDirError when the file is missing or damaged: a finished run has it."""
+    paths = RunPaths(run_dir)
+    state = read_json(paths.state)
+    if not isinstance(state, dict) or not {"initial_skill", "best_skill"} <= set(state):
+        raise RunDirError(
+            f"{paths.state}: missing or damaged in a finished run; "
+            "restore it or remove the run directory and re-run the sweep"
+        )
+    return str(state["initial_skill"]), str(state["best_skill"])
+
+
+def best_skill_file(run_dir: Path) -> Path | None:
+    """``best_skill.md`` when the run wrote one (a tracker uploads it as an artifact)."""
+    best = RunPaths(run_dir).best_skill
+    return best if best.exists() else None
+
+
 def list_runs(root: Path) -> list[Path]:
     """Run directories directly under ``root`` (or ``root`` itself if it is a run)."""
     root = Path(root)
@@ -189,6 +238,8 @@ def list_runs(root: Path) -> list[Path]:
 
 __all__ = [
     "RunData",
+    "best_skill_file",
+    "committed_skills",
     "is_run_dir",
     "list_runs",
     "load_history",
@@ -196,5 +247,10 @@ __all__ = [
     "load_skills",
     "load_slow_categories",
     "parse_history",
+    "read_history",
+    "read_patch_log",
+    "read_splits",
+    "read_summary",
+    "read_transfer",
     "step_details",
 ]

@@ -14,8 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from skillgrad.runs.io import read_json, read_jsonl
-from skillgrad.runs.layout import RunPaths
+from skillgrad.runs.view import read_history, read_patch_log
 
 
 def edit_key(edit: dict[str, Any]) -> tuple[str, str, str, str]:
@@ -38,8 +37,8 @@ def repeated_edits(runs: Sequence[tuple[int, Path]], min_seeds: int = 2) -> list
     found: dict[tuple[str, str, str, str], dict[str, Any]] = {}
     for seed, run_dir in runs:
         flips = _flips(run_dir)
-        for row in read_jsonl(RunPaths(run_dir).patch_log):
-            edit = row.get("edit") if isinstance(row, dict) else None
+        for row in read_patch_log(run_dir):
+            edit = row.get("edit")
             if not isinstance(edit, dict):
                 continue
             entry = found.setdefault(
@@ -65,14 +64,10 @@ def repeated_edits(runs: Sequence[tuple[int, Path]], min_seeds: int = 2) -> list
 
 
 def _flips(run_dir: Path) -> dict[Any, dict[str, list[str]]]:
-    history = read_json(RunPaths(run_dir).history)
     out: dict[Any, dict[str, list[str]]] = {}
-    for rec in history if isinstance(history, list) else []:
-        if isinstance(rec, dict) and rec.get("accepted"):
-            out[rec.get("step")] = {
-                "fixed": list(rec.get("fixed") or []),
-                "broken": list(rec.get("broken") or []),
-            }
+    for rec in read_history(run_dir):
+        if rec.accepted:
+            out[rec.step] = {"fixed": list(rec.fixed), "broken": list(rec.broken)}
     return out
 
 

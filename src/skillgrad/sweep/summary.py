@@ -22,6 +22,7 @@ from skillgrad.errors import RunDirError
 from skillgrad.runs.cache import CallCache
 from skillgrad.runs.io import atomic_write_json, read_json
 from skillgrad.runs.layout import RunPaths
+from skillgrad.runs.view import committed_skills, read_splits, read_summary
 from skillgrad.skill.document import skill_hash
 from skillgrad.stats import sign_flip_test, t_interval
 from skillgrad.sweep.attribution import repeated_edits
@@ -63,16 +64,9 @@ def run_metrics(summary: dict[str, Any]) -> dict[str, float | None]:
 def paired_diffs(run_dir: Path, split: str = "test") -> tuple[list[float], int]:
     """Per item of ``split``: best-skill score minus initial-skill score on the run's own target
     (its result cache; sample 0 of each item); and the items missing one."""
-    paths = RunPaths(run_dir)
-    splits = read_json(paths.splits) or {}
-    state = read_json(paths.state)  # the full texts (a package: its bundle)
-    if not isinstance(state, dict) or not {"initial_skill", "best_skill"} <= set(state):
-        raise RunDirError(
-            f"{paths.state}: missing or damaged in a finished run; "
-            "restore it or remove the run directory and re-run the sweep"
-        )
-    initial, best = str(state["initial_skill"]), str(state["best_skill"])
-    store = CallCache(paths.calls_db)
+    splits = read_splits(run_dir)
+    initial, best = committed_skills(run_dir)  # the full texts (a package: its bundle)
+    store = CallCache(RunPaths(run_dir).calls_db)
     try:
         diffs, missing = [], 0
         for item_id in splits.get(split, []):
@@ -160,9 +154,9 @@ def _config_summary(sweep_dir: Path, params: dict[str, Any], runs: list[dict[str
     finished_runs: list[tuple[int, Path]] = []  # for the edits accepted in several seeds
     for job in runs:
         run_dir = sweep_dir / job["name"]
-        summary = read_json(RunPaths(run_dir).summary)
+        summary = read_summary(run_dir)
         statuses[job["name"]] = status = run_status(run_dir, summary)
-        if status not in COMPLETE:
+        if summary is None or status not in COMPLETE:  # a complete run has a summary
             continue
         seeds.append(job["seed"])
         finished_runs.append((job["seed"], run_dir))

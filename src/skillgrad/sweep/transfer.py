@@ -30,10 +30,11 @@ from skillgrad.plugins import resolve_object
 from skillgrad.redact import REDACTED
 from skillgrad.registry import load_task
 from skillgrad.runs import integrity
-from skillgrad.runs.io import flatten, read_json, read_jsonl
+from skillgrad.runs.io import flatten
 from skillgrad.runs.layout import RunPaths
 from skillgrad.runs.lock import RunLock
 from skillgrad.runs.rundir import read_run_config
+from skillgrad.runs.view import committed_skills, read_summary, read_transfer
 from skillgrad.session import load_splits, resolved_spec
 from skillgrad.skill.document import Skill, skill_hash
 from skillgrad.sweep.plan import load_plan_record
@@ -57,7 +58,7 @@ class RunScores:
 def main_scores(paths: RunPaths, split: str) -> RunScores:
     """The run on its own target: its summary's scores and its result cache's item pairs (the
     numbers of sweep_summary.json; no call)."""
-    summary = read_json(paths.summary) or {}
+    summary = read_summary(paths.root) or {}
     diffs, missing = paired_diffs(paths.root, split)
     return RunScores(_number(summary, f"{split}_initial"), _number(summary, f"{split}_best"),
                      diffs, missing)  # fmt: skip
@@ -147,7 +148,7 @@ def prepare_transfer(sweep_dir: Path, targets: Sequence[str], split: str) -> Tra
     plan = TransferPlan(Path(sweep_dir).resolve(), record, split, specs, [])
     for job in _jobs(record, plan.sweep_dir):
         root = plan.sweep_dir / job["name"]
-        status = run_status(root, read_json(RunPaths(root).summary))
+        status = run_status(root, read_summary(root))
         plan.status[job["name"]] = status
         if status in COMPLETE:
             plan.runs.append(_load_run(job, root, split))
@@ -190,7 +191,7 @@ def _load_run(job: dict[str, Any], root: Path, split: str) -> TransferRun:
     run = TransferRun(job["name"], job["params"], job["seed"], root, cfg, skill_paths(paths), main)
     task = load_task(cfg.env.task, dict(cfg.env.options), Path(cfg.base_dir))
     integrity.check_data(paths, load_splits(task, require_test=False))
-    read_jsonl(paths.transfer)
+    read_transfer(root)  # a damaged transfer.jsonl is refused before any call is made
     return run
 
 
@@ -213,19 +214,14 @@ def skill_paths(paths: RunPaths) -> dict[str, Path]:
     """The initial and the best skill (a package's folders when the run trained a package),
     each the text the run committed (``runtime_state.json``): a hand-edited or missing file
     would be scored in the run's name."""
-    state = read_json(paths.state)
-    if not isinstance(state, dict) or not {"initial_skill", "best_skill"} <= set(state):
-        raise RunDirError(
-            f"{paths.state}: missing or damaged in a finished run; restore it or remove the run "
-            "directory and re-run the sweep"
-        )
+    texts = dict(zip(("initial", "best"), committed_skills(paths.root), strict=True))
     out: dict[str, Path] = {}
     for kind, file in (("initial", paths.skill_version(0)), ("best", paths.best_skill)):
         folder = file.with_suffix("")  # skills/skill_v0000/, best_skill/: a package
         path = folder if folder.is_dir() else file
         if not path.exists():
             raise RunDirError(f"{path}: missing in a finished run; {_RESTORE}")
-        if Skill.load(path).hash != skill_hash(str(state[f"{kind}_skill"])):
+        if Skill.load(path).hash != skill_hash(texts[kind]):
             raise RunDirError(
                 f"{path}: not the {kind} skill the run committed ({paths.state.name}); {_RESTORE}"
             )

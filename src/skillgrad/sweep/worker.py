@@ -14,8 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from skillgrad.errors import BudgetExceeded, SkillgradError
-from skillgrad.runs.io import read_json
-from skillgrad.runs.layout import RunPaths
+from skillgrad.runs.view import read_summary
 from skillgrad.sweep.plan import RunJob
 
 FINISHED = "finished"
@@ -43,8 +42,8 @@ class RunOutcome:
 
 
 def is_finished(run_dir: Path) -> bool:
-    summary = read_json(RunPaths(Path(run_dir)).summary)
-    return isinstance(summary, dict) and summary.get("status") in COMPLETE
+    summary = read_summary(Path(run_dir))
+    return summary is not None and summary.get("status") in COMPLETE
 
 
 def execute(job: RunJob) -> RunOutcome:
