@@ -167,6 +167,12 @@ class TrainConfig(_Section):
         description="longest worked example in tokens (its input is cut shorter to fit; the reply "
         "is shown whole or the example is not made)",
     )
+    example_alone: bool = Field(
+        True,
+        description="when the gate rejects a candidate holding a worked example beside the "
+        "step's rules, gate the example alone (one more gate; the rules go to the rejected "
+        "buffer): rules a small optimizer writes beside a demonstration can contradict it",
+    )
     revise: bool = Field(
         True,
         description="revise mode: when a step's rules only repeat lines the skill has, ask the "

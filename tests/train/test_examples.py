@@ -186,3 +186,49 @@ def test_a_failed_train_episode_becomes_its_gold_commands_and_a_val_episode_neve
         max_tokens=200, count=approx_tokens, guard=ExampleGuard.build({"val": val}, 8),
     )  # fmt: skip
     assert only_val.edit is None
+
+
+def _contradicted_run(tmp_path: Path, example_alone: bool) -> Any:
+    """A target that follows a shown reply form unless a rule beside it says otherwise, and an
+    optimizer whose only rule contradicts the form (as the 1.5B's did on Pecking Order)."""
+
+    def target(request: Any) -> str:
+        word, system = user_text(request).removeprefix("Word: ").strip(), system_text(request)
+        return word.upper() if "Reply: " in system and "lower case" not in system else word
+
+    def optimizer(request: Any) -> Any:
+        assert optimizer_call_kind(request) in ("reflect", "deep_reflect", "revise")
+        return rules_reply("Answer with the word in lower case.")
+
+    train = {"num_epochs": 1, "steps_per_epoch": 1, "batch_size": 4, "examples": "on",
+             "max_examples": 1, "semantic_merge": False, "rank_with_optimizer": False,
+             "use_slow_update": False, "use_meta_skill": False, "example_alone": example_alone}  # fmt: skip
+    cfg = load_config(
+        data={
+            "env": {"task": "toy", "output_root": str(tmp_path), "run_name": "run"},
+            "train": train,
+        }
+    )
+    return run_training(cfg, optimizer=FunctionBackend(optimizer), target=FunctionBackend(target))
+
+
+def test_rules_that_cancel_the_example_are_rejected_and_the_example_alone_is_gated(
+    tmp_path: Path,
+) -> None:
+    result = _contradicted_run(tmp_path, example_alone=True)
+    assert result.summary["val_best"] == 1.0 and result.summary["test_best"] == 1.0
+    best = (result.run_dir / "best_skill.md").read_text()
+    assert "lower case" not in best and "Reply: " in best
+    step = read_json(result.run_dir / "history.json")[0]
+    assert step["example_alone"] and step["accepted"]
+    split = read_json(result.run_dir / "steps/step_0001/split.json")
+    assert "lower case" in split["candidate.md"] and not split["gate"]["result"]["accepted"]
+    state = read_json(result.run_dir / "runtime_state.json")
+    assert any("lower case" in e["content"] for r in state["rejected_buffer"] for e in r["edits"])
+    assert "accepted (the example alone)" in (result.run_dir / "report.md").read_text()
+
+
+def test_without_example_alone_the_contradicted_candidate_is_only_rejected(tmp_path: Path) -> None:
+    result = _contradicted_run(tmp_path, example_alone=False)
+    assert result.summary["val_best"] == 0.0
+    assert not (result.run_dir / "steps/step_0001/split.json").exists()

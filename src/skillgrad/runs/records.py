@@ -277,23 +277,28 @@ class StepRecord:
     stall_reason: str = ""
     """Why the step could not learn: every reflection failed validation (with the first
     error), or every proposed rule was dropped (and why); "" otherwise (``train/stall.py``)."""
+    example_alone: bool = False
+    """The gate rejected the step's rules beside its worked example, and the example was then
+    gated alone (``train.example_alone``): the gate fields above are that second gate's."""
 
     @property
     def verdict(self) -> str:
         """How the step ended: accepted, refused for copying data or for a loss on a check
-        target, (early-)rejected by the gate, or nothing to gate."""
+        target, (early-)rejected by the gate, or nothing to gate; "(the example alone)" when
+        the rules beside the step's worked example were rejected first."""
+        alone = " (the example alone)" if self.example_alone else ""
         if self.accepted:
-            return "accepted"
+            return "accepted" + alone
         if self.leak_refused:
             return "refused (leak)"
         refusal = next((c for c in self.check_targets if c.verdict == "refused"), None)
         if refusal is not None:
             return refusal.reason
         if self.early_rejected:
-            return "early-rejected"
+            return "early-rejected" + alone
         if self.stall_reason:
             return "could not learn"
-        return "rejected" if self.gate_evaluated else "no edit applied"
+        return "rejected" + alone if self.gate_evaluated else "no edit applied"
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = to_json(self)

@@ -67,6 +67,9 @@ class Candidate:
     refused: str = ""
     outcome: GateOutcome | None = None
     checks: tuple[CheckResult, ...] = ()
+    split: Candidate | None = None
+    """The candidate the gate rejected before this one: the same step's rules beside its worked
+    example, when this one is the example alone (``example_alone``)."""
 
     @property
     def applied(self) -> bool:
@@ -124,6 +127,14 @@ class Candidate:
             files["example.json"] = {"edit": x.edit, "reason": x.reason, "refused": x.refused}
         if out is not None:
             files["attribution.json"] = attribution_json(out)
+        if (first := self.split) is not None:
+            files["split.json"] = {
+                "why": "the rules beside the worked example were rejected: the example was gated "
+                "alone (train.example_alone)",
+                "candidate.md": first.text,
+                "apply_report": first.report,
+                "gate": gate_json(first.outcome, first.refused or first.not_gated, first.checks),
+            }
         return files
 
 
@@ -278,9 +289,29 @@ async def judge_candidate(ctx: RunContext, state: TrainState, step: int, c: Cand
         c.outcome, c.checks = await gate_candidate(ctx, step, c.text, state.skill)
 
 
+def example_alone(state: TrainState, c: Candidate) -> Candidate | None:
+    """The skill in force plus only the step's worked example, when the gate rejected (or a
+    leak check refused) a candidate holding that example beside rules; None otherwise. An
+    example is built by code from a train item's passing reply; rules written beside it can
+    contradict it and cancel it (docs/method.md, "The example alone")."""
+    x = c.proposal.example
+    if x is None or x.edit is None or c.split is not None:
+        return None
+    applied = [r.edit for r in c.report if r.status == "applied"]
+    if x.edit not in applied or len(applied) < 2:
+        return None
+    if not c.refused and (c.outcome is None or c.outcome.result.accepted):
+        return None
+    skill, report = Skill(state.skill).apply([x.edit])
+    if not any(r.status == "applied" for r in report):
+        return None
+    return Candidate(c.proposal, skill.text, report, split=c)
+
+
 __all__ = [
     "Candidate",
     "Proposal",
+    "example_alone",
     "judge_candidate",
     "propose_candidate",
 ]

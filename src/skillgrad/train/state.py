@@ -111,6 +111,9 @@ class StepOutcome:
     """The candidate on each check target (empty when the main gate refused it first)."""
     stall: str = ""
     """Why the step could not learn (``train/stall.py``; "" when an edit applied)."""
+    split: RejectedEdit | None = None
+    """The candidate rejected before the step's worked example was gated alone (its rules and
+    the example; ``train.example_alone``): None when there was no such second gate."""
 
 
 def advance(state: TrainState, out: StepOutcome, *, patience: int, buffer_size: int) -> TrainState:
@@ -125,9 +128,11 @@ def advance(state: TrainState, out: StepOutcome, *, patience: int, buffer_size: 
     current = state.current_score
     entry = rejected_entry(step, out.gate, out.applied, out.refused, out.checks, current)
     tried = state.tried
-    if entry is not None:
-        buffer = (*buffer, entry)[-buffer_size:] if buffer_size else ()
-        tried = (*tried, *(k for e in entry.edits if (k := edit_key(e)) not in tried))
+    for rejected in (out.split, entry):
+        if rejected is None:
+            continue
+        buffer = (*buffer, rejected)[-buffer_size:] if buffer_size else ()
+        tried = (*tried, *(k for e in rejected.edits if (k := edit_key(e)) not in tried))
     ever = dict(state.val_ever_passed)
     for t in out.gate_trajectories:
         ever[t.item_id] = ever.get(t.item_id, False) or t.score.passed
@@ -249,6 +254,7 @@ def _record(
         leak_refused=bool(out.refused),
         check_targets=out.checks,
         stall_reason=out.stall,
+        example_alone=out.split is not None,
     )
 
 

@@ -14,11 +14,17 @@ from collections.abc import Sequence
 from typing import Any
 
 from skillgrad.models.context import call_context
-from skillgrad.train.candidate import Candidate, judge_candidate, propose_candidate
+from skillgrad.runs.records import RejectedEdit
+from skillgrad.train.candidate import (
+    Candidate,
+    example_alone,
+    judge_candidate,
+    propose_candidate,
+)
 from skillgrad.train.context import RunContext
 from skillgrad.train.rollout import mean_score
 from skillgrad.train.select import edits_allowed, effective_lr
-from skillgrad.train.state import StepOutcome, TrainState
+from skillgrad.train.state import StepOutcome, TrainState, rejected_entry
 from skillgrad.types import Item
 
 
@@ -47,6 +53,9 @@ async def training_step(ctx: RunContext, state: TrainState) -> StepOutcome:
     shown = await propose_candidate(ctx, state, step, k, trajs)  # reflect ... update
     clock.lap("reflect")
     await judge_candidate(ctx, state, step, shown)
+    if t.example_alone and (alone := example_alone(state, shown)) is not None:
+        await judge_candidate(ctx, state, step, alone)
+        shown = alone
     clock.lap("gate")
     write_step(ctx, step, lr, k, trajs, shown)
     refl, outcome = shown.proposal.reflection, shown.outcome
@@ -75,7 +84,16 @@ async def training_step(ctx: RunContext, state: TrainState) -> StepOutcome:
         refused=shown.refused,
         checks=shown.checks,
         stall=shown.stall,
+        split=_split_entry(step, shown.split, state.current_score),
     )
+
+
+def _split_entry(step: int, first: Candidate | None, score: float) -> RejectedEdit | None:
+    """The rejected-buffer entry of the candidate rejected before the example was gated alone."""
+    if first is None:
+        return None
+    gate = first.outcome.result if first.outcome else None
+    return rejected_entry(step, gate, tuple(first.report), first.refused, first.checks, score)
 
 
 def write_step(
