@@ -202,7 +202,8 @@ def _contradicted_run(tmp_path: Path, example_alone: bool) -> Any:
 
     train = {"num_epochs": 1, "steps_per_epoch": 1, "batch_size": 4, "examples": "on",
              "max_examples": 1, "semantic_merge": False, "rank_with_optimizer": False,
-             "use_slow_update": False, "use_meta_skill": False, "example_alone": example_alone}  # fmt: skip
+             "use_slow_update": False, "use_meta_skill": False,
+             "example_alone": example_alone}  # fmt: skip
     cfg = load_config(
         data={
             "env": {"task": "toy", "output_root": str(tmp_path), "run_name": "run"},
