@@ -12,6 +12,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -88,6 +89,26 @@ def test_a_reused_pid_with_another_start_time_is_a_stale_lock(tmp_path: Path) ->
     done = train(config)
     assert done.returncode == 0, done.stderr
     assert any(e["event"] == "lock_taken_over" for e in events(run))
+
+
+def test_a_killed_holder_not_yet_reaped_is_a_stale_lock(tmp_path: Path) -> None:
+    """A zombie (dead, its parent has not reaped it: an orphan killed with its sweep waits for
+    init) holds nothing: its lock is taken over, not refused as a live writer."""
+    config = write_config(tmp_path)
+    run = tmp_path / "runs/run"
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    try:
+        deadline = time.monotonic() + 30
+        while Path(f"/proc/{dead.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+            assert time.monotonic() < deadline, "the child never exited"
+            time.sleep(0.01)  # not reaped (no wait yet): a zombie
+        _lock_record(run, pid=dead.pid, start_time=process_start_time(dead.pid))
+        done = train(config)
+    finally:
+        dead.wait()
+    assert done.returncode == 0, done.stderr
+    taken = [e for e in events(run) if e["event"] == "lock_taken_over"]
+    assert [e["previous"]["pid"] for e in taken] == [dead.pid]
 
 
 def test_a_live_holder_is_refused_even_without_its_flock(tmp_path: Path) -> None:

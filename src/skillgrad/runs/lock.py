@@ -27,14 +27,19 @@ from skillgrad.runs.io import open_private, private_dirs
 LOCK_NAME = "run.lock"
 
 
-def process_start_time(pid: int) -> int | None:
-    """Start time of ``pid`` in clock ticks since boot (Linux ``/proc``), None when unknown."""
+def _stat_fields(pid: int) -> list[str] | None:
+    """The fields of ``/proc/<pid>/stat`` after the command name (Linux), None when unknown."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace")
     except OSError:
         return None
     # the command name (field 2) may hold spaces and parentheses: fields follow the last ')'
-    fields = stat.rsplit(")", 1)[-1].split()
+    return stat.rsplit(")", 1)[-1].split()
+
+
+def process_start_time(pid: int) -> int | None:
+    """Start time of ``pid`` in clock ticks since boot (Linux ``/proc``), None when unknown."""
+    fields = _stat_fields(pid) or []
     try:
         return int(fields[19])  # field 22 of the whole line
     except (IndexError, ValueError):
@@ -42,7 +47,10 @@ def process_start_time(pid: int) -> int | None:
 
 
 def pid_alive(pid: int) -> bool:
-    """Whether a process with this pid exists on this machine."""
+    """Whether a process with this pid exists on this machine and is not a zombie: a killed
+    process whose parent has not reaped it yet holds no lock and writes nothing. (An orphan
+    killed with its sweep waits for init, which may take a second, or for ever where a
+    container's first process never reaps.)"""
     if pid <= 0:
         return False
     try:
@@ -50,8 +58,9 @@ def pid_alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     except PermissionError:  # exists, owned by someone else
-        return True
-    return True
+        pass
+    fields = _stat_fields(pid)
+    return not (fields and fields[0] in ("Z", "X"))
 
 
 @dataclass(frozen=True)

@@ -26,12 +26,15 @@ and the sweep would never finish.
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import json
 import os
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -101,7 +104,7 @@ def log_path(job: RunJob) -> Path:
 
 def _spawn() -> Proc:
     return subprocess.Popen(
-        [sys.executable, "-m", "skillgrad.sweep.pool"],
+        [sys.executable, "-m", "skillgrad.sweep.pool", str(os.getpid())],
         stdin=subprocess.PIPE,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -119,9 +122,32 @@ def _hand_over(proc: Proc, job: RunJob) -> None:
         pass
 
 
-def serve_one() -> int:
-    """Worker process: import everything, read one job from stdin, send output to its log, run
-    it. Exit 0 finished, 3 budget exhausted, 2 a clear error (printed to the log)."""
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_driver(driver: int) -> None:
+    """This run process dies with its sweep driver: one left alone after ``kill -9`` of the
+    sweep would go on writing a run nobody summarises and hold its run lock, so the re-run sweep
+    could not resume it. Linux: the kernel's parent-death signal, at once; elsewhere (and should
+    the driver have died before that was set) a thread that looks every 0.2 s. The run's
+    environment processes follow it (they watch their own parent)."""
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL))
+    threading.Thread(target=_watch_driver, args=(driver,), daemon=True).start()
+
+
+def _watch_driver(driver: int) -> None:
+    while os.getppid() == driver:
+        time.sleep(0.2)
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def serve_one(driver: int) -> int:
+    """Worker process of the sweep driver ``driver`` (its pid): import everything, read one job
+    from stdin, send output to its log, run it. Exit 0 finished, 3 budget exhausted, 2 a clear
+    error (printed to the log)."""
+    _die_with_driver(driver)
     line = sys.stdin.readline()
     if not line.strip():
         return 0  # a spare that was never needed
@@ -270,4 +296,4 @@ __all__ = [
 
 
 if __name__ == "__main__":  # pragma: no cover - run as a subprocess by LocalPool
-    sys.exit(serve_one())
+    sys.exit(serve_one(int(sys.argv[1])))

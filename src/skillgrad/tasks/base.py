@@ -1,4 +1,5 @@
-"""The Task Protocol, the split names, and the helpers every rollout kind shares.
+"""The Task Protocol, the split names, the helpers every rollout kind shares, and the base of
+the single-turn kinds (``SingleTurnTask``: one target call, its ``Reply``).
 
 A task loads its splits and rolls one item out with a skill (the system prompt) on a target
 backend, returning a scored Trajectory. The gold reference goes to the scorer and into the
@@ -9,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from skillgrad.errors import SkillgradError, SystemicError
 from skillgrad.executors import RolloutExecutor
@@ -143,6 +144,69 @@ async def complete_item(
         return failed_trajectory(item, skill, messages, error, infra=True)
 
 
+@dataclass(frozen=True)
+class Reply:
+    """The target's one reply to an item: the messages it was sent, its text and usage."""
+
+    messages: tuple[Message, ...]
+    text: str
+    usage: Usage
+
+    @property
+    def conversation(self) -> tuple[Message, ...]:
+        """The messages sent, then the reply."""
+        return (*self.messages, Message("assistant", self.text))
+
+    def trajectory(
+        self,
+        item: Item,
+        skill: str,
+        score: Score,
+        error: str | None,
+        steps: tuple[dict[str, Any], ...] = (),
+    ) -> Trajectory:
+        """The scored trajectory of this reply."""
+        return Trajectory(
+            item_id=item.id,
+            skill_hash=skill_hash(skill),
+            messages=self.conversation,
+            output=self.text,
+            score=score,
+            reference=item.reference,
+            usage=self.usage,
+            steps=steps,
+            error=error,
+        )
+
+
+class SingleTurnTask:
+    """Base of the tasks whose rollout is one target call (``ChatTask``, ``CodeTask``): the
+    skill as system prompt, then ``prompt(item)`` (``messages`` is the hook), at the class's
+    ``temperature`` and ``max_tokens``."""
+
+    temperature: float
+    max_tokens: int
+
+    def prompt(self, item: Item) -> str:
+        raise NotImplementedError
+
+    def messages(self, item: Item, skill: str) -> tuple[Message, ...]:
+        return skill_messages(skill, self.prompt(item))
+
+    async def target_reply(
+        self, item: Item, skill: str, backend: ModelBackend
+    ) -> Reply | Trajectory:
+        """The target's reply; when the call failed, the item's failed trajectory
+        (``complete_item``)."""
+        messages = self.messages(item, skill)
+        completion = await complete_item(
+            item, skill, messages, backend, temperature=self.temperature, max_tokens=self.max_tokens
+        )
+        if isinstance(completion, Trajectory):
+            return completion
+        return Reply(messages, completion.text, completion.usage)
+
+
 ERROR_CHARS = 2000  # an exception's message as kept in feedback and the trajectory
 
 
@@ -189,6 +253,8 @@ __all__ = [
     "DEFAULT_MAX_TOKENS",
     "ERROR_CHARS",
     "SPLITS",
+    "Reply",
+    "SingleTurnTask",
     "Split",
     "Task",
     "TaskAbilities",

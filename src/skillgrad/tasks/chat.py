@@ -5,26 +5,21 @@ from __future__ import annotations
 
 from skillgrad.errors import SystemicError
 from skillgrad.models.base import ModelBackend
-from skillgrad.skill.document import skill_hash
 from skillgrad.tasks.base import (
     DEFAULT_MAX_TOKENS,
-    complete_item,
+    SingleTurnTask,
     scorer_failure,
-    skill_messages,
 )
-from skillgrad.types import Item, Message, Score, Trajectory
+from skillgrad.types import Item, Score, Trajectory
 
 
-class ChatTask:
+class ChatTask(SingleTurnTask):
     """Single-turn tasks: define ``load_split``, ``prompt(item)`` and ``score(output, item)``."""
 
     name = "chat"
     max_tokens = DEFAULT_MAX_TOKENS
     temperature = 0.0
     deterministic = True
-
-    def prompt(self, item: Item) -> str:
-        raise NotImplementedError
 
     def score(self, output: str, item: Item) -> Score:
         raise NotImplementedError
@@ -38,34 +33,18 @@ class ChatTask:
         """Receive the model that grades outputs: a no-op unless the task's scorer calls one."""
         return None
 
-    def messages(self, item: Item, skill: str) -> tuple[Message, ...]:
-        return skill_messages(skill, self.prompt(item))
-
     async def rollout(self, item: Item, skill: str, backend: ModelBackend) -> Trajectory:
-        messages = self.messages(item, skill)
-        completion = await complete_item(
-            item, skill, messages, backend, temperature=self.temperature, max_tokens=self.max_tokens
-        )
-        if isinstance(completion, Trajectory):  # the call failed: the item's failed trajectory
-            return completion
-        output = completion.text
+        reply = await self.target_reply(item, skill, backend)
+        if isinstance(reply, Trajectory):  # the call failed: the item's failed trajectory
+            return reply
         error = None
         try:
-            score = await self.ascore(output, item)
+            score = await self.ascore(reply.text, item)
         except SystemicError:
             raise  # e.g. a judge without a model, or out of budget: the run stops, not one item
         except Exception as exc:  # the reply broke the scorer: this item's verdict, not a crash
             score, error = scorer_failure(exc)
-        return Trajectory(
-            item_id=item.id,
-            skill_hash=skill_hash(skill),
-            messages=(*messages, Message("assistant", output)),
-            output=output,
-            score=score,
-            reference=item.reference,
-            usage=completion.usage,
-            error=error,
-        )
+        return reply.trajectory(item, skill, score, error)
 
 
 __all__ = ["ChatTask"]

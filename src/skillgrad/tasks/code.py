@@ -22,15 +22,13 @@ from skillgrad.executors import LOCAL, JobLost, RolloutExecutor
 from skillgrad.models.base import ModelBackend
 from skillgrad.sandbox import SandboxResult, run_tests
 from skillgrad.sandbox.bounds import tail
-from skillgrad.skill.document import skill_hash
 from skillgrad.tasks.base import (
+    SingleTurnTask,
     Split,
-    complete_item,
     failed_trajectory,
     scorer_failure,
-    skill_messages,
 )
-from skillgrad.types import Item, Message, Score, Trajectory
+from skillgrad.types import Item, Score, Trajectory
 
 _FENCE = re.compile(r"```[ \t]*([\w+-]*)[^\n]*\n(.*?)(?:```|\Z)", re.DOTALL)
 _CODE_START = re.compile(r"^(def |async def |class |import |from |@)", re.MULTILINE)
@@ -91,7 +89,7 @@ def sandbox_step(result: SandboxResult) -> dict[str, Any]:
     return step
 
 
-class CodeTask:
+class CodeTask(SingleTurnTask):
     """Base for code tasks. Subclasses define ``load_split``, ``prompt(item)``, ``tests(item)``
     (assert lines or a ``check(candidate)`` function) and ``entry_point(item)``."""
 
@@ -104,9 +102,6 @@ class CodeTask:
     executor: RolloutExecutor = LOCAL  # where sandbox runs go (bind_executor)
 
     def load_split(self, split: Split) -> list[Item]:
-        raise NotImplementedError
-
-    def prompt(self, item: Item) -> str:
         raise NotImplementedError
 
     def tests(self, item: Item) -> str:
@@ -152,20 +147,12 @@ class CodeTask:
         code = self.prepare_code(extract_code(output, self.entry_point(item)), item)
         return self.score_result(self.run(code, item), code, item)
 
-    def messages(self, item: Item, skill: str) -> tuple[Message, ...]:
-        return skill_messages(skill, self.prompt(item))
-
     async def rollout(self, item: Item, skill: str, backend: ModelBackend) -> Trajectory:
-        messages = self.messages(item, skill)
-        completion = await complete_item(
-            item, skill, messages, backend, temperature=self.temperature, max_tokens=self.max_tokens
-        )
-        if isinstance(completion, Trajectory):  # the call failed: the item's failed trajectory
-            return completion
-        output = completion.text
-        all_messages = (*messages, Message("assistant", output))
-        steps: list[dict[str, Any]] = [{"type": "model", "text": output}]
-        code = extract_code(output, self.entry_point(item))
+        reply = await self.target_reply(item, skill, backend)
+        if isinstance(reply, Trajectory):  # the call failed: the item's failed trajectory
+            return reply
+        steps: list[dict[str, Any]] = [{"type": "model", "text": reply.text}]
+        code = extract_code(reply.text, self.entry_point(item))
         code = self.prepare_code(code, item) if code.strip() else code
         steps.append({"type": "code", "code": code})
         error = None
@@ -178,23 +165,13 @@ class CodeTask:
                 score = self.score_result(result, code, item)
             except (OSError, JobLost) as exc:  # the sandbox could not start / its worker died
                 return failed_trajectory(
-                    item, skill, all_messages, f"sandbox failed: {exc}", infra=True
+                    item, skill, reply.conversation, f"sandbox failed: {exc}", infra=True
                 )
             except SystemicError:
                 raise
             except Exception as exc:  # the reply broke the judging: this item's verdict
                 score, error = scorer_failure(exc)
-        return Trajectory(
-            item_id=item.id,
-            skill_hash=skill_hash(skill),
-            messages=all_messages,
-            output=output,
-            score=score,
-            reference=item.reference,
-            usage=completion.usage,
-            steps=tuple(steps),
-            error=error,
-        )
+        return reply.trajectory(item, skill, score, error, tuple(steps))
 
 
 __all__ = ["CodeTask", "SandboxJob", "extract_code", "sandbox_step"]
