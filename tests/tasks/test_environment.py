@@ -267,3 +267,28 @@ def test_info_keys_of_common_environments_are_read_through_their_aliases() -> No
     }
     assert canonical_info({"score": float("nan"), "valid": "not a list"}, 100) == {}
     assert canonical_info(["not", "a", "mapping"], 100) == {}
+
+
+def test_a_cut_list_of_valid_actions_never_calls_an_accepted_action_invalid(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "many.py").write_text(
+        "ACTIONS = sorted(['connect %d to %d' % (i, j) for i in range(30) for j in range(30)])\n"
+        "class Many:\n"
+        "    def reset(self, *, seed=None, options=None):\n"
+        "        return 'a room', {'valid_actions': ACTIONS + ['look around']}\n"
+        "    def step(self, action):\n"
+        "        return 'you look', 1.0, True, False, {'valid_actions': ['look around']}\n",
+        encoding="utf-8",
+    )
+    assert canonical_info({"valid": ["a"] * 201}, 100)["valid_actions_total"] == 201
+    task = load_task(
+        "environment", {"env": "many.py:Many", "n_train": 1, "n_val": 1, "n_test": 1},
+        base_dir=tmp_path,
+    )  # fmt: skip
+    assert isinstance(task, EnvironmentTask)
+    (t,) = asyncio.run(play_all(task, "train", lambda r: "look around"))
+    step = next(s for s in t.steps if s["type"] == "env_step")
+    assert len(step["valid_actions"]) == 200 and "look around" not in step["valid_actions"]
+    assert step["valid"] is None  # unknown, not "rejected": the list was cut
+    assert "not commands the environment accepts" not in t.score.feedback

@@ -55,7 +55,8 @@ def _number(value: Any) -> float | None:
 def canonical_info(info: Any, max_chars: int) -> dict[str, Any]:
     """The protocol's fields of an environment's ``info`` (aliases read, sizes bounded):
     ``valid_actions``, ``task``, ``gold_actions``, ``success``, ``score`` (normalised to [0, 1]
-    with ``max_score`` when the info gives one)."""
+    with ``max_score`` when the info gives one); ``valid_actions_total`` when the list was cut
+    to ``MAX_LIST`` (ScienceWorld lists up to ~3,000)."""
     if not isinstance(info, Mapping):
         return {}
     out: dict[str, Any] = {}
@@ -67,6 +68,9 @@ def canonical_info(info: Any, max_chars: int) -> dict[str, Any]:
             listed = _text_list(found)
             if listed is not None:
                 out[name] = listed
+                if name == "valid_actions" and len(found) > MAX_LIST:
+                    # a cut list cannot tell a valid action from an invalid one
+                    out["valid_actions_total"] = len(found)
         elif name == "task":
             out[name] = _bounded(found, max_chars)
         elif isinstance(found, (bool, int)):

@@ -205,10 +205,14 @@ class _Episode:
         """Play one reply; True when the episode is over."""
         action = parse_action(reply, self.task.max_action_chars)
         valid_before = self.info.get("valid_actions")
+        cut = bool(self.info.get("valid_actions_total"))
         out = await self.task.call_env(process, {"op": "step", "action": action})
         self.info = out.get("info") or {}
         self.reward += float(out.get("reward") or 0.0)
-        known = {" ".join(v.lower().split()) for v in valid_before} if valid_before else None
+        # a list cut to its first entries cannot say an action was not accepted: unknown
+        known = (
+            None if cut or not valid_before else {" ".join(v.lower().split()) for v in valid_before}
+        )
         self.steps.append(
             {
                 "type": "env_step",
