@@ -23,12 +23,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import random
 import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from bench_conversations import speeds as conversation_speeds  # bench/ is on sys.path
 
 from skillgrad.config import Config, load_config
 from skillgrad.models.llamacpp import LlamaCppBackend, PrefillStats
@@ -36,7 +37,7 @@ from skillgrad.runs.cache import CallCache
 from skillgrad.session import open_session
 from skillgrad.skill.document import Skill
 from skillgrad.train.rollout import rollout
-from skillgrad.types import ChatRequest, Completion, Message, Trajectory
+from skillgrad.types import ChatRequest, Completion, Trajectory
 
 
 @dataclass
@@ -103,20 +104,10 @@ def ideal_new_tokens(calls: list[tuple[int, int]]) -> int:
 
 async def speeds(backend: LlamaCppBackend, skill: str) -> tuple[float, float]:
     """Prefill and generation tokens/s of the freshly loaded model, on a fresh ~600-token
-    prompt (the first quarter of a Pecking Order history) and 96 generated tokens."""
+    prompt (the first quarter of a Pecking Order history) and 96 generated tokens: the same
+    measurement as bench_conversations.py, with the episode's skill as the prompt's text."""
     filler = (skill or "Reply with one command per turn and nothing else.\n") * 12
-    system = f"Session {random.random()}.\n" + filler[:2400]
-    prompt = (Message("system", system),)
-    before = backend.prefill.prompt_tokens_evaluated
-    start = time.perf_counter()
-    await backend.complete(ChatRequest((*prompt, Message("user", "Go.")), max_tokens=1))
-    prefill_s = time.perf_counter() - start
-    evaluated = backend.prefill.prompt_tokens_evaluated - before
-    ask = Message("user", "Write the numbers from 1 to 200, separated by commas.")
-    start = time.perf_counter()
-    out = await backend.complete(ChatRequest((*prompt, ask), max_tokens=96))
-    gen_s = time.perf_counter() - start - 20 / (evaluated / prefill_s)  # ~20 new prompt tokens
-    return evaluated / prefill_s, out.usage.completion_tokens / max(gen_s, 1e-6)
+    return await conversation_speeds(backend, filler[:1200])  # doubled there: 2,400 chars
 
 
 @dataclass(frozen=True)
