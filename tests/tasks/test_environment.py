@@ -16,7 +16,7 @@ from fakes_env import play
 from skillgrad.errors import ConfigError
 from skillgrad.registry import load_task
 from skillgrad.tasks.env_worker import canonical_info
-from skillgrad.tasks.environment import EnvironmentTask, parse_action
+from skillgrad.tasks.environment import EnvironmentTask, check_action, parse_action
 from skillgrad.testing import FunctionBackend, user_text
 from skillgrad.types import ChatRequest, Trajectory
 
@@ -91,6 +91,23 @@ def test_valid_actions_are_listed_only_in_listed_mode_and_marked_in_steps() -> N
     assert [s["valid"] for s in steps] == [False, False]
     assert "look" in steps[0]["valid_actions"]
     assert "2 of 2 actions were not commands the environment accepts" in f.score.feedback
+
+
+@pytest.mark.parametrize(
+    ("action", "listed", "expected"),
+    [
+        ("take banana", ["eat apple", "take banana"], (True, None)),
+        ("take  banana", ["take banana "], (True, None)),  # spaces do not count
+        ("Take banana", ["eat apple", "take banana"], (False, "take banana")),
+        ("take the banana", ["take banana"], (False, None)),
+        ("look", None, (None, None)),  # no list: unknown
+        ("look", [], (None, None)),
+    ],
+)
+def test_an_action_counts_as_accepted_only_exactly_as_the_environment_lists_it(
+    action: str, listed: list[str] | None, expected: tuple[bool | None, str | None]
+) -> None:
+    assert check_action(action, listed) == expected
 
 
 def test_gold_reference_is_kept_for_train_episodes_only_and_never_shown() -> None:

@@ -39,6 +39,18 @@ def test_a_failed_train_episode_shows_where_it_went_wrong_the_commands_and_the_g
     assert "Result: step limit reached after 12 steps unsolved" in view
 
 
+def test_a_command_in_the_wrong_letter_case_is_marked_with_the_form_the_game_lists() -> None:
+    # TextWorldExpress answers "Take banana" with "Unknown action" when it lists "take banana":
+    # the optimizer must see that the first command already failed, and in which form it is taken
+    t = played("train", lambda r: "LOOK", max_steps=2)
+    steps = [s for s in t.steps if s["type"] == "env_step"]
+    assert [(s["valid"], s.get("listed_as")) for s in steps] == [(False, "look")] * 2
+    view = render_trajectories([t])
+    assert "1-2. > 'LOOK' [not an accepted command, listed as 'look'] (the same 2 times)" in view
+    assert "Where it went wrong: step 1 ('LOOK')" in view
+    assert "(first at step 1: 'LOOK', listed as 'look')" in t.score.feedback
+
+
 def test_val_episodes_have_no_reference_and_passed_ones_no_failure() -> None:
     val = render_trajectories([played("val", lambda r: "look")])
     assert "Reference actions" not in val

@@ -32,6 +32,22 @@ _LEAD = re.compile(r"^(?:>|[-*•]|\d+[.)]|(?:next\s+)?(?:action|command)\s*:)\s
 _QUOTES = "`*\"' "
 
 
+def check_action(action: str, listed: Any) -> tuple[bool | None, str | None]:
+    """Whether ``action`` is one of the environment's listed commands exactly as listed (spaces
+    normalised): ``(None, None)`` when there is no list; ``(False, form)`` when it differs from
+    a listed ``form`` only in letter case. Games such as TextWorldExpress reject "Take banana"
+    when they list "take banana", so a case variant is not counted as accepted, and the form the
+    environment lists is kept for the feedback and the optimizer's view."""
+    if not isinstance(listed, list) or not listed:
+        return None, None
+    said = " ".join(action.split())
+    forms = {" ".join(str(v).split()) for v in listed}
+    if said in forms:
+        return True, None
+    by_case = {f.lower(): f for f in sorted(forms)}
+    return False, by_case.get(said.lower())
+
+
 def parse_action(reply: str, limit: int = 120) -> str:
     """The action in a reply: its first line with text, list marks, quotes and an
     ``Action:`` label stripped, a final period dropped, at most ``limit`` characters."""
@@ -210,22 +226,21 @@ class _Episode:
         self.info = out.get("info") or {}
         self.reward += float(out.get("reward") or 0.0)
         # a list cut to its first entries cannot say an action was not accepted: unknown
-        known = (
-            None if cut or not valid_before else {" ".join(v.lower().split()) for v in valid_before}
-        )
-        self.steps.append(
-            {
-                "type": "env_step",
-                "step": number,
-                "reply": reply[:300],
-                "action": action,
-                "valid": None if known is None else action.lower() in known,
-                "valid_actions": valid_before,
-                "observation": out.get("obs", ""),
-                "reward": out.get("reward", 0.0),
-                "score": self.score(),
-            }
-        )
+        valid, listed_as = (None, None) if cut else check_action(action, valid_before)
+        step: dict[str, Any] = {
+            "type": "env_step",
+            "step": number,
+            "reply": reply[:300],
+            "action": action,
+            "valid": valid,
+            "valid_actions": valid_before,
+            "observation": out.get("obs", ""),
+            "reward": out.get("reward", 0.0),
+            "score": self.score(),
+        }
+        if listed_as is not None:
+            step["listed_as"] = listed_as
+        self.steps.append(step)
         self.messages.append(Message("assistant", action))
         if out.get("terminated") or out.get("truncated"):
             self.end = "terminated" if out.get("terminated") else "truncated"
@@ -266,4 +281,4 @@ class _Episode:
         )
 
 
-__all__ = ["SPLIT_BASE", "ActionMode", "EnvironmentTask", "parse_action"]
+__all__ = ["SPLIT_BASE", "ActionMode", "EnvironmentTask", "check_action", "parse_action"]

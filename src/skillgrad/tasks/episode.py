@@ -55,9 +55,10 @@ def episode_feedback(steps: Sequence[dict[str, Any]], score: float, passed: bool
     parts = [f"{ending}; score {score:.2f}"]
     rejected = [s for s in played if s.get("valid") is False]
     if rejected:
+        first = rejected[0]
         parts.append(
             f"{len(rejected)} of {n} actions were not commands the environment accepts "
-            f"(first at step {rejected[0]['step']}: {rejected[0]['action']!r})"
+            f"(first at step {first['step']}: {first['action']!r}{_as_listed(first)})"
         )
     action, repeats = _longest_repeat([s["action"] for s in played])
     if repeats >= 3:
@@ -67,6 +68,12 @@ def episode_feedback(steps: Sequence[dict[str, Any]], score: float, passed: bool
     else:
         parts.append("no action was taken")
     return "; ".join(parts)
+
+
+def _as_listed(step: dict[str, Any]) -> str:
+    """", listed as 'x'" for an action that differs from a listed command only in letter case."""
+    form = step.get("listed_as")
+    return f", listed as {_clip(form, 120)!r}" if isinstance(form, str) and form else ""
 
 
 def failing_step(played: Sequence[dict[str, Any]]) -> int | None:
@@ -117,7 +124,7 @@ def _step_lines(played: list[dict[str, Any]], fail: int | None) -> list[str]:
             lines.append(f"  …[{cut} steps cut]…")
         first, end = runs[r]
         s = played[first]
-        mark = " [not an accepted command]" if s.get("valid") is False else ""
+        mark = f" [not an accepted command{_as_listed(s)}]" if s.get("valid") is False else ""
         number = str(s["step"]) if first == end else f"{s['step']}-{played[end]['step']}"
         again = f" (the same {end - first + 1} times)" if end > first else ""
         lines.append(f"  {number}. > {_clip(s['action'], 120)!r}{mark}{again}")
