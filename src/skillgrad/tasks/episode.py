@@ -71,7 +71,7 @@ def episode_feedback(steps: Sequence[dict[str, Any]], score: float, passed: bool
 
 
 def _as_listed(step: dict[str, Any]) -> str:
-    """", listed as 'x'" for an action that differs from a listed command only in letter case."""
+    """ ", listed as 'x'" for an action that differs from a listed command only in letter case."""
     form = step.get("listed_as")
     return f", listed as {_clip(form, 120)!r}" if isinstance(form, str) and form else ""
 
