@@ -309,3 +309,47 @@ def test_a_cut_list_of_valid_actions_never_calls_an_accepted_action_invalid(
     assert len(step["valid_actions"]) == 200 and "look around" not in step["valid_actions"]
     assert step["valid"] is None  # unknown, not "rejected": the list was cut
     assert "not commands the environment accepts" not in t.score.feedback
+
+
+def test_a_failed_train_episode_keeps_what_the_game_answers_to_its_gold_commands() -> None:
+    # the gold sequence replayed from the same reset: the observations a worked example shows
+    task = EnvironmentTask(TINY, n_train=2, n_val=1, n_test=1, max_steps=2)
+    failed = asyncio.run(play_all(task, "train", lambda r: "look"))
+    val = asyncio.run(play_all(task, "val", lambda r: "look"))
+    whole = EnvironmentTask(TINY, n_train=2, n_val=1, n_test=1)  # the same episodes, played out
+    solved = asyncio.run(play_all(whole, "train", solver))
+    for t, s in zip(failed, solved, strict=True):
+        (gold,) = [x for x in t.steps if x["type"] == "env_gold"]
+        seen = [x["observation"] for x in s.steps if x["type"] == "env_step"]
+        assert t.item_id == s.item_id and gold["observations"] == seen and len(seen) == 3
+        assert not t.score.passed and t.score.feedback.startswith("step limit reached")
+    assert not any(x["type"] == "env_gold" for t in (*val, *solved) for x in t.steps)
+
+
+def test_a_gold_sequence_that_does_not_solve_or_breaks_on_replay_leaves_the_episode_as_played(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "fickle.py").write_text(
+        "import os\n"
+        "class Fickle:\n"
+        "    resets = 0\n"
+        "    def reset(self, *, seed=None, options=None):\n"
+        "        Fickle.resets += 1\n"
+        "        if seed % 2 and Fickle.resets % 2 == 0:\n"
+        "            os._exit(5)  # odd seeds: the process dies on the replay's reset\n"
+        "        return 'a door', {'gold_actions': ['knock'], 'valid_actions': ['knock', 'wait']}\n"
+        "    def step(self, action):\n"
+        "        return 'nobody comes', 0.0, False, False, {'success': False}\n",
+        encoding="utf-8",
+    )
+    task = load_task(
+        "environment", {"env": "fickle.py:Fickle", "n_train": 6, "n_val": 1, "n_test": 1,
+                        "max_steps": 1}, base_dir=tmp_path,
+    )  # fmt: skip
+    assert isinstance(task, EnvironmentTask)
+    trajs = asyncio.run(play_all(task, "train", lambda r: "wait"))
+    assert {int(t.item_id.rsplit("-", 1)[1]) % 2 for t in trajs} == {0, 1}  # both kinds played
+    for t in trajs:  # gold that does not solve: no observations; a broken replay: no error
+        assert t.infra_error is None and t.error is None, t.error
+        assert t.score.feedback.startswith("step limit reached after 1 steps")
+        assert not any(x["type"] == "env_gold" for x in t.steps)

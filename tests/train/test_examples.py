@@ -177,10 +177,25 @@ def test_a_failed_train_episode_becomes_its_gold_commands_and_a_val_episode_neve
         count=approx_tokens, guard=ExampleGuard.build({"val": val}, 8),
     )  # fmt: skip
     assert choice.edit is not None, choice.reason
-    gold = next(x.reference for x in trajs if x.item_id == example_item(choice.edit))
+    chosen = next(x for x in trajs if x.item_id == example_item(choice.edit))
+    gold = chosen.reference
     lines = choice.edit.content.split("\n")
     assert lines[0].startswith("Task: ")
-    assert lines[1:] == [f"Action: {a}" for a in gold]
+    assert lines[2::2] == [f"Action: {a}" for a in gold]
+    # before each command, what the game said: the reset, then the replayed gold's answers
+    start = next(s["observation"] for s in chosen.steps if s["type"] == "env_reset")
+    assert lines[1] == f"Observation: {start}"
+    assert lines[3].startswith("Observation: The ") and "is open: a " in lines[3]
+    # a budget too small for the observations: the commands alone
+    short = choose_example(
+        trajs, items, task, skill="", step=1, tried=[], max_examples=3, max_tokens=40,
+        count=approx_tokens, guard=ExampleGuard.build({"val": val}, 8),
+    )  # fmt: skip
+    assert short.edit is not None, short.reason
+    assert short.edit.content.split("\n")[1:] == [
+        f"Action: {a}"
+        for a in next(x.reference for x in trajs if x.item_id == example_item(short.edit))
+    ]
     only_val = choose_example(
         trajs[-1:], {i.id: i for i in val}, task, skill="", step=1, tried=[], max_examples=3,
         max_tokens=200, count=approx_tokens, guard=ExampleGuard.build({"val": val}, 8),

@@ -73,6 +73,10 @@ def _turn(obs: str, info: dict[str, Any], mode: str, first: bool) -> str:
     return render_prompt("environment_first", task=task, observation=obs.strip(), actions=actions)
 
 
+GOLD_REPLAY_STEPS = 40  # as train/examples.MAX_EPISODE_ACTIONS: longer is no short demonstration
+GOLD_OBSERVATION_CHARS = 600
+
+
 class EnvironmentTask:
     """Episodes of any gymnasium-style environment (``env``: ``file.py:Class``,
     ``module:attr`` or a registered gymnasium id, built with ``env_options``)."""
@@ -160,7 +164,7 @@ class EnvironmentTask:
         healthy = False
         try:
             traj = await episode.run(process, backend)
-            healthy = True
+            healthy = not episode.replay_broke
             return traj
         except EnvFailure as exc:
             return episode.trajectory(error=str(exc), infra=True)
@@ -169,6 +173,16 @@ class EnvironmentTask:
 
     async def call_env(self, process: EnvProcess, message: dict[str, Any]) -> dict[str, Any]:
         return await asyncio.to_thread(process.request, message, self.step_timeout)
+
+
+def outcome(info: dict[str, Any], reward: float, max_reward: float) -> tuple[float, bool]:
+    """(score in [0, 1], solved) after a step: the info's normalised ``score`` when it has one,
+    else the rewards so far over ``max_reward``; solved is the info's ``success`` when given,
+    else a full score."""
+    found = info.get("score")
+    value = min(1.0, max(0.0, float(found) if found is not None else reward / max_reward))
+    success = info.get("success")
+    return value, bool(success) if success is not None else value >= 1.0 - 1e-9
 
 
 class _Episode:
@@ -184,6 +198,7 @@ class _Episode:
         self.reward = 0.0
         self.end = "step_limit"
         self.gold: list[str] | None = None
+        self.replay_broke = False
 
     async def run(self, process: EnvProcess, backend: ModelBackend) -> Trajectory:
         task, data = self.task, self.item.input
@@ -215,7 +230,35 @@ class _Episode:
             self.usage = self.usage + completion.usage
             if await self.act(process, number, completion.text):
                 break
+        if self.gold and not self.solved():
+            await self.replay_gold(process, data)
         return self.trajectory()
+
+    async def replay_gold(self, process: EnvProcess, data: dict[str, Any]) -> None:
+        """Play a failed TRAIN episode's gold sequence from the same reset and keep what the
+        environment answered to each command (``env_gold``): a worked example can then show
+        the observation each command answers (``train/examples.py``). Steps take milliseconds;
+        nothing is recorded when the sequence is too long or the environment does not solve
+        it as given (a gold sequence that depends on chance)."""
+        gold = self.gold or []
+        if len(gold) > GOLD_REPLAY_STEPS:
+            return
+        seen: list[str] = []
+        info: dict[str, Any] = {}
+        reward = 0.0
+        try:
+            await self.task.call_env(
+                process, {"op": "reset", "seed": data.get("seed"), "options": data.get("options")}
+            )
+            for action in gold:
+                out = await self.task.call_env(process, {"op": "step", "action": action})
+                seen.append(str(out.get("obs", ""))[:GOLD_OBSERVATION_CHARS])
+                info, reward = out.get("info") or {}, reward + float(out.get("reward") or 0.0)
+        except EnvFailure:  # the episode stands; only its process is not reused
+            self.replay_broke = True
+            return
+        if outcome(info, reward, self.task.max_reward)[1]:
+            self.steps.append({"type": "env_gold", "observations": seen})
 
     async def act(self, process: EnvProcess, number: int, reply: str) -> bool:
         """Play one reply; True when the episode is over."""
@@ -250,13 +293,10 @@ class _Episode:
         return False
 
     def score(self) -> float:
-        found = self.info.get("score")
-        value = float(found) if found is not None else self.reward / self.task.max_reward
-        return min(1.0, max(0.0, value))
+        return outcome(self.info, self.reward, self.task.max_reward)[0]
 
-    def passed(self, value: float) -> bool:
-        success = self.info.get("success")
-        return bool(success) if success is not None else value >= 1.0 - 1e-9
+    def solved(self) -> bool:
+        return outcome(self.info, self.reward, self.task.max_reward)[1]
 
     def trajectory(self, error: str | None = None, infra: bool = False) -> Trajectory:
         actions = [s["action"] for s in self.steps if s["type"] == "env_step"]
@@ -264,8 +304,7 @@ class _Episode:
             self.steps.append({"type": "error", "reason": error})
             score = Score(0.0, False, f"error: {error}")
         else:
-            value = self.score()
-            passed = self.passed(value)
+            value, passed = outcome(self.info, self.reward, self.task.max_reward)
             score = Score(value, passed, episode_feedback(self.steps, value, passed, self.end))
         return Trajectory(
             item_id=self.item.id,

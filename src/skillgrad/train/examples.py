@@ -12,8 +12,10 @@ A trajectory kind renders its own demonstration (``register_renderer``): the def
 input -> final reply; a multi-turn trajectory (tool calls) renders its sequence of actions; an
 environment episode renders its task and commands — for a failed train episode, the
 environment's gold sequence (its reference, which the environment rollout keeps for train
-episodes only). Val and test items never appear: an example whose text copies one (the leak
-check over val and test, ``ExampleGuard``) is refused before it is proposed.
+episodes only) — with what the environment said before each command when that fits the budget
+(for a failed episode, the answers to its gold sequence replayed: ``env_gold``). Val and test
+items never appear: an example whose text copies one (the leak check over val and test,
+``ExampleGuard``) is refused before it is proposed.
 """
 
 from __future__ import annotations
@@ -78,16 +80,57 @@ def render_actions(t: Trajectory, reply: str, limit: int) -> str:
 
 
 EPISODE_STEPS = ("env_reset", "env_step")
+OBSERVATION_CHARS = 160  # an observation shown in a demonstration, at most
 MAX_EPISODE_ACTIONS = 40  # a gold sequence longer than this is no short demonstration
+
+
+def _episode_task(t: Trajectory) -> str:
+    first = next((s for s in t.steps if s.get("type") == "env_reset"), {})
+    return str(first.get("task") or first.get("observation") or _user_input(t))
 
 
 def render_episode(t: Trajectory, reply: str, limit: int) -> str:
     """An environment episode (``tasks/environment.py``): the task (or the first observation,
     cut to ``limit``), then the commands one per line, exactly as the environment takes them."""
-    first = next((s for s in t.steps if s.get("type") == "env_reset"), {})
-    task = str(first.get("task") or first.get("observation") or _user_input(t))
     actions = [a.strip() for a in reply.split("\n") if a.strip()]
-    return "\n".join([f"Task: {_cut(task, limit)}", *(f"Action: {a}" for a in actions)])
+    return "\n".join([f"Task: {_cut(_episode_task(t), limit)}", *(f"Action: {a}" for a in actions)])
+
+
+def episode_observations(t: Trajectory, n_actions: int) -> list[str] | None:
+    """What the environment showed before each of the demonstration's ``n_actions`` commands:
+    the reset observation, then the answer to each command before the next — the episode's own
+    (a passing episode) or those of its gold sequence replayed (``env_gold``, a failed train
+    episode). None when they are not recorded or do not line up with the commands."""
+    reset = next((s for s in t.steps if s.get("type") == "env_reset"), None)
+    if reset is None:
+        return None
+    if t.score.passed:
+        after = [str(s.get("observation", "")) for s in t.steps if s.get("type") == "env_step"]
+    else:
+        gold = next((s for s in t.steps if s.get("type") == "env_gold"), None)
+        found = gold.get("observations") if gold else None
+        if not isinstance(found, list):
+            return None
+        after = [str(o) for o in found]
+    if len(after) != n_actions:
+        return None
+    return [str(reset.get("observation", "")), *after[:-1]]
+
+
+def render_observed_episode(t: Trajectory, reply: str, limit: int) -> str:
+    """An environment episode with what the environment said before each command: the task
+    (cut to ``limit``), then pairs of ``Observation:`` and ``Action:``. An observation is one
+    line of at most ``OBSERVATION_CHARS`` (longer ones are cut, so an episode of long
+    observations does not fit the example budget and its commands alone are shown:
+    ``FALLBACKS``). Plain ``render_episode`` when the observations are not recorded."""
+    actions = [a.strip() for a in reply.split("\n") if a.strip()]
+    seen = episode_observations(t, len(actions))
+    if seen is None:
+        return render_episode(t, reply, limit)
+    lines = [f"Task: {_cut(_episode_task(t), limit)}"]
+    for obs, action in zip(seen, actions, strict=True):
+        lines += [f"Observation: {_cut(obs, OBSERVATION_CHARS)}", f"Action: {action}"]
+    return "\n".join(lines)
 
 
 def episode_actions(t: Trajectory) -> str | None:
@@ -109,8 +152,11 @@ def episode_actions(t: Trajectory) -> str | None:
 RENDERERS: dict[str, ExampleRenderer] = {
     "reply": render_reply,
     "actions": render_actions,
-    "episode": render_episode,
+    "episode": render_observed_episode,
 }
+FALLBACKS: dict[str, ExampleRenderer] = {"episode": render_episode}
+"""A shorter rendering tried when a kind's own does not fit ``train.max_example_tokens``: an
+episode's commands without the observations."""
 
 
 def register_renderer(kind: str, renderer: ExampleRenderer) -> None:
@@ -256,12 +302,17 @@ def choose_example(
 
 def _fit(t: Trajectory, reply: str, max_tokens: int, count: Callable[[str], int]) -> str | None:
     """The rendered demonstration within ``max_tokens``: the input is cut shorter until it
-    fits; None when even a short input does not (the reply itself is never cut)."""
-    render = RENDERERS.get(trajectory_kind(t), render_reply)
-    for limit in (400, 240, 160, 100, 60):
-        text = render(t, reply, limit)
-        if count(text) <= max_tokens:
-            return text
+    fits, then the kind's shorter rendering (``FALLBACKS``) is tried the same way; None when
+    even that does not fit (the reply itself is never cut)."""
+    kind = trajectory_kind(t)
+    renders = [RENDERERS.get(kind, render_reply)]
+    if kind in FALLBACKS:
+        renders.append(FALLBACKS[kind])
+    for render in renders:
+        for limit in (400, 240, 160, 100, 60):
+            text = render(t, reply, limit)
+            if count(text) <= max_tokens:
+                return text
     return None
 
 
@@ -272,6 +323,7 @@ def example_item(edit: Edit) -> str:
 
 __all__ = [
     "EXAMPLES_HEADING",
+    "FALLBACKS",
     "RENDERERS",
     "SOURCE",
     "ExampleChoice",
@@ -279,6 +331,7 @@ __all__ = [
     "ExampleRenderer",
     "choose_example",
     "episode_actions",
+    "episode_observations",
     "example_blocks",
     "example_item",
     "example_lines",
@@ -288,6 +341,7 @@ __all__ = [
     "register_renderer",
     "render_actions",
     "render_episode",
+    "render_observed_episode",
     "render_reply",
     "shown_reply",
     "trajectory_kind",
