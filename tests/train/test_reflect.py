@@ -281,3 +281,41 @@ async def test_the_re_ask_after_repeats_samples_at_the_reask_temperature() -> No
     first, again = opt.calls
     assert (first.temperature, first.seed) == (0.0, 3)
     assert (again.temperature, again.seed) == (0.7, 4)
+
+
+CUT = (  # as the 1.5B's rule on TextWorld Commonsense, cut by the grammar's 160-character cap
+    "When asked to pick up objects and place them in their usual locations, use the 'take' "
+    "command to pick up the object and the 'put' command to put it in the place"
+)
+
+
+def test_a_rule_at_the_string_cap_without_a_sentence_end_is_cut() -> None:
+    from skillgrad.models.structured import GRAMMAR_MAX_LENGTH
+    from skillgrad.train.rules import is_cut
+
+    assert len(CUT) == GRAMMAR_MAX_LENGTH and is_cut(CUT)
+    whole = CUT[: GRAMMAR_MAX_LENGTH - 1] + "."
+    assert not is_cut(whole) and not is_cut(whole[:-1] + '."') and not is_cut("Be brief")
+    assert not is_cut("x" * 80 + ".")  # a hosted model's long rule that ends is kept
+
+
+async def test_a_cut_rule_is_asked_again_and_never_enters_the_skill() -> None:
+    opt = (
+        ScriptedBackend()
+        .expect(REFLECT, rules_reply("Answer in upper case.", CUT))
+        .expect("was cut off at 160 characters", rules_reply("Answer in upper case.", CUT))
+    )
+    out = await reflect(1, "", [_traj("a")], opt, CFG)
+    opt.assert_done()  # asked again once, saying which rule and why
+    assert "Rule 2 was cut off" in opt.calls[-1].messages[-1].content
+    # the re-ask cut it again: the complete rule is kept, the half sentence dropped
+    assert [e.content for e in out.edits] == ["- Answer in upper case."]
+
+    fixed = (
+        ScriptedBackend()
+        .expect(REFLECT, rules_reply(CUT))
+        .expect("was cut off", rules_reply("Use 'take X' to pick up and 'put X in Y' to place."))
+    )
+    out = await reflect(1, "", [_traj("a")], fixed, CFG)
+    wanted = "- Use 'take X' to pick up and 'put X in Y' to place."
+    assert [e.content for e in out.edits] == [wanted]

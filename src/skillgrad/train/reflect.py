@@ -23,14 +23,14 @@ from typing import Any
 
 from skillgrad.harnesses.transcript import transcript_view
 from skillgrad.models.base import ModelBackend
-from skillgrad.models.structured import StructuredReply
+from skillgrad.models.structured import GRAMMAR_MAX_LENGTH, StructuredReply
 from skillgrad.prompts import render_prompt
 from skillgrad.runs.records import RejectedEdit
 from skillgrad.skill.package import is_package_text
 from skillgrad.tasks.episode import episode_view, is_episode
 from skillgrad.train.optimizer_call import ask_optimizer
 from skillgrad.train.progress import NullProgress, Progress
-from skillgrad.train.rules import known_rules, only_repeats, rule_edits, skill_choices
+from skillgrad.train.rules import is_cut, known_rules, only_repeats, rule_edits, skill_choices
 from skillgrad.train.schemas import reflection_model
 from skillgrad.types import Edit, Trajectory
 
@@ -240,6 +240,8 @@ def reply_check(
     """The reflection reply check, which earns one re-ask saying why:
     - every rule is already in the skill, or was rejected before (measured: a small optimizer
       at temperature 0 otherwise proposes the rules it already wrote, step after step);
+    - a rule was cut mid-sentence at the schema's string cap (``rules.is_cut``; it is dropped
+      if the re-ask still cuts it);
     - with ``copies``, a rule copies a train/val item's text (measured: the 1.5B writes a failed
       IFBench prompt's own instruction, or a HumanEval problem's statement, as its rule)."""
     known = known_rules(skill, [e for r in rejected for e in r.edits])
@@ -248,6 +250,8 @@ def reply_check(
         if only_repeats(reply, known):
             return render_prompt("reflect_repeated").strip()
         for number, proposal in enumerate(reply.rules, start=1):
+            if is_cut(proposal.rule):
+                return render_prompt("reflect_cut", number=number, limit=GRAMMAR_MAX_LENGTH).strip()
             what = copies(proposal.rule) if copies is not None else None
             if what:
                 return render_prompt("reflect_copied", number=number, what=what).strip()

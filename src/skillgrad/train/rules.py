@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from skillgrad.models.structured import GRAMMAR_MAX_LENGTH
 from skillgrad.skill.document import Skill
 from skillgrad.skill.match import AnchorMatch, find_anchor, format_section_path
 from skillgrad.skill.package import SKILL_FILE, SkillPackage, is_package_text
@@ -86,6 +87,18 @@ def known_rules(skill_text: str, rejected: Sequence[Edit] = ()) -> set[str]:
     return {rule_key(x) for x in [*lines, *(e.content for e in rejected)] if x.strip()}
 
 
+_SENTENCE_END = re.compile(r"""[.!?][)"'`*]*\s*$""")
+
+
+def is_cut(rule: str) -> bool:
+    """Whether a rule ends where constrained decoding cut it: exactly ``GRAMMAR_MAX_LENGTH``
+    characters (the cap every string of the reply schema gets, ``models.structured``) and no
+    sentence end (measured: "... use the 'take' command to pick up the object and the 'put' or
+    '" on TextWorld Commonsense)."""
+    text = rule.strip()
+    return len(text) >= GRAMMAR_MAX_LENGTH and not _SENTENCE_END.search(text)
+
+
 def only_repeats(reply: Any, known: set[str]) -> bool:
     """True when every rule of a reflection reply adds text already known (``known_rules``)."""
     rules = list(reply.rules)
@@ -107,6 +120,8 @@ def rule_edits(reply: Any, skill_text: str, ids: Sequence[str], source: str) -> 
     package = is_package_text(skill_text)
     edits: list[Edit] = []
     for proposal in reply.rules:
+        if is_cut(proposal.rule):  # half a sentence never enters the skill (reflect re-asks)
+            continue
         edit = _rule_edit(proposal, skill_text, package)
         if edit is not None:
             edits.append(Edit(**edit, trajectory_ids=tuple(ids), source=source))
@@ -187,6 +202,7 @@ def _rule_edit(proposal: Any, skill_text: str, package: bool) -> dict[str, Any] 
 __all__ = [
     "MAX_CHOICES",
     "SkillChoices",
+    "is_cut",
     "known_rules",
     "only_repeats",
     "rule_edits",
