@@ -23,7 +23,7 @@ from skillgrad.skill import skill_hash
 from skillgrad.skill.package import prompt_text
 from skillgrad.tasks.base import SPLITS, Split
 from skillgrad.tasks.env_pool import EnvFailure, EnvPool, EnvProcess, EnvSpec
-from skillgrad.tasks.episode import episode_feedback
+from skillgrad.tasks.episode import MAX_DEMO_ACTIONS, episode_feedback
 from skillgrad.types import ChatRequest, Item, Message, Score, Trajectory, Usage
 
 ActionMode = Literal["free", "listed"]
@@ -73,7 +73,6 @@ def _turn(obs: str, info: dict[str, Any], mode: str, first: bool) -> str:
     return render_prompt("environment_first", task=task, observation=obs.strip(), actions=actions)
 
 
-GOLD_REPLAY_STEPS = 40  # as train/examples.MAX_EPISODE_ACTIONS: longer is no short demonstration
 GOLD_OBSERVATION_CHARS = 600
 
 
@@ -175,6 +174,11 @@ class EnvironmentTask:
         return await asyncio.to_thread(process.request, message, self.step_timeout)
 
 
+def reset_message(data: dict[str, Any]) -> dict[str, Any]:
+    """The environment process's reset request for an episode item's input."""
+    return {"op": "reset", "seed": data.get("seed"), "options": data.get("options")}
+
+
 def outcome(info: dict[str, Any], reward: float, max_reward: float) -> tuple[float, bool]:
     """(score in [0, 1], solved) after a step: the info's normalised ``score`` when it has one,
     else the rewards so far over ``max_reward``; solved is the info's ``success`` when given,
@@ -203,7 +207,7 @@ class _Episode:
     async def run(self, process: EnvProcess, backend: ModelBackend) -> Trajectory:
         task, data = self.task, self.item.input
         first = await task.call_env(
-            process, {"op": "reset", "seed": data.get("seed"), "options": data.get("options")}
+            process, reset_message(data)
         )
         self.info = first.get("info") or {}
         if self.item.meta.get("split", "train") == "train":  # never a val/test reference
@@ -241,14 +245,14 @@ class _Episode:
         nothing is recorded when the sequence is too long or the environment does not solve
         it as given (a gold sequence that depends on chance)."""
         gold = self.gold or []
-        if len(gold) > GOLD_REPLAY_STEPS:
+        if len(gold) > MAX_DEMO_ACTIONS:
             return
         seen: list[str] = []
         info: dict[str, Any] = {}
         reward = 0.0
         try:
             await self.task.call_env(
-                process, {"op": "reset", "seed": data.get("seed"), "options": data.get("options")}
+                process, reset_message(data)
             )
             for action in gold:
                 out = await self.task.call_env(process, {"op": "step", "action": action})

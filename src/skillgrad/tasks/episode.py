@@ -20,6 +20,11 @@ START_CHARS = 400  # the first observation
 LIST_CHARS = 500  # accepted commands / reference sequence
 
 
+MAX_DEMO_ACTIONS = 40
+"""A gold sequence longer than this is no short demonstration: not replayed by the rollout, not
+shown as a worked example (``train/examples.py``)."""
+
+
 def _clip(text: Any, limit: int) -> str:
     flat = " ".join(str(text or "").split())
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
@@ -163,4 +168,11 @@ def episode_view(
     return "\n".join(lines)
 
 
-__all__ = ["env_steps", "episode_feedback", "episode_view", "failing_step", "is_episode"]
+__all__ = [
+    "MAX_DEMO_ACTIONS",
+    "env_steps",
+    "episode_feedback",
+    "episode_view",
+    "failing_step",
+    "is_episode",
+]

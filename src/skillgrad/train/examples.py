@@ -26,6 +26,7 @@ from typing import Any
 
 from skillgrad.runs.records import Leak
 from skillgrad.skill.document import Skill
+from skillgrad.tasks.episode import MAX_DEMO_ACTIONS
 from skillgrad.train.leaks import LeakIndex, describe
 from skillgrad.types import Edit, Item, Trajectory
 
@@ -81,7 +82,6 @@ def render_actions(t: Trajectory, reply: str, limit: int) -> str:
 
 EPISODE_STEPS = ("env_reset", "env_step")
 OBSERVATION_CHARS = 160  # an observation shown in a demonstration, at most
-MAX_EPISODE_ACTIONS = 40  # a gold sequence longer than this is no short demonstration
 
 
 def _episode_task(t: Trajectory) -> str:
@@ -144,7 +144,7 @@ def episode_actions(t: Trajectory) -> str | None:
     else:
         return None
     actions = [" ".join(a.split()) for a in actions if a.strip()]
-    if not actions or len(actions) > MAX_EPISODE_ACTIONS:
+    if not actions or len(actions) > MAX_DEMO_ACTIONS:
         return None
     return "\n".join(actions)
 
