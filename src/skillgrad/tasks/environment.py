@@ -206,9 +206,7 @@ class _Episode:
 
     async def run(self, process: EnvProcess, backend: ModelBackend) -> Trajectory:
         task, data = self.task, self.item.input
-        first = await task.call_env(
-            process, reset_message(data)
-        )
+        first = await task.call_env(process, reset_message(data))
         self.info = first.get("info") or {}
         if self.item.meta.get("split", "train") == "train":  # never a val/test reference
             self.gold = self.info.get("gold_actions")
@@ -251,9 +249,7 @@ class _Episode:
         info: dict[str, Any] = {}
         reward = 0.0
         try:
-            await self.task.call_env(
-                process, reset_message(data)
-            )
+            await self.task.call_env(process, reset_message(data))
             for action in gold:
                 out = await self.task.call_env(process, {"op": "step", "action": action})
                 seen.append(str(out.get("obs", ""))[:GOLD_OBSERVATION_CHARS])
