@@ -16,7 +16,12 @@ from fakes_env import play
 from skillgrad.errors import ConfigError
 from skillgrad.registry import load_task
 from skillgrad.tasks.env_worker import canonical_info
-from skillgrad.tasks.environment import EnvironmentTask, check_action, parse_action
+from skillgrad.tasks.environment import (
+    EnvironmentTask,
+    check_action,
+    loop_erased,
+    parse_action,
+)
 from skillgrad.testing import FunctionBackend, user_text
 from skillgrad.types import ChatRequest, Trajectory
 
@@ -324,6 +329,68 @@ def test_a_failed_train_episode_keeps_what_the_game_answers_to_its_gold_commands
         assert t.item_id == s.item_id and gold["observations"] == seen and len(seen) == 3
         assert not t.score.passed and t.score.feedback.startswith("step limit reached")
     assert not any(x["type"] == "env_gold" for t in (*val, *solved) for x in t.steps)
+
+
+def test_loop_erased_drops_the_commands_that_came_back_to_an_observation_already_shown() -> None:
+    acts = ["look", "south", "north", "south", "north", "east", "take coin"]
+    seen = ["hall", "cellar", "hall", "cellar", "hall", "attic", "got it"]
+    assert loop_erased(acts, seen, "start") == ["look", "east", "take coin"]
+    # back to the start itself; a loop inside a loop; nothing repeated
+    assert loop_erased(["a", "b", "c"], ["x", "start", "y"], "start") == ["c"]
+    assert loop_erased(["a", "b", "c", "d", "e"], ["x", "y", "x", "s", "z"], "s") == ["e"]
+    assert loop_erased(["a", "b"], ["x", "y"], "s") == ["a", "b"]
+
+
+_CORRIDOR = (
+    "ROOMS = ['hall', 'cellar', 'attic']\n"
+    "class Corridor:\n"
+    "    # walk east to the attic and take the coin; the gold is a search that walks back\n"
+    "    def reset(self, *, seed=None, options=None):\n"
+    "        self.at, self.done = 0, False\n"
+    "        gold = ['east', 'west', 'east', 'west', 'east', 'east', 'take coin']\n"
+    "        return 'In the hall.', {'gold_actions': gold, 'valid_actions': self.valid()}\n"
+    "    def valid(self):\n"
+    "        return ['east', 'west', 'take coin']\n"
+    "    def step(self, action):\n"
+    "        if action == 'east': self.at = min(2, self.at + 1)\n"
+    "        if action == 'west': self.at = max(0, self.at - 1)\n"
+    "        if action == 'take coin' and self.at == 2: self.done = True\n"
+    "        obs = 'You win.' if self.done else 'In the %s.' % ROOMS[self.at]\n"
+    "        return obs, float(self.done), self.done, False, {'success': self.done,\n"
+    "                                                        'valid_actions': self.valid()}\n"
+)
+_BUTTON = (
+    "class Button:\n"
+    "    # three presses open the door; every press looks the same (hidden state moves on)\n"
+    "    def reset(self, *, seed=None, options=None):\n"
+    "        self.n = 0\n"
+    "        return 'A button.', {'gold_actions': ['press'] * 3, 'valid_actions': ['press']}\n"
+    "    def step(self, action):\n"
+    "        self.n += action == 'press'\n"
+    "        done = self.n >= 3\n"
+    "        return ('Open.' if done else 'Click.'), float(done), done, False, {'success': done}\n"
+)
+
+
+def test_a_gold_search_that_walks_back_is_shown_without_its_detours_only_when_that_solves(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "corridor.py").write_text(_CORRIDOR, encoding="utf-8")
+    (tmp_path / "button.py").write_text(_BUTTON, encoding="utf-8")
+    sizes = {"n_train": 1, "n_val": 1, "n_test": 1, "max_steps": 1}
+    corridor = load_task("environment", {"env": "corridor.py:Corridor", **sizes}, base_dir=tmp_path)
+    button = load_task("environment", {"env": "button.py:Button", **sizes}, base_dir=tmp_path)
+    assert isinstance(corridor, EnvironmentTask) and isinstance(button, EnvironmentTask)
+    (walk,) = asyncio.run(play_all(corridor, "train", lambda r: "west"))
+    (gold,) = [x for x in walk.steps if x["type"] == "env_gold"]
+    assert walk.reference == ["east", "east", "take coin"] and gold["detours_cut"] == 4
+    assert gold["observations"] == ["In the cellar.", "In the attic.", "You win."]
+    # the same observation after each press, but the shorter sequence does not open the door:
+    # the gold sequence stays as given
+    (press,) = asyncio.run(play_all(button, "train", lambda r: "wait"))
+    (gold,) = [x for x in press.steps if x["type"] == "env_gold"]
+    assert press.reference == ["press"] * 3 and "detours_cut" not in gold
+    assert gold["observations"] == ["Click.", "Click.", "Open."]
 
 
 def test_a_gold_sequence_that_does_not_solve_or_breaks_on_replay_leaves_the_episode_as_played(

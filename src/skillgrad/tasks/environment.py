@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import random
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -189,6 +190,25 @@ def outcome(info: dict[str, Any], reward: float, max_reward: float) -> tuple[flo
     return value, bool(success) if success is not None else value >= 1.0 - 1e-9
 
 
+def loop_erased(actions: Sequence[str], after: Sequence[str], start: str) -> list[str]:
+    """``actions`` without their detours: when the observation after a command is one the
+    sequence already showed (``start``, or the answer to an earlier command still kept), the
+    commands since then are dropped (a loop-erased walk, with observations standing for states).
+    An observation can repeat while the hidden state moved on, so the caller replays the result
+    and keeps it only when it still solves the episode."""
+    kept: list[str] = []
+    at = {start: 0}  # observation -> how many kept commands led to it
+    for action, obs in zip(actions, after, strict=True):
+        back = at.get(obs)
+        if back is not None:
+            del kept[back:]
+            at = {o: n for o, n in at.items() if n <= back}
+            continue
+        kept.append(action)
+        at[obs] = len(kept)
+    return kept
+
+
 class _Episode:
     """The mutable state of one episode: messages, steps, usage, the last info."""
 
@@ -239,26 +259,44 @@ class _Episode:
     async def replay_gold(self, process: EnvProcess, data: dict[str, Any]) -> None:
         """Play a failed TRAIN episode's gold sequence from the same reset and keep what the
         environment answered to each command (``env_gold``): a worked example can then show
-        the observation each command answers (``train/examples.py``). Steps take milliseconds;
-        nothing is recorded when the sequence is too long or the environment does not solve
-        it as given (a gold sequence that depends on chance)."""
+        the observation each command answers (``train/examples.py``). A sequence that comes
+        back to an observation it already showed (a search that walks back and forth) is
+        replayed once more without those detours (``loop_erased``), and the shorter one becomes
+        the episode's reference when it solves too. Steps take milliseconds; nothing is recorded
+        when the sequence is too long or the environment does not solve it as given (a gold
+        sequence that depends on chance)."""
         gold = self.gold or []
         if len(gold) > MAX_DEMO_ACTIONS:
             return
-        seen: list[str] = []
-        info: dict[str, Any] = {}
-        reward = 0.0
         try:
-            await self.task.call_env(process, reset_message(data))
-            for action in gold:
-                out = await self.task.call_env(process, {"op": "step", "action": action})
-                seen.append(str(out.get("obs", ""))[:GOLD_OBSERVATION_CHARS])
-                info, reward = out.get("info") or {}, reward + float(out.get("reward") or 0.0)
+            played = await self._play(process, data, gold)
+            if played is None:
+                return
+            short = loop_erased(gold, played[1:], played[0])
+            replayed = await self._play(process, data, short) if len(short) < len(gold) else None
         except EnvFailure:  # the episode stands; only its process is not reused
             self.replay_broke = True
             return
-        if outcome(info, reward, self.task.max_reward)[1]:
-            self.steps.append({"type": "env_gold", "observations": seen})
+        step: dict[str, Any] = {"type": "env_gold"}
+        if replayed is not None:
+            step["detours_cut"] = len(gold) - len(short)
+            self.gold, played = short, replayed
+        step["observations"] = [o[:GOLD_OBSERVATION_CHARS] for o in played[1:]]
+        self.steps.append(step)
+
+    async def _play(
+        self, process: EnvProcess, data: dict[str, Any], actions: Sequence[str]
+    ) -> list[str] | None:
+        """The reset observation and the answer to each of ``actions`` played from the episode's
+        reset; None when they do not solve it."""
+        seen = [str((await self.task.call_env(process, reset_message(data))).get("obs", ""))]
+        info: dict[str, Any] = {}
+        reward = 0.0
+        for action in actions:
+            out = await self.task.call_env(process, {"op": "step", "action": action})
+            seen.append(str(out.get("obs", "")))
+            info, reward = out.get("info") or {}, reward + float(out.get("reward") or 0.0)
+        return seen if outcome(info, reward, self.task.max_reward)[1] else None
 
     async def act(self, process: EnvProcess, number: int, reply: str) -> bool:
         """Play one reply; True when the episode is over."""
@@ -320,4 +358,11 @@ class _Episode:
         )
 
 
-__all__ = ["SPLIT_BASE", "ActionMode", "EnvironmentTask", "check_action", "parse_action"]
+__all__ = [
+    "SPLIT_BASE",
+    "ActionMode",
+    "EnvironmentTask",
+    "check_action",
+    "loop_erased",
+    "parse_action",
+]
