@@ -335,6 +335,9 @@ def test_loop_erased_drops_the_commands_that_came_back_to_an_observation_already
     acts = ["look", "south", "north", "south", "north", "east", "take coin"]
     seen = ["hall", "cellar", "hall", "cellar", "hall", "attic", "got it"]
     assert loop_erased(acts, seen, "start") == ["look", "east", "take coin"]
+    # a look (the observation just shown, again) is no detour, also when the walk comes back
+    assert loop_erased(acts, seen, "hall") == ["look", "east", "take coin"]
+    assert loop_erased(["look", "look"], ["s", "s"], "s") == ["look", "look"]
     # back to the start itself; a loop inside a loop; nothing repeated
     assert loop_erased(["a", "b", "c"], ["x", "start", "y"], "start") == ["c"]
     assert loop_erased(["a", "b", "c", "d", "e"], ["x", "y", "x", "s", "z"], "s") == ["e"]

@@ -192,15 +192,17 @@ def outcome(info: dict[str, Any], reward: float, max_reward: float) -> tuple[flo
 
 def loop_erased(actions: Sequence[str], after: Sequence[str], start: str) -> list[str]:
     """``actions`` without their detours: when the observation after a command is one the
-    sequence already showed (``start``, or the answer to an earlier command still kept), the
-    commands since then are dropped (a loop-erased walk, with observations standing for states).
-    An observation can repeat while the hidden state moved on, so the caller replays the result
-    and keeps it only when it still solves the episode."""
+    sequence showed before the last (``start``, or the answer to an earlier command still
+    kept), the commands since then are dropped (a loop-erased walk, with observations standing
+    for states). A command answered with the observation just shown (``look around`` first, as
+    the games' own solutions start) is a look, not a detour: it stays. An observation can
+    repeat while the hidden state moved on, so the caller replays the result and keeps it only
+    when it still solves the episode."""
     kept: list[str] = []
     at = {start: 0}  # observation -> how many kept commands led to it
     for action, obs in zip(actions, after, strict=True):
         back = at.get(obs)
-        if back is not None:
+        if back is not None and back < len(kept):  # (back == len(kept): a look, kept)
             del kept[back:]
             at = {o: n for o, n in at.items() if n <= back}
             continue
