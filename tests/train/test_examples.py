@@ -24,6 +24,7 @@ from skillgrad.train.examples import (
     example_item,
     register_renderer,
     render_actions,
+    shown_observation,
     trajectory_kind,
 )
 from skillgrad.train.leak_check import example_copies
@@ -248,3 +249,30 @@ def test_without_example_alone_the_contradicted_candidate_is_only_rejected(tmp_p
     result = _contradicted_run(tmp_path, example_alone=False)
     assert result.summary["val_best"] == 0.0
     assert not (result.run_dir / "steps/step_0001/split.json").exists()
+
+
+ROOM = (
+    "You are in the kitchen. In one part of the room you see a stove. There is also an oven. "
+    "You also see a fridge that is closed. In another part of the room you see a counter. "
+    "To the South you see the pantry. To the East you see the corridor."
+)
+
+
+def test_a_cut_observation_keeps_the_sentence_that_names_what_the_next_command_acts_on() -> None:
+    head = shown_observation(ROOM, "look around")  # nothing to find: the start, cut at a word
+    assert head.startswith("You are in the kitchen.") and head.endswith(" …")
+    shown = shown_observation(ROOM, "move east")
+    assert shown.endswith("… To the East you see the corridor.") and len(shown) <= 160
+    assert shown.startswith("You are in the kitchen. In one part")
+    # named in the start already, named nowhere, or a short observation: as before
+    assert shown_observation(ROOM, "open fridge") == head
+    assert shown_observation(ROOM, "move west") == head
+    assert shown_observation("You take the coin.", "move east") == "You take the coin."
+    # a sentence too long to leave room for the start: the start alone
+    long_sentence = "To the East you see " + "a very long corridor " * 8 + "."
+    assert shown_observation(ROOM + " " + long_sentence, "move east", 160).endswith(
+        "… To the East you see the corridor."
+    )
+    assert shown_observation("x " * 100 + long_sentence, "move east") == shown_observation(
+        "x " * 100 + long_sentence, "look"
+    )

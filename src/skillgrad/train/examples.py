@@ -20,6 +20,7 @@ items never appear: an example whose text copies one (the leak check over val an
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -82,6 +83,38 @@ def render_actions(t: Trajectory, reply: str, limit: int) -> str:
 
 EPISODE_STEPS = ("env_reset", "env_step")
 OBSERVATION_CHARS = 160  # an observation shown in a demonstration, at most
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+_WORD = re.compile(r"[a-z0-9']+")
+_MIN_HEAD = 24
+
+
+def _object_words(action: str) -> list[str]:
+    """The words a command acts on: after its verb, three letters or more ("put 2 pineapples
+    in box" -> pineapples, box; "move west" -> west)."""
+    return [w for w in _WORD.findall(action.lower())[1:] if len(w) >= 3]
+
+
+def shown_observation(obs: str, action: str, limit: int = OBSERVATION_CHARS) -> str:
+    """An observation as a demonstration shows it before ``action``: whole when it fits
+    ``limit``, else its start cut at a word — and when a word the command acts on is named only
+    past the cut, the start cut shorter and the first sentence that names it, so the example
+    shows why the command was typed (measured on Coin Collector: a room described up to its
+    exits hid "To the West you see the pantry." before `move west`, and the target copied
+    `move west` into rooms without a west exit). Nothing changes when the start names them all
+    or no sentence does."""
+    flat = " ".join(obs.split())
+    head = _cut(flat, limit)
+    if len(flat) <= limit:
+        return head
+    shown = set(_WORD.findall(head.lower()))
+    missing = {w for w in _object_words(action) if w not in shown}
+    sentence = next(
+        (x for x in _SENTENCE_END.split(flat) if missing & set(_WORD.findall(x.lower()))), ""
+    )
+    room = limit - len(sentence) - 1
+    if not sentence or room < _MIN_HEAD:
+        return head
+    return f"{_cut(flat, room)} {sentence}"
 
 
 def _episode_task(t: Trajectory) -> str:
@@ -120,16 +153,16 @@ def episode_observations(t: Trajectory, n_actions: int) -> list[str] | None:
 def render_observed_episode(t: Trajectory, reply: str, limit: int) -> str:
     """An environment episode with what the environment said before each command: the task
     (cut to ``limit``), then pairs of ``Observation:`` and ``Action:``. An observation is one
-    line of at most ``OBSERVATION_CHARS`` (longer ones are cut, so an episode of long
-    observations does not fit the example budget and its commands alone are shown:
-    ``FALLBACKS``). Plain ``render_episode`` when the observations are not recorded."""
+    line of at most ``OBSERVATION_CHARS`` (``shown_observation``: longer ones are cut, so an
+    episode of long observations does not fit the example budget and its commands alone are
+    shown: ``FALLBACKS``). Plain ``render_episode`` when the observations are not recorded."""
     actions = [a.strip() for a in reply.split("\n") if a.strip()]
     seen = episode_observations(t, len(actions))
     if seen is None:
         return render_episode(t, reply, limit)
     lines = [f"Task: {_cut(_episode_task(t), limit)}"]
     for obs, action in zip(seen, actions, strict=True):
-        lines += [f"Observation: {_cut(obs, OBSERVATION_CHARS)}", f"Action: {action}"]
+        lines += [f"Observation: {shown_observation(obs, action)}", f"Action: {action}"]
     return "\n".join(lines)
 
 
@@ -343,6 +376,7 @@ __all__ = [
     "render_episode",
     "render_observed_episode",
     "render_reply",
+    "shown_observation",
     "shown_reply",
     "trajectory_kind",
 ]
