@@ -18,7 +18,7 @@ from skillgrad.testing import (
     user_text,
 )
 from skillgrad.train.dedup import near_duplicate, screen, skill_contradictions
-from skillgrad.train.rules import second_person
+from skillgrad.train.rules import instruction_copied, second_person
 from skillgrad.train.select import select
 from skillgrad.types import ChatRequest, Edit
 
@@ -142,3 +142,27 @@ def test_a_rule_returned_unchanged_is_revised_from_the_expected_form_once(tmp_pa
     later = [read_json(p) for p in sorted(run.glob("steps/step_*/revise.json"))[1:]]
     assert later and all(not x["edits"] for x in later)
     assert read_json(run / "history.json")[0]["accepted"] is False
+
+
+RECITED = "Write to the model that reads the skill (its own system prompt) in the second person."
+
+
+def test_a_rule_reciting_the_optimizers_instructions_never_enters_the_skill(
+    tmp_path: Path,
+) -> None:
+    # measured on IFBench: the 1.5B proposed its prompt's own lines as rules
+    assert instruction_copied(RECITED) is not None
+    assert instruction_copied("Never quote a task's input or its expected answer.") is not None
+    assert instruction_copied(FOLLOWED) is None and instruction_copied("Reply in JSON.") is None
+
+    def reply(request: ChatRequest) -> Any:
+        assert optimizer_call_kind(request) in ("reflect", "deep_reflect")
+        return rules_reply(RECITED, FOLLOWED)
+
+    result = run_training(_cfg(tmp_path), optimizer=FunctionBackend(reply),
+                          target=FunctionBackend(_target))  # fmt: skip
+    best = (result.run_dir / "best_skill.md").read_text()
+    assert FOLLOWED in best and "second person" not in best
+    warnings = [e["message"] for e in read_jsonl(result.run_dir / "events.jsonl")
+                if e["event"] == "warning"]  # fmt: skip
+    assert any("repeating the optimizer's own instructions" in w for w in warnings)

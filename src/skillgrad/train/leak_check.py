@@ -21,6 +21,7 @@ from skillgrad.train.context import RunContext
 from skillgrad.train.examples import example_lines
 from skillgrad.train.firewall import evidence_leaks, exempt_text
 from skillgrad.train.leaks import describe, new_leaks, short_span, visible
+from skillgrad.train.rules import instruction_copied
 from skillgrad.train.state import TrainState
 from skillgrad.types import Edit, to_json
 
@@ -125,14 +126,20 @@ def rule_copies(ctx: RunContext, state: TrainState) -> Callable[[str], str | Non
 
 
 def drop_copies(ctx: RunContext, state: TrainState, step: int, edits: Sequence[Edit]) -> list[Edit]:
-    """``edits`` without those whose text copies a scorer's evidence (always) or, under
-    ``train.reject_leaks``, train/val data (a warning names them)."""
+    """``edits`` without those whose text copies a scorer's evidence or the optimizer's own
+    instructions (``rules.instruction_copied``; always) or, under ``train.reject_leaks``,
+    train/val data (a warning names them)."""
     reject = ctx.cfg.train.reject_leaks
     index, exempt = ctx.leak_index, state.initial_skill
     kept: list[Edit] = []
     found: list[Leak] = []
+    recited: list[str] = []
     n = 0
     for edit in edits:
+        said = instruction_copied(edit.content) if edit.source != "example" else None
+        if said is not None:
+            recited.append(said)
+            continue
         leaks = index.find(edit.content, exempt=exempt) if reject else ()
         if edit.source != "example":  # code-built examples may quote train items' evidence
             leaks += scorer_evidence_leaks(ctx, edit.content, exempt)
@@ -146,6 +153,13 @@ def drop_copies(ctx: RunContext, state: TrainState, step: int, edits: Sequence[E
             "warning",
             message=f"step {step}: {n} proposed rule{'s' if n != 1 else ''} copying train/val "
             f"data or a scorer's evidence dropped before selection: {describe(found)}",
+        )
+    if recited:
+        quoted = "; ".join(sorted({short_span(x) for x in recited}))
+        ctx.emit(
+            "warning",
+            message=f"step {step}: {len(recited)} proposed rule{'s' if len(recited) != 1 else ''}"
+            f" repeating the optimizer's own instructions dropped before selection: {quoted}",
         )
     return kept
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
 from typing import Any
 
 from skillgrad.models.structured import GRAMMAR_MAX_LENGTH
@@ -28,6 +30,7 @@ alternative per value; a longer skill still gets its first lines and every rule 
 MAX_ANCHOR = 300
 _MARKUP = re.compile(r"^\s*(#|```|~~~|<!--|\|)")
 _ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
+_WORDS = re.compile(r"[a-z0-9']+")
 
 
 @dataclass(frozen=True)
@@ -88,6 +91,48 @@ def known_rules(skill_text: str, rejected: Sequence[Edit] = ()) -> set[str]:
 
 
 _SENTENCE_END = re.compile(r"""[.!?][)"'`*]*\s*$""")
+
+
+OPTIMIZER_INSTRUCTIONS = (
+    "reflect_system",
+    "deep_reflect_system",
+    "revise_system",
+    "reflect_repeated",
+    "reflect_copied",
+    "reflect_cut",
+)
+"""The prompts that tell the optimizer how to write a rule: a rule repeating one of their
+sentences is the optimizer reciting its instructions, not learning from the failures."""
+_PARROT_MIN_WORDS = 6
+_PARROT_SHARE = 0.8
+
+
+@lru_cache(maxsize=1)
+def _instruction_sentences() -> tuple[tuple[str, frozenset[str]], ...]:
+    out: list[tuple[str, frozenset[str]]] = []
+    for name in OPTIMIZER_INSTRUCTIONS:
+        text = (resources.files("skillgrad.prompts") / f"{name}.md").read_text("utf-8")
+        for block in re.split(r"\n\s*(?:-\s+|\n)", "\n" + text):  # list items, paragraphs
+            for sentence in re.split(r"(?<=[.!?])\s+", " ".join(block.split())):
+                words = frozenset(_WORDS.findall(sentence.lower())) - {"number", "what"}
+                if len(words) >= _PARROT_MIN_WORDS:
+                    out.append((sentence, words))
+    return tuple(out)
+
+
+def instruction_copied(rule: str) -> str | None:
+    """The sentence of the optimizer's own instructions (``OPTIMIZER_INSTRUCTIONS``) that
+    ``rule`` repeats: at least ``_PARROT_MIN_WORDS`` distinct words, ``_PARROT_SHARE`` of them
+    in that sentence (measured on IFBench: the 1.5B proposed "Write to the model that reads the
+    skill (its own system prompt) in the second person, …" and "Never quote a task's input or
+    its expected answer." as rules). None when it repeats none."""
+    words = set(_WORDS.findall(rule.lower()))
+    if len(words) < _PARROT_MIN_WORDS:
+        return None
+    for sentence, found in _instruction_sentences():
+        if len(words & found) >= _PARROT_SHARE * len(words):
+            return sentence
+    return None
 
 
 def is_cut(rule: str) -> bool:

@@ -57,7 +57,9 @@ def stall_reason(
         return f"the optimizer proposed no rule ({also}{len(records) - failed} valid replies)"
     causes: Counter[str] = Counter()
     if leak_dropped:
-        causes["copy train/val data or a scorer's evidence"] += leak_dropped
+        causes["copy train/val data, a scorer's evidence or the optimizer's instructions"] += (
+            leak_dropped
+        )
     for d in dropped:
         causes[str(d.get("reason", "dropped"))] += 1
     for r in report:
