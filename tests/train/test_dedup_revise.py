@@ -78,6 +78,22 @@ def test_rules_speak_to_the_model_in_the_second_person() -> None:
         "Do not add words to your reply."
     )
     assert second_person("The model must never explain itself.") == "Never explain yourself."
+    # a condition about the model, then "they / it should": both clauses speak to it
+    assert second_person(
+        "When the target is asked to pick up an object, they should respond with a command."
+    ) == ("When you are asked to pick up an object, respond with a command.")
+    assert second_person("If the model does not know, it must not guess its answer.") == (
+        "If you do not know, do not guess your answer."
+    )
+    assert second_person("If the target has no tool that fits, the target should say so.") == (
+        "If you have no tool that fits, say so."
+    )
+    # other subjects, or no "should" clause, are left as written
+    assert (
+        second_person("When the user asks, answer briefly.")
+        == "When the user asks, answer briefly."
+    )
+    assert second_person("When the target is done, stop.") == "When the target is done, stop."
 
 
 def _cfg(tmp_path: Path, **train: Any) -> Any:

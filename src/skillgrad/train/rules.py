@@ -184,26 +184,49 @@ def rule_edits(reply: Any, skill_text: str, ids: Sequence[str], source: str) -> 
     return edits
 
 
+_SUBJECT = r"(?:the\s+)?(?:target(?:\s+model)?|model|assistant|agent)"
 _THIRD_PERSON = re.compile(
-    r"^(?:the\s+)?(?:target(?:\s+model)?|model|assistant|agent)\s+"
-    r"(?:should|must|needs?\s+to|has\s+to|is\s+to|will)\s+(?:always\s+)?",
+    rf"^{_SUBJECT}\s+(?:should|must|needs?\s+to|has\s+to|is\s+to|will)\s+(?:always\s+)?",
+    re.IGNORECASE,
+)
+_ITS = re.compile(r"\b(?:its|itself)\b", re.IGNORECASE)
+_YOURS = {"its": "your", "itself": "yourself"}
+_CONDITION = re.compile(
+    rf"^(when|if|before|after|once|whenever)\s+{_SUBJECT}\s+(is|was|does|has)\b", re.IGNORECASE
+)
+_BE = {"is": "you are", "was": "you were", "does": "you do", "has": "you have"}
+_MAIN = re.compile(
+    rf",\s*(?:they|it|{_SUBJECT})\s+(?:should|must|needs?\s+to|has\s+to|will)\s+(?:always\s+)?",
     re.IGNORECASE,
 )
 
 
-_ITS = re.compile(r"\b(?:its|itself)\b", re.IGNORECASE)
-_YOURS = {"its": "your", "itself": "yourself"}
+def _imperative(rest: str) -> str:
+    """What followed "should": "its" becomes "your", "not include" becomes "do not include"."""
+    rest = _ITS.sub(lambda w: _YOURS[w.group(0).lower()], rest)
+    return "do " + rest if rest.lower().startswith("not ") else rest
+
+
+def _conditional(rule: str) -> str | None:
+    """ "When the target is asked to X, they should Y." -> "When you are asked to X, Y." (the
+    condition's subject and the main clause's "they/it should" both name the model); None when
+    the rule is not that shape."""
+    cond, main = _CONDITION.match(rule), _MAIN.search(rule)
+    if cond is None or main is None or not rule[main.end() :].strip():
+        return None
+    head = f"{cond.group(1)} {_BE[cond.group(2).lower()]}{rule[cond.end() : main.start()]}"
+    return head[:1].upper() + head[1:] + ", " + _imperative(rule[main.end() :])
 
 
 def second_person(rule: str) -> str:
     """A rule as a command to the model that reads it: the skill is its own system prompt, so
-    "The target should answer ..." becomes "Answer ..." (other text is left as written)."""
+    "The target should answer ..." becomes "Answer ..." and "When the target is asked ..., it
+    should answer ..." becomes "When you are asked ..., answer ..." (other text is left as
+    written)."""
     m = _THIRD_PERSON.match(rule)
     if m is None or not rule[m.end() :].strip():
-        return rule
-    rest = _ITS.sub(lambda w: _YOURS[w.group(0).lower()], rule[m.end() :])
-    if rest.lower().startswith("not "):  # "should not include" -> "Do not include"
-        rest = "do " + rest
+        return _conditional(rule) or rule
+    rest = _imperative(rule[m.end() :])
     return rest[:1].upper() + rest[1:]
 
 
