@@ -28,7 +28,7 @@ from typing import Any
 from skillgrad.runs.records import Leak
 from skillgrad.skill.document import Skill
 from skillgrad.tasks.episode import MAX_DEMO_ACTIONS
-from skillgrad.train.leaks import LeakIndex, describe
+from skillgrad.train.leaks import LeakIndex, describe, words
 from skillgrad.types import Edit, Item, Trajectory
 
 EXAMPLES_HEADING = "Examples"
@@ -84,14 +84,13 @@ def render_actions(t: Trajectory, reply: str, limit: int) -> str:
 EPISODE_STEPS = ("env_reset", "env_step")
 OBSERVATION_CHARS = 160  # an observation shown in a demonstration, at most
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
-_WORD = re.compile(r"[a-z0-9']+")
 _MIN_HEAD = 24
 
 
 def _object_words(action: str) -> list[str]:
     """The words a command acts on: after its verb, three letters or more ("put 2 pineapples
     in box" -> pineapples, box; "move west" -> west)."""
-    return [w for w in _WORD.findall(action.lower())[1:] if len(w) >= 3]
+    return [w for w in words(action)[1:] if len(w) >= 3]
 
 
 def shown_observation(obs: str, action: str, limit: int = OBSERVATION_CHARS) -> str:
@@ -106,11 +105,9 @@ def shown_observation(obs: str, action: str, limit: int = OBSERVATION_CHARS) -> 
     head = _cut(flat, limit)
     if len(flat) <= limit:
         return head
-    shown = set(_WORD.findall(head.lower()))
+    shown = set(words(head))
     missing = {w for w in _object_words(action) if w not in shown}
-    sentence = next(
-        (x for x in _SENTENCE_END.split(flat) if missing & set(_WORD.findall(x.lower()))), ""
-    )
+    sentence = next((x for x in _SENTENCE_END.split(flat) if missing & set(words(x))), "")
     room = limit - len(sentence) - 1
     if not sentence or room < _MIN_HEAD:
         return head

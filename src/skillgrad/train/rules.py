@@ -21,6 +21,7 @@ from skillgrad.skill.document import Skill
 from skillgrad.skill.match import AnchorMatch, find_anchor, format_section_path
 from skillgrad.skill.package import SKILL_FILE, SkillPackage, is_package_text
 from skillgrad.train.examples import EXAMPLES_HEADING, example_lines
+from skillgrad.train.leaks import words
 from skillgrad.train.schemas import as_list_item
 from skillgrad.types import Edit
 
@@ -30,7 +31,6 @@ alternative per value; a longer skill still gets its first lines and every rule 
 MAX_ANCHOR = 300
 _MARKUP = re.compile(r"^\s*(#|```|~~~|<!--|\|)")
 _ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
-_WORDS = re.compile(r"[a-z0-9']+")
 
 
 @dataclass(frozen=True)
@@ -114,9 +114,9 @@ def _instruction_sentences() -> tuple[tuple[str, frozenset[str]], ...]:
         text = (resources.files("skillgrad.prompts") / f"{name}.md").read_text("utf-8")
         for block in re.split(r"\n\s*(?:-\s+|\n)", "\n" + text):  # list items, paragraphs
             for sentence in re.split(r"(?<=[.!?])\s+", " ".join(block.split())):
-                words = frozenset(_WORDS.findall(sentence.lower())) - {"number", "what"}
-                if len(words) >= _PARROT_MIN_WORDS:
-                    out.append((sentence, words))
+                found = frozenset(words(sentence)) - {"number", "what"}
+                if len(found) >= _PARROT_MIN_WORDS:
+                    out.append((sentence, found))
     return tuple(out)
 
 
@@ -126,11 +126,11 @@ def instruction_copied(rule: str) -> str | None:
     in that sentence (measured on IFBench: the 1.5B proposed "Write to the model that reads the
     skill (its own system prompt) in the second person, …" and "Never quote a task's input or
     its expected answer." as rules). None when it repeats none."""
-    words = set(_WORDS.findall(rule.lower()))
-    if len(words) < _PARROT_MIN_WORDS:
+    said = set(words(rule))  # normalised: invisible characters cannot hide a recitation
+    if len(said) < _PARROT_MIN_WORDS:
         return None
     for sentence, found in _instruction_sentences():
-        if len(words & found) >= _PARROT_SHARE * len(words):
+        if len(said & found) >= _PARROT_SHARE * len(said):
             return sentence
     return None
 
