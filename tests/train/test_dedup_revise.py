@@ -182,3 +182,23 @@ def test_a_rule_reciting_the_optimizers_instructions_never_enters_the_skill(
     warnings = [e["message"] for e in read_jsonl(result.run_dir / "events.jsonl")
                 if e["event"] == "warning"]  # fmt: skip
     assert any("repeating the optimizer's own instructions" in w for w in warnings)
+
+
+def test_a_revision_reciting_the_revise_prompt_is_dropped_and_built_from_the_form(
+    tmp_path: Path,
+) -> None:
+    # measured on the quickstart: the 1.5B's revision was the revise prompt's own line
+    recited = (
+        "Rewrite it: more concrete, naming the exact form of the expected reply that the "
+        "failed tasks show."
+    )
+    assert instruction_copied(recited) is not None
+    result = run_training(_cfg(tmp_path), optimizer=_optimizer(recited),
+                          target=FunctionBackend(_target))  # fmt: skip
+    first = read_json(result.run_dir / "steps/step_0001/revise.json")
+    reasons = [d["reason"] for d in first["dropped"]]
+    assert any("repeats the optimizer's own instructions" in r for r in reasons)
+    # the revision built from the expected form, not the recital
+    assert [e["source"] for e in first["edits"]] == ["revise_built"]
+    for path in result.run_dir.glob("**/*skill*.md"):
+        assert "naming the exact form" not in path.read_text()

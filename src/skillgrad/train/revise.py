@@ -9,9 +9,11 @@ with a neighbour, delete it, or delete a rule contradicting it.
 
 Measured (issue 26): asked to revise its own rule, the 1.5B returns it unchanged. A revision
 that changes nothing, or was tried before (the rejected-edit buffer and ``TrainState.tried``),
-is dropped; when none is left, the revision is built by code from the expected form: the rule
-followed by the exact reply a failed train item required (its reference, passed by the task's
-scorer), never the optimizer's paraphrase of it.
+is dropped, and so is a revision reciting the optimizer's own instructions
+(``rules.instruction_copied``: measured on the quickstart, a revision that was the revise
+prompt's "rewrite it … more concrete" line); when none is left, the revision is built by code
+from the expected form: the rule followed by the exact reply a failed train item required (its
+reference, passed by the task's scorer), never the optimizer's paraphrase of it.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from skillgrad.train.reflect import (
     render_trajectories,
     trajectory_id,
 )
-from skillgrad.train.rules import rule_edits, rule_key, skill_choices
+from skillgrad.train.rules import instruction_copied, rule_edits, rule_key, skill_choices
 from skillgrad.train.schemas import reflection_model
 from skillgrad.types import Edit, Item, Trajectory
 
@@ -60,6 +62,9 @@ def _usable(edits: Iterable[Edit], tried: set[str], out: Revision) -> None:
             out.dropped.append({"edit": e, "reason": "revise mode: returned the rule unchanged"})
         elif edit_key(e) in tried:
             out.dropped.append({"edit": e, "reason": "revise mode: tried before"})
+        elif said := instruction_copied(e.content):
+            why = f"revise mode: repeats the optimizer's own instructions ({said[:80]!r})"
+            out.dropped.append({"edit": e, "reason": why})
         else:
             out.edits.append(e)
 
