@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from skillgrad.config import load_config
 from skillgrad.runs.io import read_json, read_jsonl
+from skillgrad.runs.records import RejectedEdit, StepRecord
 from skillgrad.session import run_training
 from skillgrad.skill.document import Skill
 from skillgrad.testing import (
@@ -17,9 +19,11 @@ from skillgrad.testing import (
     system_text,
     user_text,
 )
+from skillgrad.train.candidate import gated_before
 from skillgrad.train.dedup import near_duplicate, screen, skill_contradictions
 from skillgrad.train.rules import instruction_copied, second_person
 from skillgrad.train.select import select
+from skillgrad.train.state import TrainState
 from skillgrad.types import ChatRequest, Edit
 
 sys.path.insert(0, str(Path(__file__).parents[1]))
@@ -202,3 +206,38 @@ def test_a_revision_reciting_the_revise_prompt_is_dropped_and_built_from_the_for
     assert [e["source"] for e in first["edits"]] == ["revise_built"]
     for path in result.run_dir.glob("**/*skill*.md"):
         assert "naming the exact form" not in path.read_text()
+
+
+def test_a_candidate_the_gate_rejected_on_this_skill_is_not_gated_again(tmp_path: Path) -> None:
+    # measured on BFCL relevance: re-asked, the 1.5B proposed the rules the gate had just
+    # rejected, and the next step rebuilt the same candidate
+    useless = "Answer with the word spelled backwards."
+
+    def reply(request: ChatRequest) -> Any:
+        assert optimizer_call_kind(request) in ("reflect", "deep_reflect")
+        return rules_reply(useless)
+
+    cfg = _cfg(tmp_path, num_epochs=1, steps_per_epoch=3)
+    result = run_training(cfg, optimizer=FunctionBackend(reply), target=FunctionBackend(_target))
+    history = read_json(result.run_dir / "history.json")
+    steps = [h for h in history if h["kind"] == "step"]
+    assert len(steps) == 3
+    assert steps[0]["n_applied"] == 1 and steps[0]["gate_evaluated"] > 0
+    for later in steps[1:]:
+        assert later["n_applied"] == 0 and later["gate_evaluated"] == 0
+        assert "rejected before: step 1's candidate" in later["stall_reason"]
+    dropped = read_json(result.run_dir / "steps/step_0002/selection.json")["dropped"]
+    assert [d["edit"]["content"] for d in dropped] == [f"- {useless}"]
+
+
+def test_the_same_edits_on_a_changed_skill_are_a_new_candidate() -> None:
+    edit = _add("Answer with the word spelled backwards.")
+    other = _add("Keep the reply short.")
+    lost = RejectedEdit(step=1, edits=(edit,), incumbent=0.5, candidate=0.4)
+    state = TrainState(rejected_buffer=(lost,),
+                       history=(StepRecord(step=1, epoch=1, kind="step"),))  # fmt: skip
+    assert gated_before(state, [edit]) is lost
+    assert gated_before(state, [edit, other]) is None and gated_before(state, []) is None
+    accepted = StepRecord(step=2, epoch=1, kind="step", accepted=True)
+    changed = replace(state, history=(*state.history, accepted))
+    assert gated_before(changed, [edit]) is None

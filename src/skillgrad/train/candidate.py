@@ -14,13 +14,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from skillgrad.models.context import call_context
-from skillgrad.runs.records import CheckResult, Conflict
+from skillgrad.runs.records import CheckResult, Conflict, RejectedEdit
 from skillgrad.skill.document import Skill
 from skillgrad.skill.package import is_package_text
 from skillgrad.train.aggregate import Aggregated, aggregate
 from skillgrad.train.check_targets import gate_candidate
 from skillgrad.train.context import RunContext
-from skillgrad.train.dedup import screen, skill_contradictions
+from skillgrad.train.dedup import edit_key, screen, skill_contradictions
 from skillgrad.train.examples import ExampleChoice, ExampleGuard, choose_example
 from skillgrad.train.gate import GateOutcome
 from skillgrad.train.leak_check import (
@@ -195,6 +195,10 @@ async def propose_candidate(
         )
     agg.conflicts.extend(sel.conflicts)
     agg.conflicts.extend(new_contradictions(state, step))
+    if (before := gated_before(state, sel.selected)) is not None:
+        why = f"rejected before: step {before.step}'s candidate was these edits on this same skill"
+        sel.dropped += [{"edit": e, "reason": why} for e in sel.selected]
+        sel.selected = []
     revision = await _revise(ctx, state, step, k, sel, trajs)
     example = _example(ctx, state, step, trajs)
     if example is not None and example.edit is not None:
@@ -202,6 +206,23 @@ async def propose_candidate(
     skill, report = Skill(state.skill).apply(sel.selected)
     proposal = Proposal(refl, agg, sel, len(refl.edits) - len(kept), revision, example)
     return Candidate(proposal, skill.text, report)
+
+
+def gated_before(state: TrainState, selected: list[Edit]) -> RejectedEdit | None:
+    """The rejected candidate (``TrainState.rejected_buffer``) that ``selected`` would rebuild:
+    the same edits, on the skill in force then and now (no step accepted since). Its outcome
+    is known, so it is not gated again and the step's slot goes to revise mode or an example.
+    Measured on BFCL relevance: the 1.5B, re-asked, proposed the two rules the gate had just
+    rejected, and the next step rebuilt the same candidate."""
+    keys = {edit_key(e) for e in selected}
+    if not keys:
+        return None
+    for r in reversed(state.rejected_buffer):
+        if any(h.accepted for h in state.history if h.step > r.step):
+            continue  # the skill changed since: the same edits are a new candidate
+        if {edit_key(e) for e in r.edits} == keys:
+            return r
+    return None
 
 
 def new_contradictions(state: TrainState, step: int) -> list[Conflict]:
@@ -312,6 +333,7 @@ __all__ = [
     "Candidate",
     "Proposal",
     "example_alone",
+    "gated_before",
     "judge_candidate",
     "propose_candidate",
 ]
