@@ -26,7 +26,11 @@ from skillgrad.benchmarks.bfcl.score import score_reply
 from skillgrad.cli.main import app
 from skillgrad.errors import AssetError, ConfigError
 from skillgrad.registry import load_task
+from skillgrad.skill.document import approx_tokens
+from skillgrad.tasks.base import task_abilities
 from skillgrad.testing import FunctionBackend
+from skillgrad.train.examples import ExampleGuard, choose_example
+from skillgrad.types import Message, Score, Trajectory
 
 CALL_CATEGORIES = [c for c, (_, kind) in CATEGORIES.items() if kind == "calls"]
 SIZES = {  # BFCL v4's file sizes, minus the items no answer can pass
@@ -341,3 +345,35 @@ def test_pull_force_fetches_again_and_a_failed_fetch_keeps_the_copy(
     assert forced.exit_code == 2 and "could not fetch bfcl-eval==2026.3.23" in forced.output
     assert "Traceback" not in forced.output
     assert BUNDLE.verify() == BUNDLE.default_root()  # the intact copy is still in place
+
+
+def test_a_worked_example_shows_the_functions_the_question_was_asked_with() -> None:
+    task = BfclBenchmark(category=["simple", "irrelevance"], n_train=12, n_val=8, n_test=8)
+    train = task.load_split("train")
+    abstain = next(i for i in train if i.meta["kind"] == "no_call" and i.input["functions"])
+    context = task_abilities(task).example_context
+    assert context is not None
+    line = context(abstain)
+    names = [f["name"] for f in abstain.input["functions"]]
+    assert line.startswith("Functions: ") and all(f"{n}(" in line for n in names)
+    simple = read_entries("simple")[0]  # required parameters plain, optional ones marked
+    doc = simple.functions[0]
+    required = set(doc["parameters"].get("required", []))
+    for p in doc["parameters"]["properties"]:
+        assert (p if p in required else f"{p}?") in context(task._item(simple, "simple", "calls"))
+    failed = Trajectory(
+        item_id=abstain.id,
+        skill_hash="h",
+        messages=(Message("user", task.prompt(abstain)),),
+        output=f"[{names[0]}(x=1)]",
+        score=Score(0.0, False, "must call none"),
+    )
+    guard = ExampleGuard.build({"val": task.load_split("val")}, 8)
+    choice = choose_example(
+        [failed], {abstain.id: abstain}, task, skill="", step=1, tried=(), max_examples=3,
+        max_tokens=120, count=approx_tokens, guard=guard, context=context,
+    )  # fmt: skip
+    assert choice.edit is not None, choice
+    first, second, reply = choice.edit.content.split("\n")
+    assert first.startswith("Functions: ") and f"{names[0]}(" in first
+    assert second.startswith("Input: ") and reply.startswith("Reply: no function call")

@@ -276,3 +276,21 @@ def test_a_cut_observation_keeps_the_sentence_that_names_what_the_next_command_a
     assert shown_observation("x " * 100 + long_sentence, "move east") == shown_observation(
         "x " * 100 + long_sentence, "look"
     )
+
+
+def test_a_tasks_example_context_comes_first_and_a_failing_one_is_left_out() -> None:
+    item = TRAIN[0]
+    trajs = [_traj(item, item.reference, passed=True)]
+    shown = _choose(trajs, {item.id: item}, context=lambda i: f"Alphabet: latin ({i.id})").edit
+    assert shown is not None
+    assert shown.content == (
+        f"Alphabet: latin ({item.id})\nInput: Word: {item.input}\nReply: {item.reference}"
+    )
+
+    def broken(i: Item) -> str:
+        raise KeyError("functions")
+
+    plain = _choose(trajs, {item.id: item}, context=broken).edit
+    assert (
+        plain is not None and plain.content == f"Input: Word: {item.input}\nReply: {item.reference}"
+    )

@@ -53,6 +53,9 @@ class Task(Protocol):
       ``skillgrad.executors`` executor of ``hardware.executor`` that runs the heavy, model-free
       part of each rollout (sandbox judging, a whole agent run) as a picklable job. Model
       calls never go into a job: they stay on the driver with the cache, budget and limits.
+    - ``example_context(item) -> str`` (default: none): one line a worked example built from
+      ``item`` shows before its input — what the right reply depended on besides the user's
+      words (BFCL: the functions the question was asked with). Never the reference.
     """
 
     name: str
@@ -74,6 +77,7 @@ class TaskAbilities:
     judge_binder: Callable[[ModelBackend], None] | None = None
     executor_binder: Callable[[RolloutExecutor], None] | None = None
     closer: Callable[[], None] | None = None
+    example_context: Callable[[Item], str] | None = None
 
     def bind_judge(self, backend: ModelBackend) -> None:
         """Hand ``backend`` to the task's judge; a no-op when it has none."""
@@ -106,12 +110,14 @@ def task_abilities(task: Task) -> TaskAbilities:
     binder = getattr(task, "bind_judge", None)
     executor_binder = getattr(task, "bind_executor", None)
     closer = getattr(task, "close", None)
+    context = getattr(task, "example_context", None)
     return TaskAbilities(
         deterministic=deterministic,
         max_tokens=int(getattr(task, "max_tokens", DEFAULT_MAX_TOKENS)),
         judge_binder=binder if callable(binder) else None,
         executor_binder=executor_binder if callable(executor_binder) else None,
         closer=closer if callable(closer) else None,
+        example_context=context if callable(context) else None,
     )
 
 

@@ -17,6 +17,7 @@ from skillgrad.models.context import call_context
 from skillgrad.runs.records import CheckResult, Conflict, RejectedEdit
 from skillgrad.skill.document import Skill
 from skillgrad.skill.package import is_package_text
+from skillgrad.tasks.base import task_abilities
 from skillgrad.train.aggregate import Aggregated, aggregate
 from skillgrad.train.check_targets import gate_candidate
 from skillgrad.train.context import RunContext
@@ -295,6 +296,7 @@ def _example(
         max_tokens=t.max_example_tokens,
         count=ctx.count_tokens,
         guard=ExampleGuard.build(ctx.items, t.leak_ngram),
+        context=task_abilities(ctx.task).example_context,
     )
 
 

@@ -293,11 +293,14 @@ def choose_example(
     max_tokens: int,
     count: Callable[[str], int],
     guard: ExampleGuard,
+    context: Callable[[Item], str] | None = None,
 ) -> ExampleChoice:
     """One demonstration from the step's TRAIN trajectories: failed items whose reference the
     scorer passes come first (they show the form the target got wrong), then passing items;
     among those the shortest; items already shown or ``tried`` (refused or rejected before)
-    are skipped. None once the skill holds ``max_examples`` examples."""
+    are skipped. None once the skill holds ``max_examples`` examples. ``context`` (the task's
+    ``example_context``) gives the line that shows what the reply depended on besides the
+    input, e.g. the functions a question was asked with."""
     shown = example_blocks(skill)
     if len(shown) >= max_examples:
         return ExampleChoice(None, f"the skill already holds {len(shown)} examples")
@@ -311,7 +314,8 @@ def choose_example(
         reply = example_reply(t, items.get(t.item_id), scorer)
         if reply is None or "\n\n" in reply.strip():
             continue
-        text = _fit(t, reply, max_tokens, count)
+        item = items.get(t.item_id)
+        text = _fit(t, reply, max_tokens, count, _context_line(context, item))
         if text is None or any(text == b for b in shown):
             continue
         if why := guard.refusal(text):
@@ -330,17 +334,37 @@ def choose_example(
     return ExampleChoice(None, "no train trajectory gives a demonstration", tuple(refused))
 
 
-def _fit(t: Trajectory, reply: str, max_tokens: int, count: Callable[[str], int]) -> str | None:
-    """The rendered demonstration within ``max_tokens``: the input is cut shorter until it
-    fits, then the kind's shorter rendering (``FALLBACKS``) is tried the same way; None when
-    even that does not fit (the reply itself is never cut)."""
+CONTEXT_CHARS = 200
+"""Most characters of a demonstration's context line (``Task.example_context``)."""
+
+
+def _context_line(context: Callable[[Item], str] | None, item: Item | None) -> str:
+    """The demonstration's context line: the task's ``example_context`` of the item on one
+    line (cut to ``CONTEXT_CHARS``), or '' when the task has none or it fails."""
+    if context is None or item is None:
+        return ""
+    try:
+        text = context(item)
+    except Exception:  # a task's hook failing on one item: that example shows no context
+        return ""
+    return _cut(text, CONTEXT_CHARS) if isinstance(text, str) and text.strip() else ""
+
+
+def _fit(
+    t: Trajectory, reply: str, max_tokens: int, count: Callable[[str], int], context: str = ""
+) -> str | None:
+    """The rendered demonstration within ``max_tokens``: the ``context`` line first (when
+    given), then the input, cut shorter until it fits; then the kind's shorter rendering
+    (``FALLBACKS``) the same way; None when even that does not fit (the reply and the context
+    are never cut here)."""
     kind = trajectory_kind(t)
     renders = [RENDERERS.get(kind, render_reply)]
     if kind in FALLBACKS:
         renders.append(FALLBACKS[kind])
+    head = f"{context}\n" if context else ""
     for render in renders:
         for limit in (400, 240, 160, 100, 60):
-            text = render(t, reply, limit)
+            text = head + render(t, reply, limit)
             if count(text) <= max_tokens:
                 return text
     return None

@@ -121,6 +121,12 @@ class BfclBenchmark(ChatTask):
         rest = [m for m in rest if m.role != "system"]
         return (Message("system", "\n\n".join(system)), *rest)
 
+    def example_context(self, item: Item) -> str:
+        """A worked example's context line: the functions the question was asked with, as
+        signatures (the reply's right call, or none, depends on them; BFCL's full listing is
+        too long to show)."""
+        return "Functions: " + "; ".join(_signature(f) for f in item.input["functions"])
+
     def prompt(self, item: Item) -> str:
         """The question's last user turn (the full view is ``messages``)."""
         users = [t for t in item.input["messages"] if t["role"] == "user"]
@@ -130,6 +136,20 @@ class BfclBenchmark(ChatTask):
         kind: Kind = item.meta["kind"]
         gold = item.reference if kind == "calls" else []
         return score_reply(output, kind, gold, item.input["functions"])
+
+
+def _signature(doc: Any) -> str:
+    """``name(param, ...)`` of a function's documentation; ``?`` marks an optional one."""
+    if not isinstance(doc, dict):
+        return "?"
+    params = doc.get("parameters")
+    props = params.get("properties") if isinstance(params, dict) else None
+    required = params.get("required") if isinstance(params, dict) else None
+    need = set(required) if isinstance(required, list) else set()
+    names = [
+        str(p) + ("" if p in need else "?") for p in (props if isinstance(props, dict) else {})
+    ]
+    return f"{doc.get('name', '?')}({', '.join(names)})"
 
 
 def _categories(option: object) -> tuple[tuple[str, Kind], ...]:
