@@ -290,6 +290,13 @@ def test_a_tasks_example_context_comes_first_and_a_failing_one_is_left_out() -> 
     def broken(i: Item) -> str:
         raise KeyError("functions")
 
+    # a line that could read as markup of the skill (a heading here) is labelled, and cut
+    lines = _choose(trajs, {item.id: item}, max_tokens=400,
+                    context=lambda i: "# Rules\n" + "x " * 300).edit  # fmt: skip
+    assert lines is not None and lines.content.startswith("Context: # Rules x x")
+    assert len(lines.content.split("\n")[0]) <= 200
+    assert "## " not in lines.content and "\n#" not in lines.content
+
     plain = _choose(trajs, {item.id: item}, context=broken).edit
     assert (
         plain is not None and plain.content == f"Input: Word: {item.input}\nReply: {item.reference}"

@@ -311,10 +311,10 @@ def choose_example(
         key=lambda t: (t.score.passed, len(_user_input(t)), t.item_id),
     )
     for t in ranked:
-        reply = example_reply(t, items.get(t.item_id), scorer)
+        item = items.get(t.item_id)
+        reply = example_reply(t, item, scorer)
         if reply is None or "\n\n" in reply.strip():
             continue
-        item = items.get(t.item_id)
         text = _fit(t, reply, max_tokens, count, _context_line(context, item))
         if text is None or any(text == b for b in shown):
             continue
@@ -340,14 +340,19 @@ CONTEXT_CHARS = 200
 
 def _context_line(context: Callable[[Item], str] | None, item: Item | None) -> str:
     """The demonstration's context line: the task's ``example_context`` of the item on one
-    line (cut to ``CONTEXT_CHARS``), or '' when the task has none or it fails."""
+    line (cut to ``CONTEXT_CHARS``), or '' when the task has none or it fails. A line not
+    starting with a letter is shown after "Context: ", so it can never read as a
+    heading, list item ("1. …" too), fence or table row of the skill."""
     if context is None or item is None:
         return ""
     try:
         text = context(item)
     except Exception:  # a task's hook failing on one item: that example shows no context
         return ""
-    return _cut(text, CONTEXT_CHARS) if isinstance(text, str) and text.strip() else ""
+    if not isinstance(text, str) or not text.strip():
+        return ""
+    line = _cut(text, CONTEXT_CHARS)
+    return line if line[:1].isalpha() else _cut(f"Context: {line}", CONTEXT_CHARS)
 
 
 def _fit(
