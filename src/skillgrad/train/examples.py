@@ -20,7 +20,6 @@ items never appear: an example whose text copies one (the leak check over val an
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -28,7 +27,7 @@ from typing import Any
 from skillgrad.runs.records import Leak
 from skillgrad.skill.document import Skill
 from skillgrad.tasks.episode import MAX_DEMO_ACTIONS
-from skillgrad.train.leaks import LeakIndex, describe, words
+from skillgrad.train.leaks import LeakIndex, describe, sentences, words
 from skillgrad.types import Edit, Item, Trajectory
 
 EXAMPLES_HEADING = "Examples"
@@ -83,7 +82,6 @@ def render_actions(t: Trajectory, reply: str, limit: int) -> str:
 
 EPISODE_STEPS = ("env_reset", "env_step")
 OBSERVATION_CHARS = 160  # an observation shown in a demonstration, at most
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 _MIN_HEAD = 24
 
 
@@ -107,7 +105,7 @@ def shown_observation(obs: str, action: str, limit: int = OBSERVATION_CHARS) -> 
         return head
     shown = set(words(head))
     missing = {w for w in _object_words(action) if w not in shown}
-    sentence = next((x for x in _SENTENCE_END.split(flat) if missing & set(words(x))), "")
+    sentence = next((x for x in sentences(flat) if missing & set(words(x))), "")
     room = limit - len(sentence) - 1
     if not sentence or room < _MIN_HEAD:
         return head

@@ -114,6 +114,15 @@ def words(text: str) -> Words:
     return tuple(_WORD.findall(normalise(text)))
 
 
+_SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+")
+
+
+def sentences(text: str) -> list[str]:
+    """``text`` on one line (whitespace runs as one space), split after each ``.``, ``!`` or
+    ``?`` that a space follows."""
+    return _SENTENCE_BREAK.split(" ".join(text.split()))
+
+
 def _word_spans(line: str) -> tuple[Words, list[tuple[int, int]]]:
     """The normalised words of a line with each word's character span in the line.
 
@@ -379,6 +388,7 @@ __all__ = [
     "describe",
     "new_leaks",
     "normalise",
+    "sentences",
     "short_span",
     "strip_invisible",
     "visible",

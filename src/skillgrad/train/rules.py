@@ -21,7 +21,7 @@ from skillgrad.skill.document import Skill
 from skillgrad.skill.match import AnchorMatch, find_anchor, format_section_path
 from skillgrad.skill.package import SKILL_FILE, SkillPackage, is_package_text
 from skillgrad.train.examples import EXAMPLES_HEADING, example_lines
-from skillgrad.train.leaks import words
+from skillgrad.train.leaks import sentences, words
 from skillgrad.train.schemas import as_list_item
 from skillgrad.types import Edit
 
@@ -113,7 +113,7 @@ def _instruction_sentences() -> tuple[tuple[str, frozenset[str]], ...]:
     for name in OPTIMIZER_INSTRUCTIONS:
         text = (resources.files("skillgrad.prompts") / f"{name}.md").read_text("utf-8")
         for block in re.split(r"\n\s*(?:-\s+|\n)", "\n" + text):  # list items, paragraphs
-            for sentence in re.split(r"(?<=[.!?])\s+", " ".join(block.split())):
+            for sentence in sentences(block):
                 found = frozenset(words(sentence)) - {"number", "what"}
                 if len(found) >= _PARROT_MIN_WORDS:
                     out.append((sentence, found))
