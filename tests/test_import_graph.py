@@ -25,7 +25,10 @@ The layers, lowest first, and why each sits where it does:
 - ``tasks`` — the Task protocol, rollout kinds (chat, tool, code, harness), data loading;
 - ``benchmarks`` — the built-in tasks on the generated-task base;
 - ``registry`` — tasks, scorers and providers by name;
-- ``config``, ``callbacks``; then ``train``, the algorithm;
+- ``config``, ``callbacks``; then ``train``, the algorithm, with two sub-rooms kept apart:
+  ``train.trust`` (whether a gain can be believed) and ``train.screens`` (what may enter the
+  skill) never import each other, and the phases reach the trust checks only through the loop
+  and the gate's re-measured noise (``TRUST_USERS``);
 - ``session``, ``evaluate``, ``fit``, ``trackers`` — assembling and running a run;
 - the package's ``__init__`` (the public API, also what a sweep worker calls);
 - ``sweep``, then ``report`` (reads runs and sweeps), then ``dashboard``;
@@ -221,6 +224,44 @@ def test_the_top_level_stays_small() -> None:
     top = sorted(p.stem for p in (SRC / "skillgrad").glob("*.py"))
     modules = [m for m in top if m not in ("__init__", "__main__")]
     assert len(modules) <= 16, modules
+
+
+TRUST_USERS = {"skillgrad.train.loop", "skillgrad.train.validate"}
+"""The modules of ``train`` outside ``train.trust`` that may import it."""
+NO_TRAIN = ("report", "dashboard", "tasks")
+"""Units that never import ``train`` (the viewers read run directories; tasks sit below)."""
+
+
+def _in(module: str, room: str) -> bool:
+    return module == room or module.startswith(room + ".")
+
+
+def test_trust_and_screens_are_rooms_of_their_own(graph: dict[str, set[str]]) -> None:
+    trust, screens = "skillgrad.train.trust", "skillgrad.train.screens"
+    crossing = sorted(
+        f"{m} -> {d}"
+        for m, deps in graph.items()
+        for d in deps
+        if (_in(m, trust) and _in(d, screens)) or (_in(m, screens) and _in(d, trust))
+    )
+    assert crossing == []
+    users = sorted(
+        m
+        for m, deps in graph.items()
+        if _in(m, "skillgrad.train") and not _in(m, trust) and any(_in(d, trust) for d in deps)
+    )
+    assert set(users) <= TRUST_USERS, users
+
+
+def test_viewers_and_tasks_never_import_train(graph: dict[str, set[str]]) -> None:
+    bad = sorted(
+        f"{m} -> {d}"
+        for m, deps in graph.items()
+        if unit_of(m) in NO_TRAIN
+        for d in deps
+        if _in(d, "skillgrad.train")
+    )
+    assert bad == []
 
 
 def test_production_code_never_imports_the_test_fakes(graph: dict[str, set[str]]) -> None:

@@ -28,8 +28,8 @@ from skillgrad.scorers.structured import JsonFieldsScorer
 from skillgrad.tasks.toolkit import Tool, make_tool
 from skillgrad.tasks.tools import ToolTask, parse_text_turn
 from skillgrad.testing import FunctionBackend
-from skillgrad.train.leaks import LeakIndex
 from skillgrad.train.schemas import reflection_model
+from skillgrad.train.screens.leaks import LeakIndex
 from skillgrad.types import ChatRequest, Completion, Item, Score, Trajectory, to_json
 
 FAST = settings(

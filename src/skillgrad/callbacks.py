@@ -62,7 +62,7 @@ def describe_event(event: dict[str, Any]) -> tuple[int, str] | None:
         return logging.INFO, PowerCheck.from_json(event).line()
     if name == "baseline":
         return logging.INFO, f"baseline val score {event['val_score']:.3f}"
-    if name in ("noise_floor", "headroom"):  # train/noise.py, train/headroom.py
+    if name in ("noise_floor", "headroom"):  # train/trust/noise.py, train/trust/headroom.py
         level = logging.INFO if event.get("ok", True) else logging.WARNING
         return level, str(event["message"])
     if name == "step_end":

@@ -122,7 +122,8 @@ class TrainConfig(_Section):
         False,
         description="refuse, before any target call, a candidate with new lines that copy "
         "train/val inputs or references verbatim (such lines are flagged in the step record, "
-        "report and dashboard either way; see train/leaks.py); a reflection reply with a copying "
+        "report and dashboard either way; see train/screens/leaks.py); a reflection "
+        "reply with a copying "
         "rule is re-asked once, and a rule still copying is dropped before selection",
     )
     leak_ngram: int = Field(
@@ -221,7 +222,8 @@ class TrainConfig(_Section):
     controls: bool = Field(
         False,
         description="after training, also score the empty skill and a placebo skill (the best "
-        "skill's token length, no task content: skillgrad.train.placebo) on the test split; the "
+        "skill's token length, no task content: skillgrad.train.trust.placebo) on the "
+        "test split; the "
         "summary reports the best skill's gain over each (skillgrad sweep --controls)",
     )
     stop_at_ceiling: bool = Field(

@@ -77,7 +77,7 @@ class SystemicFailure(SystemicError):
 
 class NoHeadroom(SkillgradError):
     """The val split leaves nothing the gate could accept (saturated, or no detectable gain):
-    the run stops before any optimizer call (``train/headroom.py``)."""
+    the run stops before any optimizer call (``train/trust/headroom.py``)."""
 
 
 class RunDirError(SystemicError):

@@ -1,6 +1,7 @@
 """Zero-shot evaluation of any skill on a split: ``skillgrad eval``; with ``--repeat N`` /
 ``--headroom`` also the noise floor (A/A) and the headroom of the split for that skill
-(``train/noise.py``, ``train/headroom.py``; repeats go through the same evaluation cache).
+(``train/trust/noise.py``, ``train/trust/headroom.py``; repeats go through the same evaluation
+cache).
 
 The run is assembled by ``session.open_session`` exactly as ``train`` assembles it (task,
 checked splits, backends with their wrappers, judge binding, metering)."""
@@ -23,15 +24,15 @@ from skillgrad.session import configured_specs, open_session
 from skillgrad.skill.document import Skill
 from skillgrad.stats import sign_flip_test, t_interval
 from skillgrad.train.gate import GateRule
-from skillgrad.train.headroom import headroom
-from skillgrad.train.noise import (
+from skillgrad.train.rollout import mean_score, rollout
+from skillgrad.train.trust.headroom import headroom
+from skillgrad.train.trust.noise import (
     REPEAT_SAMPLE_BASE,
     noise_calls,
     noise_floor_of,
     repeat_pass,
     target_calls,
 )
-from skillgrad.train.rollout import mean_score, rollout
 from skillgrad.types import Trajectory
 
 

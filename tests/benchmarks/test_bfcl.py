@@ -29,7 +29,8 @@ from skillgrad.registry import load_task
 from skillgrad.skill.document import approx_tokens
 from skillgrad.tasks.base import task_abilities
 from skillgrad.testing import FunctionBackend
-from skillgrad.train.examples import ExampleGuard, choose_example
+from skillgrad.train.examples import choose_example
+from skillgrad.train.screens.guard import ExampleGuard
 from skillgrad.types import Message, Score, Trajectory
 
 CALL_CATEGORIES = [c for c, (_, kind) in CATEGORIES.items() if kind == "calls"]

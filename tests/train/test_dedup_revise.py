@@ -20,8 +20,8 @@ from skillgrad.testing import (
     user_text,
 )
 from skillgrad.train.candidate import gated_before
-from skillgrad.train.dedup import near_duplicate, screen, skill_contradictions
 from skillgrad.train.rules import instruction_copied, second_person
+from skillgrad.train.screens.dedup import near_duplicate, screen, skill_contradictions
 from skillgrad.train.select import select
 from skillgrad.train.state import TrainState
 from skillgrad.types import ChatRequest, Edit

@@ -27,8 +27,8 @@ from skillgrad.train.examples import (
     shown_observation,
     trajectory_kind,
 )
-from skillgrad.train.leak_check import example_copies
-from skillgrad.train.leaks import LeakIndex
+from skillgrad.train.screens.leak_check import example_copies
+from skillgrad.train.screens.leaks import LeakIndex
 from skillgrad.types import Item, Message, Score, Trajectory
 
 TASK = ToyTask()

@@ -6,7 +6,12 @@ from __future__ import annotations
 import pytest
 
 from skillgrad.train.gate import GateRule
-from skillgrad.train.power import _accepts_wins, items_needed, min_detectable_gain, power_check
+from skillgrad.train.trust.power import (
+    _accepts_wins,
+    items_needed,
+    min_detectable_gain,
+    power_check,
+)
 
 STRICT = GateRule("strict")
 PAIRED = GateRule("paired", 0.9)

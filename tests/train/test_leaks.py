@@ -1,4 +1,4 @@
-"""The answer-leak check (train/leaks.py): known answers for each rule of the module doc."""
+"""The answer-leak check (train/screens/leaks.py): known answers for each rule of the module doc."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 
 from skillgrad.runs.records import Leak
 from skillgrad.skill.package import SkillPackage
-from skillgrad.train.leaks import LeakIndex, describe, new_leaks
+from skillgrad.train.screens.leaks import LeakIndex, describe, new_leaks
 from skillgrad.types import Item
 
 REVIEW = (

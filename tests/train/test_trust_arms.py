@@ -13,8 +13,8 @@ from typer.testing import CliRunner
 
 from skillgrad.cli import app
 from skillgrad.runs.io import read_json, read_jsonl
-from skillgrad.train.firewall import evidence_leaks, fragments
-from skillgrad.train.placebo import SENTENCES, placebo_skill
+from skillgrad.train.screens.firewall import evidence_leaks, fragments
+from skillgrad.train.trust.placebo import SENTENCES, placebo_skill
 
 FAKES = Path(__file__).parent / "fakes_trust.py"
 TOY = Path(__file__).parents[1] / "fakes_e2e.py"

@@ -38,7 +38,7 @@ from skillgrad.errors import ConfigError, SkillgradError
 from skillgrad.report.provenance import diff_html, skill_at
 from skillgrad.report.text import fmt
 from skillgrad.runs.view import RunData, list_runs
-from skillgrad.train.leaks import visible
+from skillgrad.skill.text import visible
 
 log = logging.getLogger(__name__)
 

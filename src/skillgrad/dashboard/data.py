@@ -118,7 +118,8 @@ def gate_steps(run: RunData) -> list[dict[str, Any]]:
 
 
 def leak_view(run: RunData) -> dict[str, Any]:
-    """The answer-leak check (``train/leaks.py``) for the run page: every step whose candidate
+    """The answer-leak check (``train/screens/leaks.py``) for the run page: every step whose
+    candidate
     copied train/val data verbatim (refused or only flagged), live from the step records, and
     the best skill's copied lines from ``summary.json`` (``best`` is None until the run has
     finished, or for runs written before the check existed)."""

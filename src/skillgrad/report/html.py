@@ -17,7 +17,7 @@ from skillgrad.report.provenance import blame, diff_html, skill_at
 from skillgrad.report.text import fmt
 from skillgrad.runs.io import atomic_write_text
 from skillgrad.runs.view import RunData, load_run
-from skillgrad.train.leaks import visible
+from skillgrad.skill.text import visible
 
 TEMPLATES = Path(__file__).parent / "templates"
 

@@ -290,7 +290,7 @@ class CallCache:
 
     def evidence(self) -> list[tuple[str, str]]:
         """(result id, evidence) of every stored result whose scorer gave evidence (the
-        verifier-leak firewall, ``train/firewall.py``); result ids as stored (``#s<k>``)."""
+        verifier-leak firewall, ``train/screens/firewall.py``); result ids as stored (``#s<k>``)."""
         with self._lock:
             rows = self._db.execute(
                 "SELECT item_id, json_extract(trajectory, '$.score.evidence') FROM results "

@@ -267,7 +267,8 @@ class StepRecord:
     """Val items this step's candidate flipped pass->fail."""
     leaks: tuple[Leak, ...] = ()
     """Lines of this step's candidate that copy train/val data verbatim and were not in the skill
-    in force before the step (``train/leaks.py``); flagged whether or not the step was refused."""
+    in force before the step (``train/screens/leaks.py``); flagged whether or not the step was
+    refused."""
     leak_refused: bool = False
     """Whether the candidate was refused for those leaks before any target call
     (``train.reject_leaks``)."""
@@ -315,7 +316,7 @@ LeakSource = Literal["input", "reference", "input+reference", "evidence"]
 
 @dataclass(frozen=True)
 class Leak:
-    """One skill line that copies train/val data verbatim (``train/leaks.py`` finds these).
+    """One skill line that copies train/val data verbatim (``train/screens/leaks.py`` finds these).
 
     ``source`` says what was copied: a span of an item's ``input``, of its ``reference`` (gold
     answer), or — for items whose input and reference are both short — the whole input next to
@@ -335,7 +336,7 @@ class Leak:
     """Split of that item: ``train`` or ``val``."""
     source: LeakSource
     """``input``, ``reference``, ``input+reference``, or ``evidence`` (a scorer's evidence:
-    ``train/firewall.py``)."""
+    ``train/screens/firewall.py``)."""
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = to_json(self)
@@ -404,7 +405,7 @@ POWER_MAX_ITEMS = 2000  # the power check searches validation sizes up to this
 
 @dataclass(frozen=True)
 class PowerCheck:
-    """What improvement the gate can detect on a selection split (``train/power.py``)."""
+    """What improvement the gate can detect on a selection split (``train/trust/power.py``)."""
 
     rule: str
     confidence: float

@@ -34,7 +34,7 @@ METRICS = (
     "test_gain_vs_empty", "test_gain_vs_placebo", "skill_tokens", "calls", "cost_usd",
 )  # fmt: skip
 """``test_gain_vs_empty`` / ``_vs_placebo``: the best skill minus each control arm on the same
-test items (``train/controls.py``; runs with ``train.controls``, else no values)."""
+test items (``train/trust/controls.py``; runs with ``train.controls``, else no values)."""
 LEVEL = 0.95
 CHECK_METRICS = ("test_initial", "test_best", "test_change")
 """Per check target (``train.check_targets``): the initial and the best skill on the test split

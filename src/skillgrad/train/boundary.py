@@ -15,8 +15,8 @@ from skillgrad.runs.records import CheckResult, GateResult
 from skillgrad.skill.document import Skill
 from skillgrad.train.check_targets import gate_candidate
 from skillgrad.train.context import RunContext
-from skillgrad.train.leak_check import LeakCheck, check_leaks, leak_refusal
 from skillgrad.train.rollout import mean_score
+from skillgrad.train.screens.leak_check import LeakCheck, check_leaks, leak_refusal
 from skillgrad.train.slow import GUIDANCE_BLOCK, meta_skill_memo, slow_update_guidance
 from skillgrad.train.state import StepOutcome, TrainState
 from skillgrad.train.validate import attribution_json, gate_json
@@ -64,7 +64,7 @@ async def slow_update(ctx: RunContext, state: TrainState) -> StepOutcome:
         applied = (EditResult(edit, "applied", "protected block written" + note),)
     outcome, gate_result, leaks, refused = None, None, LeakCheck(), ""
     checks: tuple[CheckResult, ...] = ()
-    if applied:  # the answer-leak check, as for a step's candidate (train/leaks.py)
+    if applied:  # the answer-leak check, as for a step's candidate (train/screens/leaks.py)
         leaks = check_leaks(ctx, state, candidate)
         refused = leak_refusal(ctx, step, leaks.new)
     if applied and not refused and ctx.cfg.train.slow_update_gate:

@@ -21,20 +21,21 @@ from skillgrad.tasks.base import task_abilities
 from skillgrad.train.aggregate import Aggregated, aggregate
 from skillgrad.train.check_targets import gate_candidate
 from skillgrad.train.context import RunContext
-from skillgrad.train.dedup import edit_key, screen, skill_contradictions
-from skillgrad.train.examples import ExampleChoice, ExampleGuard, choose_example
+from skillgrad.train.examples import ExampleChoice, choose_example
 from skillgrad.train.gate import GateOutcome
-from skillgrad.train.leak_check import (
+from skillgrad.train.merge import semantic_merge
+from skillgrad.train.reflect import ReflectConfig, ReflectResult, feedback_summary, reflect
+from skillgrad.train.revise import Revision, built_revision, revise
+from skillgrad.train.rules import rule_key
+from skillgrad.train.screens.dedup import edit_key, screen, skill_contradictions
+from skillgrad.train.screens.guard import ExampleGuard
+from skillgrad.train.screens.leak_check import (
     LeakCheck,
     check_leaks,
     drop_copies,
     leak_refusal,
     rule_copies,
 )
-from skillgrad.train.merge import semantic_merge
-from skillgrad.train.reflect import ReflectConfig, ReflectResult, feedback_summary, reflect
-from skillgrad.train.revise import Revision, built_revision, revise
-from skillgrad.train.rules import rule_key
 from skillgrad.train.select import Selection, select
 from skillgrad.train.stall import stall_reason
 from skillgrad.train.state import TrainState

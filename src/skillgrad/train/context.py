@@ -1,8 +1,9 @@
 """RunContext: what every stage of a run needs, assembled once by ``skillgrad.session``.
 
-It holds no training state (that is ``TrainState``); it is the config, the task and its splits,
-the two metered backends (and the check targets'), the run directory, the call store, callbacks
-and progress.
+It is the config, the task and its splits, the two metered backends (and the check targets'),
+the run directory, the call store, callbacks and progress. The training state is ``TrainState``;
+what the trust checks measure during the run (the noise floor, the control arms) is recorded
+here for the summary, and re-measured from the caches on a resume.
 """
 
 from __future__ import annotations
@@ -21,9 +22,9 @@ from skillgrad.runs.cache import CallCache, ResultStore
 from skillgrad.runs.rundir import RunDir
 from skillgrad.skill.document import approx_tokens
 from skillgrad.tasks.base import Task, task_abilities
-from skillgrad.train.leaks import LeakIndex
 from skillgrad.train.progress import NullProgress, Progress
 from skillgrad.train.rollout import rollout
+from skillgrad.train.screens.leaks import LeakIndex
 from skillgrad.train.select import Schedule
 from skillgrad.types import Item, Trajectory
 
@@ -62,11 +63,11 @@ class RunContext:
     check_targets: Sequence[CheckTarget] = ()
     noise_threshold: float = 0.0
     """The measured noise floor's threshold the gate refuses a mean difference at or below
-    (``train/noise.py``; 0 until measured, or with ``train.noise_gate`` off)."""
+    (``train/trust/noise.py``; 0 until measured, or with ``train.noise_gate`` off)."""
     noise_floor: dict[str, Any] | None = None
     """The A/A measurement (``NoiseFloor.to_json``), for the summary and report."""
     controls: dict[str, Any] | None = None
-    """The control arms on the test split (``train/controls.py``; ``train.controls``)."""
+    """The control arms on the test split (``train/trust/controls.py``; ``train.controls``)."""
 
     @property
     def schedule(self) -> Schedule:

@@ -24,10 +24,10 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from skillgrad.runs.records import Leak
 from skillgrad.skill.document import Skill
+from skillgrad.skill.text import sentences, words
 from skillgrad.tasks.episode import MAX_DEMO_ACTIONS
-from skillgrad.train.leaks import LeakIndex, describe, sentences, words
+from skillgrad.train.screens.guard import ExampleGuard
 from skillgrad.types import Edit, Item, Trajectory
 
 EXAMPLES_HEADING = "Examples"
@@ -230,26 +230,6 @@ def example_reply(t: Trajectory, item: Item | None, scorer: Any) -> str | None:
     return reference if ok else None
 
 
-@dataclass(frozen=True)
-class ExampleGuard:
-    """The leak check of an example against the val and test items: what it copies, or None."""
-
-    index: LeakIndex
-
-    @classmethod
-    def build(cls, items: Mapping[str, Sequence[Item]], n: int) -> ExampleGuard:
-        return cls(LeakIndex.build({s: items.get(s, []) for s in ("val", "test")}, n))
-
-    def copies(self, text: str) -> tuple[Leak, ...]:
-        # one line too, so a short input next to its short reference is a pair (leaks rule 3)
-        joined = " ".join(text.split("\n"))
-        return self.index.find(text) + self.index.find(joined)
-
-    def refusal(self, text: str) -> str:
-        found = self.copies(text)
-        return f"copies a held-out item: {describe(found, limit=1)}" if found else ""
-
-
 def _examples_body(skill_text: str) -> str:
     """The own text of the skill's ``## Examples`` section (exact title), or ''."""
     for section in Skill(skill_text).sections():
@@ -393,8 +373,6 @@ __all__ = [
     "example_item",
     "example_lines",
     "example_reply",
-    "example_report_lines",
-    "example_summary",
     "register_renderer",
     "render_actions",
     "render_episode",
@@ -404,40 +382,3 @@ __all__ = [
     "shown_reply",
     "trajectory_kind",
 ]
-
-
-def example_summary(
-    mode: str, accepted: Sequence[Mapping[str, Any]], best: str, count: Callable[[str], int]
-) -> dict[str, Any]:
-    """summary.json's ``examples``: ``train.examples``, the best skill's demonstrations with the
-    train item each came from (``TrainState.examples``), and their share of its length."""
-    blocks = example_blocks(best)
-    tokens = sum(count(b) for b in blocks)
-    total = count(best) if best else 0
-    rows = [
-        {"item_id": x["item_id"], "step": x["step"]}
-        for x in accepted
-        if str(x.get("content", "")).strip() in blocks
-    ]
-    return {
-        "mode": mode,
-        "best_skill": rows,
-        "tokens": tokens,
-        "share": tokens / total if total else 0.0,
-    }
-
-
-def example_report_lines(summary: Mapping[str, Any]) -> list[str]:
-    """The report's worked-examples section (absent when examples are off and none are shown)."""
-    x = summary.get("examples")
-    if not x or (x["mode"] == "off" and not x["best_skill"]):
-        return []
-    rows = [f"- from train item `{r['item_id']}` (step {r['step']})" for r in x["best_skill"]]
-    return [
-        "",
-        "## Worked examples",
-        "",
-        f"- train.examples: {x['mode']}; the best skill shows {len(x['best_skill'])} "
-        f"({x['tokens']} tokens, {x['share']:.0%} of its length)",
-        *rows,
-    ]

@@ -1,16 +1,21 @@
 """THE ALGORITHM. Read this file first.
 
-    baseline: score the initial skill on the selection split (val)
+    preflight:  the call and cost estimate, and a warning for a large skill (trust/preflight.py)
+    baseline:   score the initial skill on the selection split (val)
+    trust:      the noise floor (A/A) and, before the first step, the headroom check, which stops
+                a futile run; the power check: the smallest gain val can detect (trust/checks.py)
     for epoch in 1..num_epochs:
         for step in the epoch:  rollout -> reflect -> aggregate -> select -> update -> gate
-                                (train/step.py; one file per phase)
+                                (train/step.py; one file per phase; what may enter the skill
+                                is screened in train/screens/)
         epoch boundary:         slow update (from epoch 2), meta skill  (train/boundary.py)
-    finally: test split, initial skill vs best skill (and on each check target); summary, report
+    finally:    the test split, initial skill vs best skill (and each check target); with
+                ``train.controls`` the empty and placebo arms (trust/controls.py); summary, report
 
 State lives in one TrainState; ``commit`` below is the one place it advances (``state.advance``)
-and is checkpointed, after every step;
-every model call goes through the run's content-addressed cache, so a run killed at any instant
-and started again replays what it already paid for and ends exactly where it would have.
+and is checkpointed, after every step; every model call goes through the run's
+content-addressed cache, so a run killed at any instant and started again replays what it
+already paid for and ends exactly where it would have.
 """
 
 from __future__ import annotations
@@ -18,26 +23,23 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from skillgrad.errors import NoHeadroom
 from skillgrad.models.context import call_context
 from skillgrad.skill.document import Skill
 from skillgrad.train.boundary import epoch_end, slow_update, slow_update_due
 from skillgrad.train.check_targets import test_scores
 from skillgrad.train.context import RunContext
-from skillgrad.train.controls import control_arms
-from skillgrad.train.examples import example_blocks, example_summary
+from skillgrad.train.examples import example_blocks
 from skillgrad.train.gate import EPS, MAX_SCORE
-from skillgrad.train.headroom import NO_HEADROOM_HINT, headroom
-from skillgrad.train.noise import measure_noise
-from skillgrad.train.power import PowerCheck, power_check
-from skillgrad.train.preflight import estimate, large_skill_warning
 from skillgrad.train.report import render_report
-from skillgrad.train.rollout import ItemScore, cached_item_scores, mean_item_score, mean_score
+from skillgrad.train.rollout import mean_item_score, mean_score
 from skillgrad.train.stall import stall_warning
 from skillgrad.train.state import StepOutcome, TrainState, advance
 from skillgrad.train.step import training_step
-from skillgrad.train.summary import build_summary, warnings_for
-from skillgrad.train.validate import gate_rule, val_scores
+from skillgrad.train.summary import build_summary, example_summary, warnings_for
+from skillgrad.train.trust.checks import before_training, run_power_check
+from skillgrad.train.trust.controls import control_arms
+from skillgrad.train.trust.preflight import estimate, large_skill_warning
+from skillgrad.train.validate import val_scores
 from skillgrad.types import EditResult, to_json
 
 
@@ -155,42 +157,6 @@ async def baseline(ctx: RunContext, skill: str) -> TrainState:
 
 
 CEILING_REASON = "reached the reward ceiling (val score = 1.0): nothing left to gain"
-
-
-async def before_training(ctx: RunContext, state: TrainState) -> None:
-    """The noise floor (A/A; re-measured from the caches on a resume, for free) and, before
-    the first step, the headroom check, which stops the run (exit 2) when it is futile."""
-    t = ctx.cfg.train
-    baseline = cached_item_scores(ctx.store, ctx.items["val"], state.initial_skill, 1)
-    if t.noise_repeats >= 2:
-        noise = await measure_noise(ctx, state.initial_skill, baseline)
-        ctx.noise_floor = {**noise.to_json(), "gate": t.noise_gate}
-        ctx.noise_threshold = noise.noise_threshold if t.noise_gate else 0.0
-        ctx.emit("noise_floor", **ctx.noise_floor, message=noise.note)
-    if state.global_step or state.status != "running":
-        return
-    values = [s.value for s in run_item_scores(ctx, state.initial_skill) if s.value is not None]
-    if not values:  # every val item errored (scorer or infrastructure): nothing to judge by
-        ctx.emit(
-            "warning", message="headroom not checked: no val item has a score without an error"
-        )
-        return
-    room = headroom(values, gate_rule(ctx), ctx.noise_threshold)
-    ctx.emit("headroom", **room.to_json())
-    if not room.ok and t.headroom_check:
-        raise NoHeadroom(f"{room.message}. {NO_HEADROOM_HINT}")
-
-
-def run_item_scores(ctx: RunContext, skill: str) -> list[ItemScore]:
-    """``skill``'s per-item val scores as the result cache has them (no model call)."""
-    return cached_item_scores(ctx.store, ctx.items["val"], skill, ctx.cfg.train.samples_per_item)
-
-
-def run_power_check(ctx: RunContext, initial_skill: str) -> PowerCheck:
-    """The power check (``train/power.py``) from the initial skill's per-item val scores, read
-    from the result cache (written by the baseline; no model call)."""
-    values = [s.value for s in run_item_scores(ctx, initial_skill) if s.value is not None]
-    return power_check(values, gate_rule(ctx))
 
 
 async def finish(ctx: RunContext, state: TrainState) -> dict[str, Any]:

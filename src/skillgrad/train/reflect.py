@@ -81,7 +81,7 @@ def render_trajectories(
     """The optimizer's view of trajectories (``prompts/trajectory.md``): input and gold side by
     side (what the skill must map one to the other; ``show_reference=False``: the gold is
     withheld, also where the feedback quotes it), output, score, feedback, error. A scorer's
-    ``evidence`` is never shown (the verifier-leak firewall, ``train/firewall.py``)."""
+    ``evidence`` is never shown (the verifier-leak firewall, ``train/screens/firewall.py``)."""
     blocks = []
     for t in trajs:
         if is_episode(t.steps):  # an environment episode: its own compact view

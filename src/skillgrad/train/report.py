@@ -5,15 +5,11 @@ persistent failures, steps that could not learn, control arms and zero-shot tran
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from skillgrad.runs.records import StepRecord
-from skillgrad.train.controls import control_lines
-from skillgrad.train.examples import example_report_lines
-from skillgrad.train.stall import stall_lines
-from skillgrad.train.trust_report import noise_lines
 
 
 def excerpt_lines(excerpt: dict[str, Any] | None) -> list[str]:
@@ -279,11 +275,99 @@ def persistent_failures_text(summary: dict[str, Any]) -> str:
     )
 
 
+def control_lines(controls: dict[str, Any] | None) -> list[str]:
+    """The report's "Control arms" section (absent without ``train.controls``)."""
+    if not controls:
+        return []
+
+    def num(x: float | None, sign: bool = False) -> str:
+        return "n/a" if x is None else (f"{x:+.3f}" if sign else f"{x:.3f}")
+
+    worse = controls["worse_than_initial"]
+    return [
+        "",
+        "## Control arms (test split)",
+        "",
+        f"The best skill against the empty skill and a placebo of {controls['placebo_tokens']} "
+        f"tokens (the best skill: {controls['best_tokens']}; no task content, "
+        f"skillgrad.train.trust.placebo) on the same {controls['items']} test items:",
+        "",
+        "| arm | test score | best minus arm (per item) |",
+        "|---|---:|---:|",
+        f"| empty | {num(controls['test_empty'])} | {num(controls['test_gain_vs_empty'], True)} |",
+        f"| placebo | {num(controls['test_placebo'])} | "
+        f"{num(controls['test_gain_vs_placebo'], True)} |",
+        "",
+        f"- items the best skill made worse than the initial skill: "
+        f"{', '.join(worse) if worse else 'none'}",
+    ]
+
+
+def stall_lines(summary: dict[str, Any]) -> list[str]:
+    """The report's "Steps that could not learn" section (absent when none stalled)."""
+    stalled = summary.get("stalled_steps") or []
+    if not stalled:
+        return []
+    lines = [
+        "",
+        "## Steps that could not learn",
+        "",
+        f"{len(stalled)} step(s) produced no candidate because nothing the optimizer said "
+        "reached the skill (replies: steps/step_NNNN/reflections.json):",
+        "",
+    ]
+    return lines + [f"- step {x['step']}: {x['reason']}" for x in stalled]
+
+
+def noise_lines(noise: dict[str, Any] | None) -> list[str]:
+    """The gate section's noise-floor line (absent when not measured)."""
+    if not noise:
+        return ["- noise floor: not measured (train.noise_repeats < 2)"]
+    how = (
+        "repeats answered by the call cache (deterministic target: 0 calls paid)"
+        if noise["calls"] == "cached" and not noise["calls_paid"]
+        else f"{noise['calls']} repeats, {noise['calls_paid']} target calls paid"
+    )
+    refuses = (
+        "the gate refuses a mean difference at or below it"
+        if noise.get("gate", True)
+        else "not applied: train.noise_gate is off"
+    )
+    flipped = noise.get("flipped") or []
+    shown = f" ({', '.join(flipped[:4])}{', …' if len(flipped) > 4 else ''})" if flipped else ""
+    return [
+        f"- noise floor (A/A, {noise['repeats']} passes of the initial skill on "
+        f"{noise['items']} val items): flip rate {noise['flip_rate']:.1%}{shown}; noise "
+        f"threshold {noise['noise_threshold']:+.3f} ({refuses}); minimum detectable effect "
+        f"{noise['minimum_detectable_effect']:+.3f}; {how}"
+    ]
+
+
+def example_report_lines(summary: Mapping[str, Any]) -> list[str]:
+    """The report's worked-examples section (absent when examples are off and none are shown)."""
+    x = summary.get("examples")
+    if not x or (x["mode"] == "off" and not x["best_skill"]):
+        return []
+    rows = [f"- from train item `{r['item_id']}` (step {r['step']})" for r in x["best_skill"]]
+    return [
+        "",
+        "## Worked examples",
+        "",
+        f"- train.examples: {x['mode']}; the best skill shows {len(x['best_skill'])} "
+        f"({x['tokens']} tokens, {x['share']:.0%} of its length)",
+        *rows,
+    ]
+
+
 __all__ = [
     "check_lines",
+    "control_lines",
+    "example_report_lines",
     "excerpt_lines",
     "gate_lines",
     "leak_lines",
+    "noise_lines",
     "persistent_failures_text",
     "render_report",
+    "stall_lines",
 ]

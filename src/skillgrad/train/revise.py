@@ -25,7 +25,6 @@ from typing import Any
 
 from skillgrad.models.base import ModelBackend
 from skillgrad.runs.records import RejectedEdit
-from skillgrad.train.dedup import edit_key, skill_contradictions
 from skillgrad.train.examples import example_reply
 from skillgrad.train.optimizer_call import ask_optimizer
 from skillgrad.train.reflect import (
@@ -36,6 +35,7 @@ from skillgrad.train.reflect import (
 )
 from skillgrad.train.rules import instruction_copied, rule_edits, rule_key, skill_choices
 from skillgrad.train.schemas import reflection_model
+from skillgrad.train.screens.dedup import edit_key, skill_contradictions
 from skillgrad.types import Edit, Item, Trajectory
 
 SOURCE = "revise"

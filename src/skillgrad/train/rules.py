@@ -20,8 +20,8 @@ from skillgrad.models.structured import GRAMMAR_MAX_LENGTH
 from skillgrad.skill.document import Skill
 from skillgrad.skill.match import AnchorMatch, find_anchor, format_section_path
 from skillgrad.skill.package import SKILL_FILE, SkillPackage, is_package_text
+from skillgrad.skill.text import sentences, words
 from skillgrad.train.examples import EXAMPLES_HEADING, example_lines
-from skillgrad.train.leaks import sentences, words
 from skillgrad.train.schemas import as_list_item
 from skillgrad.types import Edit
 

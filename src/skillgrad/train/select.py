@@ -16,9 +16,9 @@ from skillgrad.models.base import ModelBackend
 from skillgrad.prompts import render_prompt
 from skillgrad.runs.records import Conflict
 from skillgrad.skill.document import approx_tokens, text_lines
-from skillgrad.train.dedup import DUPLICATE_SIMILARITY, screen
 from skillgrad.train.optimizer_call import ask_optimizer
 from skillgrad.train.schemas import RankingOutput
+from skillgrad.train.screens.dedup import DUPLICATE_SIMILARITY, screen
 from skillgrad.types import Edit
 
 
@@ -99,7 +99,8 @@ async def select(
     duplicate_similarity: float = DUPLICATE_SIMILARITY,
 ) -> Selection:
     """Clip, rank, keep the top k. First every edit is checked against the skill
-    (``train/dedup.py``): one repeating a skill line (exactly or nearly) or an edit kept before it
+    (``train/screens/dedup.py``): one repeating a skill line (exactly or nearly) or an edit kept
+    before it
     is dropped, the line it repeats reported in ``repeated``; an added rule contradicting a skill
     line is held back (``conflicts``). Ranking: an edit repeating one the gate ``rejected`` before
     (same op, anchor and text) comes last; then support (how many proposals agree); then

@@ -81,32 +81,9 @@ def stall_warning(history: Sequence[Any]) -> str | None:
     )
 
 
-def stalled_steps(history: Sequence[Any]) -> list[dict[str, Any]]:
-    """summary.json's ``stalled_steps``: each step that could not learn, with why."""
-    return [{"step": r.step, "reason": r.stall_reason} for r in history if r.stall_reason]
-
-
-def stall_lines(summary: dict[str, Any]) -> list[str]:
-    """The report's "Steps that could not learn" section (absent when none stalled)."""
-    stalled = summary.get("stalled_steps") or []
-    if not stalled:
-        return []
-    lines = [
-        "",
-        "## Steps that could not learn",
-        "",
-        f"{len(stalled)} step(s) produced no candidate because nothing the optimizer said "
-        "reached the skill (replies: steps/step_NNNN/reflections.json):",
-        "",
-    ]
-    return lines + [f"- step {x['step']}: {x['reason']}" for x in stalled]
-
-
 __all__ = [
     "STALLED_IN_A_ROW",
     "first_error",
-    "stall_lines",
     "stall_reason",
     "stall_warning",
-    "stalled_steps",
 ]

@@ -20,7 +20,7 @@ from skillgrad.runs.records import (
     StepKind,
     StepRecord,
 )
-from skillgrad.train.dedup import edit_key
+from skillgrad.train.screens.dedup import edit_key
 from skillgrad.types import Edit, EditResult, Trajectory, to_json
 
 

@@ -6,13 +6,13 @@ edit acceptance rate, steps, calls / tokens / cost per role, persistent failures
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from skillgrad.config import Config
 from skillgrad.runs.records import Leak, StepRecord
 from skillgrad.skill.package import file_lengths, prompt_text
-from skillgrad.train.stall import stalled_steps
+from skillgrad.train.examples import example_blocks
 
 if TYPE_CHECKING:  # the loop imports this module; avoid the cycle at run time
     from skillgrad.train.state import TrainState
@@ -54,10 +54,10 @@ def build_summary(
     controls: dict[str, Any] | None = None,
     examples: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """``leaks``: lines of the best skill copying train/val data (``train/leaks.py``);
+    """``leaks``: lines of the best skill copying train/val data (``train/screens/leaks.py``);
     ``check_tests``: each check target's test scores (``train/check_targets.py``);
-    ``noise_floor``: the A/A measurement (``train/noise.py``; None: not measured);
-    ``controls``: the empty and placebo arms on test (``train/controls.py``);
+    ``noise_floor``: the A/A measurement (``train/trust/noise.py``; None: not measured);
+    ``controls``: the empty and placebo arms on test (``train/trust/controls.py``);
     ``examples``: the best skill's worked examples (``train/examples.py``)."""
     history = list(state.history)
     counts = _edit_counts(history)
@@ -202,12 +202,40 @@ def _package_files(initial: str, best: str) -> dict[str, list[int]] | None:
     return {n: [before.get(n, 0), after.get(n, 0)] for n in [*names, "(total)"]}
 
 
+def example_summary(
+    mode: str, accepted: Sequence[Mapping[str, Any]], best: str, count: Callable[[str], int]
+) -> dict[str, Any]:
+    """summary.json's ``examples``: ``train.examples``, the best skill's demonstrations with the
+    train item each came from (``TrainState.examples``), and their share of its length."""
+    blocks = example_blocks(best)
+    tokens = sum(count(b) for b in blocks)
+    total = count(best) if best else 0
+    rows = [
+        {"item_id": x["item_id"], "step": x["step"]}
+        for x in accepted
+        if str(x.get("content", "")).strip() in blocks
+    ]
+    return {
+        "mode": mode,
+        "best_skill": rows,
+        "tokens": tokens,
+        "share": tokens / total if total else 0.0,
+    }
+
+
+def stalled_steps(history: Sequence[Any]) -> list[dict[str, Any]]:
+    """summary.json's ``stalled_steps``: each step that could not learn, with why."""
+    return [{"step": r.step, "reason": r.stall_reason} for r in history if r.stall_reason]
+
+
 __all__ = [
     "build_summary",
     "check_summary",
+    "example_summary",
     "gate_summary",
     "leak_summary",
     "skill_excerpt",
+    "stalled_steps",
     "warnings_for",
     "within_noise",
 ]

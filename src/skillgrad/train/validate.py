@@ -17,8 +17,8 @@ from skillgrad.runs.cache import ResultStore
 from skillgrad.runs.records import CheckResult
 from skillgrad.train.context import CheckTarget, RunContext
 from skillgrad.train.gate import GateOutcome, GateRule, gate
-from skillgrad.train.noise import remeasured_incumbent
 from skillgrad.train.rollout import ItemScore, score_items
+from skillgrad.train.trust.noise import remeasured_incumbent
 from skillgrad.types import to_json
 
 CHECK_STAGE = "check"
@@ -28,7 +28,7 @@ CHECK_STAGE = "check"
 def gate_rule(ctx: RunContext) -> GateRule:
     """The run's gate rule (``train.gate_rule``, ``gate_confidence``, ``gate_min_delta``); the
     measured noise floor raises the margin: a mean difference at or below the noise threshold
-    is refused (``train/noise.py``; raising ``min_delta`` keeps early rejection lossless)."""
+    is refused (``train/trust/noise.py``; raising ``min_delta`` keeps early rejection lossless)."""
     t = ctx.cfg.train
     return GateRule(t.gate_rule, t.gate_confidence, max(t.gate_min_delta, ctx.noise_threshold))
 

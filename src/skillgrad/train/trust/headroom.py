@@ -1,7 +1,8 @@
 """Headroom before spending: can this run gain anything the gate will accept?
 
-Computed from the initial skill's val scores, the measured noise floor (``train/noise.py``) and
-the power check (``train/power.py``), before any optimizer call, by ``skillgrad train`` and by
+Computed from the initial skill's val scores, the measured noise floor (``train/trust/noise.py``)
+and
+the power check (``train/trust/power.py``), before any optimizer call, by ``skillgrad train`` and by
 ``skillgrad eval --headroom``. Two ways a run is known to be futile:
 
 - **saturated**: every item is at the reward ceiling, or the most the split can still gain (every
@@ -21,7 +22,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from skillgrad.train.gate import EPS, MAX_SCORE, GateRule
-from skillgrad.train.power import power_check
+from skillgrad.train.trust.power import power_check
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ Counts assume the worst case (every gate evaluates the whole selection split, ea
 ``samples_per_item`` times, and on every check target; every reflection is re-asked once); the
 run's cache and the gate's early rejection make the real numbers lower. The power check (what
 gain the gate can detect) is printed next to it once the baseline's per-item scores exist
-(``train/power.py``, event ``power_check``). Tokens are rough: skill + prompt lengths from the
+(``train/trust/power.py``, event ``power_check``). Tokens are rough: skill + prompt lengths from the
 target's tokenizer, completions at their ``max_tokens``."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 from skillgrad.models.wrappers.metering import PriceTable
 from skillgrad.tasks.base import task_abilities
 from skillgrad.train.context import CHECK_ROLE, RunContext
-from skillgrad.train.noise import noise_calls
+from skillgrad.train.trust.noise import noise_calls
 from skillgrad.types import Usage
 
 # Above this the starting skill is almost surely the wrong file (skill documents are usually a

@@ -1,4 +1,5 @@
-"""The answer-leak check of a candidate inside a run (the detection itself: ``train/leaks.py``).
+"""The answer-leak check of a candidate inside a run (the detection itself:
+``train/screens/leaks.py``).
 
 Run on every candidate with an applied edit, before any target call: its new lines copying
 train/val data are flagged (a warning event, the step record) and, under
@@ -17,11 +18,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from skillgrad.runs.records import Leak
+from skillgrad.skill.text import visible
 from skillgrad.train.context import RunContext
 from skillgrad.train.examples import example_lines
-from skillgrad.train.firewall import evidence_leaks, exempt_text
-from skillgrad.train.leaks import describe, new_leaks, short_span, visible
 from skillgrad.train.rules import instruction_copied
+from skillgrad.train.screens.firewall import evidence_leaks, exempt_text
+from skillgrad.train.screens.leaks import describe, new_leaks, short_span
 from skillgrad.train.state import TrainState
 from skillgrad.types import Edit, to_json
 
@@ -50,7 +52,8 @@ def check_leaks(
     ctx: RunContext, state: TrainState, candidate: str, examples: Sequence[str] = ()
 ) -> LeakCheck:
     """Leaks of ``candidate`` against the run's train and val items, the initial skill's own
-    text exempt (``train/leaks.py``), and against their scorers' evidence (``train/firewall.py``;
+    text exempt (``train/screens/leaks.py``), and against their scorers' evidence
+    (``train/screens/firewall.py``;
     ``examples``: text of code-built example edits, exempt too). No model call."""
     index = ctx.leak_index
     found = index.find(candidate, exempt=state.initial_skill)
@@ -79,7 +82,8 @@ def example_copies(candidate: str, leaks: Sequence[Leak]) -> tuple[Leak, ...]:
 
 
 def scorer_evidence_leaks(ctx: RunContext, text: str, exempt: str) -> tuple[Leak, ...]:
-    """Lines of ``text`` copying a train/val item's scorer evidence (``train/firewall.py``)."""
+    """Lines of ``text`` copying a train/val item's scorer evidence
+    (``train/screens/firewall.py``)."""
     splits = {i.id: s for s in ("train", "val") for i in ctx.items.get(s, [])}
     return evidence_leaks(text, ctx.store.evidence(), splits, ctx.cfg.train.leak_ngram, exempt)
 

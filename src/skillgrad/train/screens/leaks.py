@@ -5,7 +5,8 @@ train and val items of a run once; ``LeakIndex.find(skill)`` then returns, in ti
 skill's length, every skill line that copies an item's data, as ``types.Leak`` records (file of
 a skill package, line number, the copied span, the item and what was copied).
 
-Text is compared as words: invisible code points removed (``strip_invisible``: Unicode format
+Text is compared as words (``skill/text.py``): invisible code points removed (``strip_invisible``:
+Unicode format
 characters such as zero-width spaces, joiners, bidi controls and tag characters, variation
 selectors, other controls), NFKC-normalised, case-folded, ``\\w+`` runs (punctuation and
 whitespace are ignored, so re-spacing, re-punctuating or salting a copy with zero-width
@@ -46,10 +47,6 @@ is not stuck behind a leak its incumbent already carried.
 
 from __future__ import annotations
 
-import functools
-import re
-import sys
-import unicodedata
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -57,70 +54,12 @@ from typing import Any
 from skillgrad.errors import SkillError
 from skillgrad.runs.records import Leak, LeakSource
 from skillgrad.skill.package import SkillPackage, is_package_text
+from skillgrad.skill.text import WORD_RE, Words, invisible_pattern, normalise, visible, words
 from skillgrad.types import Item
 
 DEFAULT_NGRAM = 8
 PAIR_GAP = 4  # rule 3: at most this many words between a short input and its reference
 BOILERPLATE_SHARE = 0.25  # rule 2: an n-gram in this share of the items (and >= 3) is template
-_WORD = re.compile(r"\w+")
-Words = tuple[str, ...]
-
-
-# Code points a reader does not see but a model reads (and \\w+ splits words at): every format
-# character (Cf), variation selectors, the combining grapheme joiner, Hangul fillers, and the
-# control characters that are not whitespace.
-_OTHER_INVISIBLE = "\u034f\u115f\u1160\u3164\uffa0\ufe00-\ufe0f\U000e0100-\U000e01ef"
-_CONTROLS = "\x00-\x08\x0e-\x1b\x7f-\x84\x86-\x9f"
-
-
-@functools.cache
-def _invisible() -> re.Pattern[str]:
-    """One character class of every invisible code point (built once: ~0.1 s)."""
-    ranges: list[str] = []
-    start = prev = -2
-    for cp in range(sys.maxunicode + 1):
-        if unicodedata.category(chr(cp)) != "Cf":
-            continue
-        if cp != prev + 1:
-            if start >= 0:
-                ranges.append(_range(start, prev))
-            start = cp
-        prev = cp
-    ranges.append(_range(start, prev))
-    return re.compile(f"[{''.join(ranges)}{_OTHER_INVISIBLE}{_CONTROLS}]")
-
-
-def _range(a: int, b: int) -> str:
-    return re.escape(chr(a)) if a == b else f"{re.escape(chr(a))}-{re.escape(chr(b))}"
-
-
-def strip_invisible(text: str) -> str:
-    """``text`` without its invisible code points (see the module doc)."""
-    return _invisible().sub("", text)
-
-
-def visible(text: str) -> str:
-    """``text`` as the target receives it, each invisible code point shown as ``<U+XXXX>``."""
-    return _invisible().sub(lambda m: f"<U+{ord(m.group()):04X}>", text)
-
-
-def normalise(text: str) -> str:
-    """The form words are compared in: invisible code points removed, NFKC, case-folded."""
-    return unicodedata.normalize("NFKC", strip_invisible(text)).casefold()
-
-
-def words(text: str) -> Words:
-    """The normalised words of ``text`` (punctuation and whitespace dropped)."""
-    return tuple(_WORD.findall(normalise(text)))
-
-
-_SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+")
-
-
-def sentences(text: str) -> list[str]:
-    """``text`` on one line (whitespace runs as one space), split after each ``.``, ``!`` or
-    ``?`` that a space follows."""
-    return _SENTENCE_BREAK.split(" ".join(text.split()))
 
 
 def _word_spans(line: str) -> tuple[Words, list[tuple[int, int]]]:
@@ -129,15 +68,15 @@ def _word_spans(line: str) -> tuple[Words, list[tuple[int, int]]]:
     NFKC can change a line's length, so the spans are found on the line without its invisible
     code points, word by word (a word that normalises differently is still one ``\\w+`` run
     there), and mapped back to the original line."""
-    pattern = _invisible()
+    pattern = invisible_pattern()
     kept_at = [m.start() for m in pattern.finditer(line)]
     clean = pattern.sub("", line) if kept_at else line
     where = _positions(len(line), kept_at)
     ws: list[str] = []
     kept: list[tuple[int, int]] = []
-    for m in _WORD.finditer(clean):
+    for m in WORD_RE.finditer(clean):
         a, b = m.span()
-        for w in _WORD.findall(normalise(clean[a:b])):
+        for w in WORD_RE.findall(normalise(clean[a:b])):
             ws.append(w)
             kept.append((where(a), where(b - 1) + 1))
     return tuple(ws), kept
@@ -387,10 +326,5 @@ __all__ = [
     "LeakIndex",
     "describe",
     "new_leaks",
-    "normalise",
-    "sentences",
     "short_span",
-    "strip_invisible",
-    "visible",
-    "words",
 ]

@@ -9,7 +9,7 @@ cache, so a resumed run checks what the uninterrupted one did):
 1. **Checker fragments.** A whitespace-separated piece of the evidence of at least
    ``MIN_FRAGMENT`` characters that holds a character prose does not (``[](){}^$\\|*+?=<>/_``:
    a regex, a call signature, a path), found verbatim (case-folded, NFKC) in a new line.
-2. **Long spans.** The rules of ``train/leaks.py`` (``train.leak_ngram`` words in a row, the
+2. **Long spans.** The rules of ``train/screens/leaks.py`` (``train.leak_ngram`` words in a row, the
    task's boilerplate excepted) with the evidence texts as the items.
 
 The initial skill's text and the text of ``example`` edits (built by code from train items,
@@ -22,7 +22,8 @@ import re
 from collections.abc import Iterable, Sequence
 
 from skillgrad.runs.records import Leak
-from skillgrad.train.leaks import LeakIndex, normalise
+from skillgrad.skill.text import normalise
+from skillgrad.train.screens.leaks import LeakIndex
 from skillgrad.types import Item
 
 MIN_FRAGMENT = 6
@@ -31,7 +32,7 @@ _EDGE = "\"'`.,;:!?/()"  # quotes, sentence marks, regex slashes, a parenthesise
 
 
 def _fold(text: str) -> str:
-    """The leak check's own normal form (``leaks.normalise``: whatever it strips, so do we)."""
+    """The leak check's own normal form (``skill.text.normalise``: whatever it strips, so do we)."""
     return normalise(text)
 
 

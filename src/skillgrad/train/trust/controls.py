@@ -1,5 +1,5 @@
 """Control arms on the test split (``train.controls``; ``skillgrad sweep --controls``): the
-empty skill and a placebo skill (``train/placebo.py``: as many target tokens as the best
+empty skill and a placebo skill (``train/trust/placebo.py``: as many target tokens as the best
 skill, no task content) scored on the same test items as the initial and the best skill.
 
 A gain over the initial skill that the placebo also shows came from a system prompt of that
@@ -16,8 +16,8 @@ from typing import Any
 from skillgrad.models.context import call_context
 from skillgrad.skill.package import prompt_text
 from skillgrad.train.context import RunContext
-from skillgrad.train.placebo import placebo_skill
 from skillgrad.train.rollout import cached_item_scores
+from skillgrad.train.trust.placebo import placebo_skill
 
 
 def _per_item(ctx: RunContext, skill: str) -> dict[str, float]:
@@ -69,32 +69,4 @@ async def control_arms(ctx: RunContext, initial: str, best: str, step: int) -> d
     }
 
 
-def control_lines(controls: dict[str, Any] | None) -> list[str]:
-    """The report's "Control arms" section (absent without ``train.controls``)."""
-    if not controls:
-        return []
-
-    def num(x: float | None, sign: bool = False) -> str:
-        return "n/a" if x is None else (f"{x:+.3f}" if sign else f"{x:.3f}")
-
-    worse = controls["worse_than_initial"]
-    return [
-        "",
-        "## Control arms (test split)",
-        "",
-        f"The best skill against the empty skill and a placebo of {controls['placebo_tokens']} "
-        f"tokens (the best skill: {controls['best_tokens']}; no task content, "
-        f"skillgrad.train.placebo) on the same {controls['items']} test items:",
-        "",
-        "| arm | test score | best minus arm (per item) |",
-        "|---|---:|---:|",
-        f"| empty | {num(controls['test_empty'])} | {num(controls['test_gain_vs_empty'], True)} |",
-        f"| placebo | {num(controls['test_placebo'])} | "
-        f"{num(controls['test_gain_vs_placebo'], True)} |",
-        "",
-        f"- items the best skill made worse than the initial skill: "
-        f"{', '.join(worse) if worse else 'none'}",
-    ]
-
-
-__all__ = ["control_arms", "control_lines"]
+__all__ = ["control_arms"]
