@@ -14,15 +14,11 @@ from typing import Any
 
 from skillgrad.errors import ConfigError
 from skillgrad.models.registry import PROVIDER_GROUP, get_provider, provider_names
-from skillgrad.plugins import call_factory, load_plugin, plugin_names, resolve_object
+from skillgrad.plugins import call_factory, load_plugin, resolve_object
 from skillgrad.scorers import SCORER_GROUP, load_scorer, scorer_names
 from skillgrad.tasks.base import Task
 
 TASK_GROUP = "skillgrad.tasks"
-
-
-def task_names() -> list[str]:
-    return plugin_names(TASK_GROUP)
 
 
 def load_task(name: str, options: dict[str, Any], base_dir: Path | None = None) -> Task:
@@ -47,5 +43,4 @@ __all__ = [
     "provider_names",
     "resolve_object",
     "scorer_names",
-    "task_names",
 ]

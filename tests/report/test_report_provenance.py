@@ -12,7 +12,6 @@ from skillgrad.report.provenance import (
     blame,
     diff_html,
     diff_rows,
-    format_blame,
     skill_diff,
     skill_diff_html,
 )
@@ -70,8 +69,6 @@ def test_blame_attributes_every_line(run_dir: Path) -> None:
     replaced = by_text["Repeat exactly the single word given by the user."]
     assert (replaced.step, replaced.op) == (4, "replace")
     assert not [b for b in lines if b.source == "unattributed"]
-    text = format_blame(lines)
-    assert "step 6 ep 2 insert_after [Rules]" in text
 
 
 def test_blame_is_honest_about_unexplained_lines(run_dir: Path) -> None:

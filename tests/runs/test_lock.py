@@ -152,8 +152,9 @@ def test_readers_work_while_a_run_holds_the_lock(tmp_path: Path) -> None:
             assert proc.returncode == code, (cmd, proc.stderr)
             assert "Traceback" not in proc.stderr
         from skillgrad.dashboard import data
+        from skillgrad.runs.view import load_run
 
-        assert data.run_overview(data.load(run))["steps"] >= 1
+        assert data.run_overview(load_run(run))["steps"] >= 1
         assert (run / LOCK_NAME).read_text() == lock_before  # readers never touch the lock
         assert writer.poll() is None  # all of this happened while the run was writing
     finally:

@@ -11,13 +11,13 @@ import pytest
 
 from skillgrad.config import load_config
 from skillgrad.errors import ConfigError
+from skillgrad.plugins import plugin_names
 from skillgrad.registry import (
     SCORER_GROUP,
     load_scorer,
     load_task,
     resolve_object,
     scorer_names,
-    task_names,
 )
 from skillgrad.scorers import NumericScorer
 from skillgrad.tasks.base import Task
@@ -56,7 +56,7 @@ USER_TASK = textwrap.dedent(
 
 
 def test_task_by_entry_point_name() -> None:
-    assert "toy" in task_names()
+    assert "toy" in plugin_names("skillgrad.tasks")
     toy = load_task("toy", {"n_train": 3})
     assert isinstance(toy, ToyTask) and len(toy.load_split("train")) == 3
 

@@ -154,10 +154,6 @@ def accepted_edits(run: RunData) -> list[dict[str, Any]]:
     return list(reversed(rows))
 
 
-def load(run_dir: Path) -> RunData:
-    return load_run(run_dir)
-
-
 def run_signature(run_dir: Path) -> tuple[tuple[str, int, int, int], ...]:
     """(name, inode, mtime_ns, size) of every file a loaded run depends on: equal signatures,
     equal RunData (writers replace files atomically, a new inode, or append to them)."""
@@ -192,7 +188,7 @@ class RunCache:
         hit = self._runs.get(run_dir)
         if hit is not None and hit[0] == sig:
             return hit[1], hit[2]
-        run = load(run_dir)
+        run = load_run(run_dir)
         self._runs[run_dir] = (sig, run, run_overview(run))
         return run, self._runs[run_dir][2]
 
@@ -229,7 +225,6 @@ __all__ = [
     "accepted_edits",
     "gate_steps",
     "live_history",
-    "load",
     "point",
     "run_overview",
     "run_points",

@@ -192,24 +192,11 @@ def blame(run_dir: Path) -> list[BlameLine]:
     ]
 
 
-def format_blame(lines: list[BlameLine]) -> str:
-    """Plain-text blame: ``origin | line``, like ``git blame``."""
-    out = []
-    for b in lines:
-        where = f"step {b.step} ep {b.epoch}" if b.step is not None else ""
-        if b.op:
-            where += f" {b.op} [{b.section}]"
-        origin = f"{b.source:<12} {where}".rstrip()
-        out.append(f"{origin:<48} {b.line_no:>4} | {b.text}")
-    return "\n".join(out)
-
-
 __all__ = [
     "BlameLine",
     "blame",
     "diff_html",
     "diff_rows",
-    "format_blame",
     "skill_at",
     "skill_diff",
     "skill_diff_html",

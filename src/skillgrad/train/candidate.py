@@ -2,7 +2,7 @@
 select -> update), then the leak check, the main gate (lossless early rejection included) and
 the check targets (``train/check_targets.py``).
 
-Several independent candidates per step were tried in round 3 (K = 3 sampled reflections, the
+Several independent candidates per step were measured (K = 3 sampled reflections, the
 best accepted one kept) and did not beat one (docs/benchmarks.md, "Several candidates per
 step"), so a step has one.
 """

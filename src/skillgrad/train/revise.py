@@ -7,7 +7,7 @@ skill (``dedup.skill_contradictions``), the revisions tried before, and the fail
 with the target's output next to the expected one; it may rewrite a rule (``replace``), merge it
 with a neighbour, delete it, or delete a rule contradicting it.
 
-Measured (issue 26): asked to revise its own rule, the 1.5B returns it unchanged. A revision
+Measured: asked to revise its own rule, the 1.5B returns it unchanged. A revision
 that changes nothing, or was tried before (the rejected-edit buffer and ``TrainState.tried``),
 is dropped, and so is a revision reciting the optimizer's own instructions
 (``rules.instruction_copied``: measured on the quickstart, a revision that was the revise

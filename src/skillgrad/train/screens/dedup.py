@@ -1,7 +1,7 @@
 """Never a duplicate, never a silent contradiction: edits checked against the skill itself.
 
 Aggregation merges the step's own proposals; this module checks each one against the lines the
-skill already has (and the step's edits kept before it). Measured (issue 26): a step accepted the
+skill already has (and the step's edits kept before it). Measured: a step accepted the
 same format rule in two phrasings, and the next one replaced a rule with a copy of a line the
 skill already held. So an edit whose text is an exact or near-duplicate of a skill line (or of an
 earlier kept edit) is dropped, and the line it repeats is reported: the rule is in the skill and

@@ -31,11 +31,6 @@ def _gain(best: dict[str, float], arm: dict[str, float]) -> float | None:
     return math.fsum(best[i] - arm[i] for i in both) / len(both) if both else None
 
 
-def _worse(best: dict[str, float], arm: dict[str, float]) -> list[str]:
-    """Items the best skill scored below ``arm`` on, in id order."""
-    return sorted(x for x in best if x in arm and best[x] < arm[x])
-
-
 async def control_arms(ctx: RunContext, initial: str, best: str, step: int) -> dict[str, Any]:
     """Score the empty and the placebo skill on the test split (cached like every rollout) and
     compare the best skill with each arm item by item: ``summary.json``'s ``controls``."""

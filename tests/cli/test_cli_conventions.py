@@ -15,7 +15,7 @@ from skillgrad.cli.main import app
 from skillgrad.config import load_config
 from skillgrad.session import run_training
 
-FAKES = Path(__file__).parent / "fakes_e2e.py"
+FAKES = Path(__file__).parents[1] / "fakes_e2e.py"
 runner = CliRunner()
 
 
@@ -91,7 +91,7 @@ def test_config_schema_and_generated_reference_in_sync() -> None:
     parsed = json.loads(schema.output)
     assert {"train", "models", "env", "budget"} <= set(parsed["properties"])
     markdown = runner.invoke(app, ["config", "--markdown"]).output
-    docs = Path(__file__).resolve().parents[1] / "docs" / "config.md"
+    docs = Path(__file__).resolve().parents[2] / "docs" / "config.md"
     assert markdown == docs.read_text(encoding="utf-8"), (
         "docs/config.md is stale: run `skillgrad config --markdown > docs/config.md`"
     )

@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from skillgrad.cli.main import app
 
-FAKES = Path(__file__).parent / "fakes_e2e.py"
+FAKES = Path(__file__).parents[1] / "fakes_e2e.py"
 runner = CliRunner()
 
 
