@@ -33,7 +33,7 @@ OutputFormat = Literal["claude_stream_json", "codex_jsonl", "text"]
 _FIELDS = {"prompt", "workdir", "home", "skills_dir", "skill_name", "model", "base_url", "api_key"}
 
 
-class Endpoint(BaseModel):
+class AgentEndpoint(BaseModel):
     """Where the agent's model is: ``base_url``, ``model``, and the *name* of the environment
     variable holding the API key (its value is read at run time and passed only in the agent's
     environment)."""
@@ -159,4 +159,4 @@ def fill(template: str, fields: dict[str, str], where: str) -> str:
     return _FIELD.sub(one, template)
 
 
-__all__ = ["AgentHarness", "Endpoint", "OutputFormat", "fill"]
+__all__ = ["AgentEndpoint", "AgentHarness", "OutputFormat", "fill"]

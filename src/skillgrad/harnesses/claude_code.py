@@ -14,9 +14,9 @@
 
 from __future__ import annotations
 
-from skillgrad.harnesses.base import AgentHarness, Endpoint
+from skillgrad.harnesses.base import AgentEndpoint, AgentHarness
 
-DEFAULT_ENDPOINT = Endpoint(
+DEFAULT_ENDPOINT = AgentEndpoint(
     base_url="https://api.anthropic.com", model="claude-sonnet-4-5", api_key_env="ANTHROPIC_API_KEY"
 )
 

@@ -16,9 +16,9 @@
 
 from __future__ import annotations
 
-from skillgrad.harnesses.base import AgentHarness, Endpoint
+from skillgrad.harnesses.base import AgentEndpoint, AgentHarness
 
-DEFAULT_ENDPOINT = Endpoint(
+DEFAULT_ENDPOINT = AgentEndpoint(
     base_url="https://api.openai.com/v1", model="gpt-5-codex", api_key_env="OPENAI_API_KEY"
 )
 CONFIG = """model = "{model}"

@@ -18,7 +18,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from skillgrad.errors import ConfigError
-from skillgrad.harnesses.base import AgentHarness, Endpoint
+from skillgrad.harnesses.base import AgentEndpoint, AgentHarness
 from skillgrad.harnesses.claude_code import DEFAULT_ENDPOINT as CLAUDE_ENDPOINT
 from skillgrad.harnesses.claude_code import claude_code
 from skillgrad.harnesses.codex import DEFAULT_ENDPOINT as CODEX_ENDPOINT
@@ -27,7 +27,7 @@ from skillgrad.harnesses.codex import codex
 PRESETS = {"claude_code": (claude_code, CLAUDE_ENDPOINT), "codex": (codex, CODEX_ENDPOINT)}
 
 
-def load_harness(spec: str | dict[str, Any]) -> tuple[AgentHarness, Endpoint]:
+def load_harness(spec: str | dict[str, Any]) -> tuple[AgentHarness, AgentEndpoint]:
     """A preset by name (or ``{"preset": name, "bin": path, "env": {...}}``: the program's path
     and extra environment), or a command harness from its fields; with the preset's default
     endpoint (empty for a command harness)."""
@@ -53,7 +53,7 @@ def load_harness(spec: str | dict[str, Any]) -> tuple[AgentHarness, Endpoint]:
             raise ConfigError(f"harness preset {preset!r}: 'env' must map names to values")
         return harness.model_copy(update={"env": {**harness.env, **extra}}), endpoint
     try:
-        return AgentHarness.model_validate(spec), Endpoint()
+        return AgentHarness.model_validate(spec), AgentEndpoint()
     except ValidationError as exc:
         errors = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
         raise ConfigError(f"env.options.harness: {errors}") from None

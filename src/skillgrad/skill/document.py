@@ -25,11 +25,11 @@ from skillgrad.skill.match import (
     find_anchor,
     format_section_path,
     make_safe,
-    normalise,
     open_at_end,
     parse_section_path,
     resolve_path,
     scan,
+    squash_spaces,
 )
 from skillgrad.skill.package import (
     SKILL_FILE,
@@ -387,7 +387,7 @@ def _apply_one(skill: Skill, edit: Edit, allowed: bool) -> tuple[str | None, str
         if found is not None:
             sec = found[0]
             here = "\n".join(skill._lines[sec.content_start : sec.end])
-            if normalise(edit.content) in normalise(here):
+            if squash_spaces(edit.content) in squash_spaces(here):
                 return None, "already present"
         new_lines = edit.content.strip("\n").split("\n")
         text, reason = _place(skill, found[0] if found else None, query, new_lines, allowed)
@@ -487,7 +487,7 @@ def _edit_span(skill: Skill, edit: Edit, start: int, end: int, allowed: bool) ->
     """The new text after ``edit`` acts on the matched span, or ``(reason,)`` to skip."""
     text = skill.text
     if edit.op == "insert_after":
-        if normalise(edit.content) in normalise(_section_at(skill, start).body):
+        if squash_spaces(edit.content) in squash_spaces(_section_at(skill, start).body):
             return ("already present",)
         nl = text.find("\n", max(start, end - 1))
         block = skill._block_at(text.count("\n", 0, nl) + 1) if nl != -1 else None
@@ -528,9 +528,9 @@ __all__ = [
     "Skill",
     "approx_tokens",
     "format_section_path",
-    "normalise",
     "parse_section_path",
     "skill_hash",
+    "squash_spaces",
     "text_lines",
     "unified_diff",
 ]

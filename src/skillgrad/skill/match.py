@@ -50,7 +50,7 @@ class AnchorMiss:
     reason: str
 
 
-def normalise(text: str) -> str:
+def squash_spaces(text: str) -> str:
     """Collapse every run of whitespace to one space and strip the ends."""
     return " ".join(text.split())
 
@@ -124,14 +124,14 @@ def _fuzzy_candidates(text: str, anchor: str, scope: Span) -> list[Span]:
 def _fuzzy(
     text: str, anchor: str, scope: Span, blocked: Sequence[Blocked]
 ) -> AnchorMatch | AnchorMiss | None:
-    target = normalise(anchor).lower()
+    target = squash_spaces(anchor).lower()
     if len(target) < MIN_FUZZY_CHARS:
         return None
     matcher = SequenceMatcher(None, autojunk=False)
     matcher.set_seq2(target)  # SequenceMatcher caches its analysis of seq2: set it once
     scored: list[tuple[float, Span]] = []
     for span in _fuzzy_candidates(text, anchor, scope):
-        matcher.set_seq1(normalise(text[span[0] : span[1]]).lower())
+        matcher.set_seq1(squash_spaces(text[span[0] : span[1]]).lower())
         if matcher.real_quick_ratio() < FUZZY_THRESHOLD or matcher.quick_ratio() < FUZZY_THRESHOLD:
             continue
         ratio = matcher.ratio()
@@ -177,7 +177,7 @@ def find_anchor(
 
 def _key(component: str) -> str:
     """Comparison form of a heading: no emphasis marks, trailing colon, case or extra spaces."""
-    return normalise(re.sub(r"[*_`]", "", component)).strip(" :").lower()
+    return squash_spaces(re.sub(r"[*_`]", "", component)).strip(" :").lower()
 
 
 def _fuzzy_score(query: tuple[str, ...], path: tuple[str, ...]) -> float:
@@ -295,7 +295,7 @@ class _Structure:
 def parse_section_path(section: str) -> tuple[str, ...]:
     """``"A > B"``, ``"A/B"`` or ``"## B"`` to a heading path; ``""`` is the root ``()``."""
     sep = ">" if ">" in section else "/"
-    parts = (normalise(p).lstrip("#").strip() for p in section.split(sep))
+    parts = (squash_spaces(p).lstrip("#").strip() for p in section.split(sep))
     return tuple(p for p in parts if p)
 
 

@@ -17,7 +17,7 @@ from typing import Any
 from skillgrad.runs.view import read_history, read_patch_log
 
 
-def edit_key(edit: dict[str, Any]) -> tuple[str, str, str, str]:
+def seed_edit_key(edit: dict[str, Any]) -> tuple[str, str, str, str]:
     """What makes two accepted edits 'the same edit' across seeds."""
 
     def fold(text: Any) -> str:
@@ -42,7 +42,7 @@ def repeated_edits(runs: Sequence[tuple[int, Path]], min_seeds: int = 2) -> list
             if not isinstance(edit, dict):
                 continue
             entry = found.setdefault(
-                edit_key(edit),
+                seed_edit_key(edit),
                 {
                     "op": edit.get("op"),
                     "file": edit.get("file", ""),
@@ -71,4 +71,4 @@ def _flips(run_dir: Path) -> dict[Any, dict[str, list[str]]]:
     return out
 
 
-__all__ = ["edit_key", "repeated_edits"]
+__all__ = ["repeated_edits", "seed_edit_key"]

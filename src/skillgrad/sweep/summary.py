@@ -61,7 +61,7 @@ def run_metrics(summary: dict[str, Any]) -> dict[str, float | None]:
     }
 
 
-def paired_diffs(run_dir: Path, split: str = "test") -> tuple[list[float], int]:
+def test_paired_diffs(run_dir: Path, split: str = "test") -> tuple[list[float], int]:
     """Per item of ``split``: best-skill score minus initial-skill score on the run's own target
     (its result cache; sample 0 of each item); and the items missing one."""
     splits = read_splits(run_dir)
@@ -169,7 +169,7 @@ def _config_summary(sweep_dir: Path, params: dict[str, Any], runs: list[dict[str
                     float(row[key])
                 )
         made_worse += worse_items(job["seed"], summary)
-        run_diffs, run_missing = paired_diffs(run_dir)
+        run_diffs, run_missing = test_paired_diffs(run_dir)
         diffs += run_diffs
         missing += run_missing
     return {
@@ -249,10 +249,10 @@ __all__ = [
     "check_rows",
     "load_sweep_summary",
     "metric_stats",
-    "paired_diffs",
     "paired_record",
     "run_metrics",
     "run_status",
+    "test_paired_diffs",
     "unique_params",
     "worse_items",
     "write_sweep_summary",

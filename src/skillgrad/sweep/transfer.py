@@ -38,7 +38,7 @@ from skillgrad.runs.view import committed_skills, read_summary, read_transfer
 from skillgrad.session import load_splits, resolved_spec
 from skillgrad.skill.document import Skill, skill_hash
 from skillgrad.sweep.plan import load_plan_record
-from skillgrad.sweep.summary import paired_diffs, run_status
+from skillgrad.sweep.summary import run_status, test_paired_diffs
 from skillgrad.sweep.worker import COMPLETE
 
 SKILLS = ("initial", "best")
@@ -59,7 +59,7 @@ def main_scores(paths: RunPaths, split: str) -> RunScores:
     """The run on its own target: its summary's scores and its result cache's item pairs (the
     numbers of sweep_summary.json; no call)."""
     summary = read_summary(paths.root) or {}
-    diffs, missing = paired_diffs(paths.root, split)
+    diffs, missing = test_paired_diffs(paths.root, split)
     return RunScores(_number(summary, f"{split}_initial"), _number(summary, f"{split}_best"),
                      diffs, missing)  # fmt: skip
 

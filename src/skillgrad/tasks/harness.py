@@ -39,7 +39,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 import skillgrad.safeparse as safeparse
 from skillgrad.errors import ConfigError, DataError, SkillError, SystemicError
 from skillgrad.executors import LOCAL, JobLost, LoopSlots, RolloutExecutor
-from skillgrad.harnesses.base import AgentHarness, Endpoint
+from skillgrad.harnesses.base import AgentEndpoint, AgentHarness
 from skillgrad.harnesses.checks import Check, score_checks
 from skillgrad.harnesses.command import load_harness
 from skillgrad.harnesses.events import Transcript
@@ -67,7 +67,9 @@ class HarnessOptions(BaseModel):
     harness: str | dict[str, Any] = Field(
         "claude_code", description="preset name (claude_code | codex) or a command harness"
     )
-    endpoint: Endpoint = Field(default_factory=Endpoint, description="overrides the preset's")
+    endpoint: AgentEndpoint = Field(
+        default_factory=AgentEndpoint, description="overrides the preset's"
+    )
     split_dir: str = Field(description="folder with train.jsonl, val.jsonl, test.jsonl")
     check: list[Check] = Field(default_factory=list, description="for items without their own")
     timeout_s: float = Field(600.0, gt=0, description="wall-clock limit per agent run")
@@ -91,7 +93,9 @@ class HarnessTask:
         self.name = self.options.name
         self.harness, defaults = load_harness(self.options.harness)
         given = self.options.endpoint.model_dump(exclude_none=True)
-        self.endpoint = Endpoint.model_validate({**defaults.model_dump(exclude_none=True), **given})
+        self.endpoint = AgentEndpoint.model_validate(
+            {**defaults.model_dump(exclude_none=True), **given}
+        )
         self.harness.program()  # fail now, with an install hint, not on every item
         self.mode = check_mode(self.options.sandbox)
         if self.mode == "bubblewrap":
@@ -165,7 +169,7 @@ class AgentJob:
     """One agent run, start to score: plain data (harness, endpoint, item, skill), picklable."""
 
     harness: AgentHarness
-    endpoint: Endpoint
+    endpoint: AgentEndpoint
     mode: str
     timeout_s: float
     item: Item

@@ -178,7 +178,7 @@ class Remote:
         return f"<solution object #{self._number}>"
 
 
-class Verdict:
+class VerdictStream:
     def __init__(self, fd: int) -> None:
         self.out = os.fdopen(fd, "w", encoding="utf-8")
 
@@ -205,7 +205,7 @@ def short(value: object, n: int = 200) -> str:
 
 
 class Runner:
-    def __init__(self, verdict: Verdict) -> None:
+    def __init__(self, verdict: VerdictStream) -> None:
         self.verdict = verdict
         self.passed = 0
 
@@ -295,7 +295,7 @@ def tests_namespace(names: dict[str, Any]) -> dict[str, Any]:
     return ns
 
 
-def run(verdict: Verdict, link: Link, tests: str, entry_point: str) -> None:
+def run(verdict: VerdictStream, link: Link, tests: str, entry_point: str) -> None:
     try:
         tree = ast.parse(tests, "tests.py")
     except SyntaxError as exc:
@@ -347,7 +347,7 @@ def main() -> None:
     entry_point = sys.argv[5] if len(sys.argv) > 5 else ""
     with open(path, encoding="utf-8") as fh:
         tests = fh.read()
-    run(Verdict(verdict_fd), Link(request_fd, reply_fd), tests, entry_point)
+    run(VerdictStream(verdict_fd), Link(request_fd, reply_fd), tests, entry_point)
 
 
 if __name__ == "__main__":
