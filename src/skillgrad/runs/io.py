@@ -129,15 +129,17 @@ def read_text(path: Path) -> str:
         raise RunDirError(f"{path}: not UTF-8 text ({exc}); restore the file.") from exc
 
 
-def read_json(path: Path, default: Any = None) -> Any:
-    """The JSON in ``path`` (``default`` when absent); unreadable JSON is a RunDirError."""
+def read_json(path: Path, default: Any = None, what: str = "") -> Any:
+    """The JSON in ``path`` (``default`` when absent); unreadable JSON is a RunDirError naming
+    the file (and ``what`` it holds, when given)."""
     if not path.exists():
         return default
     try:
         return json.loads(read_text(path))
     except json.JSONDecodeError as exc:
+        named = f"{what} is " if what else ""
         raise RunDirError(
-            f"{path}: not valid JSON ({exc}); the file was truncated or overwritten. "
+            f"{path}: {named}not valid JSON ({exc}); the file was truncated or overwritten. "
             "Restore it from a backup, or re-run with --fresh to start a new run directory."
         ) from exc
 

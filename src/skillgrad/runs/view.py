@@ -8,7 +8,6 @@ The sweep and the trackers read single files of a finished run through the small
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -75,19 +74,6 @@ class RunData:
         return max(self.skills) if self.skills else None
 
 
-def _read_json_lenient(path: Path, what: str) -> Any:
-    """Read JSON; a corrupt file is a clear RunDirError naming the file."""
-    if not path.exists():
-        return None
-    try:
-        return json.loads(read_text(path))
-    except json.JSONDecodeError as exc:
-        raise RunDirError(
-            f"{path}: {what} is not valid JSON ({exc.msg} at line {exc.lineno}); "
-            "the file is corrupt — restore it or delete it and re-run to resume."
-        ) from exc
-
-
 def parse_history(rows: Any, where: str) -> list[StepRecord]:
     """Step records from the JSON list of ``history.json`` (or ``step_end`` events).
 
@@ -106,7 +92,7 @@ def parse_history(rows: Any, where: str) -> list[StepRecord]:
 
 def load_history(path: Path) -> list[StepRecord]:
     """``history.json`` as step records ([] when absent); damaged files are a RunDirError."""
-    return parse_history(_read_json_lenient(path, "the step history") or [], str(path))
+    return parse_history(read_json(path, what="the step history") or [], str(path))
 
 
 def load_skills(paths: RunPaths) -> dict[int, str]:
@@ -128,7 +114,7 @@ def load_slow_categories(paths: RunPaths) -> dict[int, dict[str, Any]]:
     if slow.is_dir():
         for d in slow.iterdir():
             m = _EPOCH_RE.search(d.name)
-            data = _read_json_lenient(d / "categories.json", "slow-update categories")
+            data = read_json(d / "categories.json", what="slow-update categories")
             if m and isinstance(data, dict):
                 out[int(m.group(1))] = data
     return dict(sorted(out.items()))
@@ -158,9 +144,9 @@ def load_run(run_dir: Path) -> RunData:
         best = Skill.load(run_dir / "best_skill").text
     return RunData(
         root=run_dir,
-        config=_read_json_lenient(paths.config, "the run config") or {},
+        config=read_json(paths.config, what="the run config") or {},
         history=history,
-        summary=_read_json_lenient(paths.summary, "the run summary"),
+        summary=read_json(paths.summary, what="the run summary"),
         patch_log=read_jsonl(paths.patch_log),
         events=read_jsonl(paths.events),
         skills=load_skills(paths),
@@ -174,7 +160,7 @@ def step_details(run_dir: Path, step: int) -> dict[str, Any]:
     """selection.json, apply_report.json and gate.json of one step (absent ones are None)."""
     d = RunPaths(run_dir).step_dir(step)
     return {
-        name: _read_json_lenient(d / f"{name}.json", f"step {step} {name}")
+        name: read_json(d / f"{name}.json", what=f"step {step} {name}")
         for name in ("selection", "apply_report", "gate", "aggregate")
     }
 
