@@ -15,6 +15,8 @@ from typer.testing import CliRunner
 
 from skillgrad.cli import app
 from skillgrad.config import load_config
+from skillgrad.errors import SkillgradError
+from skillgrad.registry import load_task
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -78,9 +80,32 @@ def test_every_setup_command_names_a_real_script() -> None:
     assert all((ROOT / s).is_file() for s in scripts)
 
 
+def option_problem(snippet: str, base: Path) -> str:
+    """'' when the snippet's config keys and task options are all known names, else the error
+    (a missing agent CLI or data folder is not the snippet's fault: only names are checked)."""
+    try:
+        cfg = load_config(data=yaml.safe_load(snippet))  # unknown keys: "did you mean"
+    except SkillgradError as exc:
+        return str(exc)
+    try:
+        load_task(cfg.env.task, cfg.env.options, base)
+    except SkillgradError as exc:
+        text = str(exc)
+        return text if "unknown option" in text or "do not fit" in text else ""
+    return ""
+
+
 @pytest.mark.parametrize("snippet", blocks("yaml"))
-def test_every_yaml_snippet_is_a_valid_config(snippet: str) -> None:
-    load_config(data=yaml.safe_load(snippet))  # unknown keys fail with "did you mean"
+def test_every_yaml_snippet_is_a_valid_config(snippet: str, tmp_path: Path) -> None:
+    assert option_problem(snippet, tmp_path) == ""
+
+
+def test_a_snippet_with_a_wrong_option_is_caught(tmp_path: Path) -> None:
+    wrong = "env: {task: environment, options: {env: 'my_env.py:MyEnv', n_trains: 20}}"
+    assert "unknown option 'n_trains'" in option_problem(wrong, tmp_path)
+    wrong = "env: {task: data, options: {split_dir: data/, reference_feld: answer}}"
+    assert "reference_feld" in option_problem(wrong, tmp_path)
+    assert "did you mean" in option_problem("trian: {num_epochs: 2}", tmp_path).lower()
 
 
 def test_every_relative_link_and_path_exists() -> None:
