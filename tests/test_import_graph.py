@@ -31,7 +31,7 @@ The layers, lowest first, and why each sits where it does:
   and the gate's re-measured noise (``TRUST_USERS``);
 - ``session``, ``evaluate``, ``fit``, ``trackers`` — assembling and running a run;
 - the package's ``__init__`` (the public API, also what a sweep worker calls);
-- ``sweep``, then ``report`` (reads runs and sweeps), then ``dashboard``;
+- ``sweep``, then ``report`` and ``export`` (read runs and sweeps), then ``dashboard``;
 - ``cli`` (the app, the commands each module registers on it, the console), and
   ``__main__``.
 
@@ -70,7 +70,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("session", "evaluate", "fit", "trackers"),
     ("__init__",),
     ("sweep",),
-    ("report",),
+    ("report", "export"),
     ("dashboard",),
     ("cli", "__main__"),
     ("testing",),

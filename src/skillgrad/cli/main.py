@@ -9,6 +9,7 @@ skillgrad diff | blame | compare | dashboard   (see cli/views.py)
 skillgrad data list | pull NAME [--force]      (see cli/data.py)
 skillgrad models list | pull NAME...           (see cli/models.py)
 skillgrad transfer SWEEP_DIR --target_model P:M  (see cli/transfer.py)
+skillgrad export RUN_DIR --to FORMAT [--dest DIR]  (see cli/export.py)
 
 Output goes through the ``skillgrad`` logger (``console.setup_logging``): ``-v`` shows debug
 lines, ``--quiet`` only warnings and errors. Help texts are plain text (no markup).
