@@ -18,7 +18,7 @@ from skillgrad.config import load_config
 from skillgrad.errors import SkillgradError
 from skillgrad.registry import load_task
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
 MAX_LINES = 160
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```$", re.DOTALL | re.MULTILINE)
