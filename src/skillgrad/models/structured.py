@@ -25,6 +25,7 @@ from pydantic import BaseModel, ValidationError
 import skillgrad.safeparse as safeparse
 from skillgrad.models.base import ModelBackend
 from skillgrad.prompts import render_prompt
+from skillgrad.skill.text import valid_data
 from skillgrad.types import ChatRequest, Message
 
 M = TypeVar("M", bound=BaseModel)
@@ -105,8 +106,13 @@ def extract_json(text: str) -> Any:
 
     Raises ``ValueError`` saying why (empty output, a value nested deeper or a text longer than
     ``safeparse`` accepts, or no JSON object or array, with the start of the text). Callers that
-    normalise text first (scorers: NFKC) do so before calling this.
+    normalise text first (scorers: NFKC) do so before calling this. Its strings are valid UTF-8
+    (``skill.text.valid_data``): a JSON escape such as ``"\\udce9"`` decodes to a lone surrogate.
     """
+    return valid_data(_find_json(text))
+
+
+def _find_json(text: str) -> Any:
     stripped = text.strip()
     if not stripped:
         raise ValueError("output is empty")
