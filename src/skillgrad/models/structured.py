@@ -25,7 +25,7 @@ from pydantic import BaseModel, ValidationError
 import skillgrad.safeparse as safeparse
 from skillgrad.models.base import ModelBackend
 from skillgrad.prompts import render_prompt
-from skillgrad.skill.text import valid_data
+from skillgrad.skill.text import valid_data, valid_text
 from skillgrad.types import ChatRequest, Message
 
 M = TypeVar("M", bound=BaseModel)
@@ -144,12 +144,12 @@ def _find_json(text: str) -> Any:
 
 
 def normalise_json_text(text: str) -> str:
-    """The extracted JSON re-serialised, or ``text`` unchanged when none can be found
+    """The extracted JSON re-serialised, or ``text`` (made valid UTF-8) when none can be found
     (the caller validates and re-asks with the error)."""
     try:
         return json.dumps(extract_json(text), ensure_ascii=False)
     except ValueError:
-        return text
+        return valid_text(text)
 
 
 GRAMMAR_MAX_LENGTH = 160
