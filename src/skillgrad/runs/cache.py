@@ -67,7 +67,11 @@ def call_key(backend: str, request: ChatRequest) -> str:
     payload = json.dumps(
         {"backend": backend, "request": request.cache_payload()}, sort_keys=True, ensure_ascii=False
     )
-    return hashlib.sha256(valid_text(payload).encode("utf-8")).hexdigest()
+    try:
+        data = payload.encode("utf-8")
+    except UnicodeEncodeError:
+        data = valid_text(payload).encode("utf-8")
+    return hashlib.sha256(data).hexdigest()
 
 
 _ZERO = {"calls": 0.0, "prompt_tokens": 0.0, "completion_tokens": 0.0, "cost": 0.0}

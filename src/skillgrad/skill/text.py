@@ -22,9 +22,13 @@ def valid_text(s: str) -> str:
     ``surrogateescape``) becomes U+FFFD, one for one; every other character is kept, so valid
     text comes back unchanged (the same object) and lengths and offsets never move. The byte a
     ``surrogateescape`` stood for is not guessed at: its encoding is unknown."""
-    if _SURROGATE.search(s) is None:
+    if s.isascii():  # the common case, checked in C without a copy
         return s
-    return _SURROGATE.sub(REPLACEMENT, s)
+    try:
+        s.encode("utf-8")
+    except UnicodeEncodeError:
+        return _SURROGATE.sub(REPLACEMENT, s)
+    return s
 
 
 def valid_data(value: Any) -> Any:
