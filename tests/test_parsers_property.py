@@ -5,13 +5,16 @@ Hypothesis feeds arbitrary nesting (thousands of ``[``, ``{``, ``(``, ``x.``, ``
 size (up to ~300 kB) and Unicode to: the JSON extractor and the reflection schema (optimizer and
 judge replies, structured output), the text tool protocol and ``Tool.call`` (native arguments),
 a whole tool rollout (whose trajectory must still serialise), the BFCL, IFBench and JSON-fields
-scorers, the agent event-stream parsers, and the leak check. No model runs; examples are
-bounded so the file takes seconds.
+scorers, the agent event-stream parsers, and the leak check. And one rule for outside text:
+lone surrogates (raw, or as JSON escapes) never leave a parser, a boundary (request, reply,
+item, call key, cache row, file) or the environment worker as text UTF-8 cannot encode. No model
+runs; examples are bounded so the file takes seconds.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from typing import Any
 
@@ -23,14 +26,20 @@ from skillgrad.benchmarks.bfcl.score import score_reply
 from skillgrad.benchmarks.extraction import score_extraction
 from skillgrad.harnesses.events import PARSERS
 from skillgrad.models.structured import extract_json, normalise_json_text, validate_reply
+from skillgrad.models.wrappers.metering import valid_completion, valid_request
+from skillgrad.runs.cache import CallCache, call_key
+from skillgrad.runs.io import append_jsonl, atomic_write_json, json_objects, read_jsonl
 from skillgrad.safeparse import loads
 from skillgrad.scorers.structured import JsonFieldsScorer
+from skillgrad.session import valid_item
+from skillgrad.skill.text import valid_data, valid_text
+from skillgrad.tasks.env_pool import EnvProcess, EnvSpec
 from skillgrad.tasks.toolkit import Tool, make_tool
 from skillgrad.tasks.tools import ToolTask, parse_text_turn
 from skillgrad.testing import FunctionBackend
 from skillgrad.train.schemas import reflection_model
 from skillgrad.train.screens.leaks import LeakIndex
-from skillgrad.types import ChatRequest, Completion, Item, Score, Trajectory, to_json
+from skillgrad.types import ChatRequest, Completion, Item, Message, Score, Trajectory, to_json
 
 FAST = settings(
     max_examples=60,
@@ -210,3 +219,115 @@ def test_ifbench_scores_any_reply_with_feedback(ifbench: Any, text: str) -> None
     for item in ifbench.all_items()[:3]:
         score = ifbench.score(text, item)
         assert 0.0 <= score.value <= 1.0 and score.feedback
+
+
+# One rule for outside text (skill/text.py): whatever a model, an environment, task data or a
+# user's file holds, every parser and boundary hands on text that UTF-8 can encode. The inputs
+# mix raw lone surrogates with JSON escapes that decode to them ("\udce9" is valid JSON).
+LONE = st.characters(categories=["Cs"])
+SHAPES = ["{}", '{{"rules": ["{}"]}}', 'CALL lookup_price {{"item": "{}"}}', "FINAL: {}",
+          '{{"type": "result", "result": "{}"}}']  # fmt: skip
+ESCAPES = ["\\udce9", "\\ud800", "\\udfff", "\\ud83d", '"\\udc80"', '{"a": "\\udce9"}']
+
+
+@st.composite
+def outside(draw: st.DrawFn) -> str:
+    """Text with lone surrogates, raw and as JSON escapes, in prose or inside JSON."""
+    parts = draw(st.lists(st.one_of(TEXT, LONE, st.sampled_from(ESCAPES)), min_size=1, max_size=12))
+    text = "".join(parts)
+    shape = draw(st.sampled_from(SHAPES))
+    return shape.format(text)
+
+
+def _utf8(value: Any) -> None:
+    """``value`` reaches a request, a cache key or a file: its text must encode."""
+    json.dumps(to_json(value), ensure_ascii=False).encode("utf-8")
+
+
+@FAST
+@given(text=outside())
+def test_the_rule_makes_any_text_valid_and_keeps_valid_text(text: str) -> None:
+    clean = valid_text(text)
+    clean.encode("utf-8")
+    assert len(clean) == len(text) and valid_text(clean) is clean
+    assert all(c == d or c == "\ufffd" for c, d in zip(clean, text, strict=True))
+    nested = {text: [text, (text, 1.5, None)], "k": {"v": text}}
+    _utf8(valid_data(nested))
+    ok = {"k": ["plain", ("Ünïcödé 🐍",)]}
+    assert valid_data(ok) is ok
+
+
+@FAST
+@given(text=outside())
+def test_model_text_parsers_return_valid_text(text: str) -> None:
+    for parse in (extract_json, lambda t: validate_reply(reflection_model(3), t)):
+        with contextlib.suppress(ValueError):
+            _utf8(parse(text))
+    _utf8(normalise_json_text(text))
+    turn = parse_text_turn(text)
+    _utf8([turn.name, turn.arguments, turn.answer])
+    _utf8(asyncio.run(TOOL.call(text.removeprefix("CALL lookup_price "))).observation)
+    _utf8(json_objects(text))
+    for parse_events in PARSERS.values():
+        transcript = parse_events(text)
+        _utf8([transcript.final, list(transcript.steps)])
+
+
+@FAST
+@given(text=outside(), reply=outside())
+def test_requests_replies_items_keys_and_files_are_valid(
+    text: str, reply: str, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    message = Message("user", text, tool_calls=({"function": {"arguments": text}},))
+    request = valid_request(ChatRequest((message,), stop=(text,)))
+    _utf8(request)
+    assert call_key("b", request) == call_key("b", ChatRequest((message,), stop=(text,)))
+    completion = valid_completion(Completion(reply, tool_calls=({"arguments": reply},)))
+    _utf8(completion)
+    _utf8(valid_item(Item(text, {"q": text}, [reply], {"m": text})))
+    folder = tmp_path_factory.mktemp("outside")
+    cache = CallCache(folder / "calls.sqlite")
+    try:
+        raw = Completion(reply)
+        stored = cache.put(
+            call_key("b", ChatRequest((message,))), "b", ChatRequest((message,)), raw
+        )
+        _utf8(stored)
+        traj = Trajectory(text, "h", (message,), reply, Score(0.0, False, reply))
+        _utf8(cache.put_result(traj))
+    finally:
+        cache.close()
+    atomic_write_json(folder / "a.json", {text: reply})
+    append_jsonl(folder / "b.jsonl", {"a": text})
+    assert read_jsonl(folder / "b.jsonl")[0]["a"] == valid_text(text)
+
+
+ECHO_ENV = """
+class Echo:
+    def reset(self, *, seed=None, options=None):
+        return b"Caf\\xe9".decode("utf-8", "surrogateescape"), {"task": "echo"}
+
+    def step(self, action):
+        info = {"valid_actions": [action, "look"], "task": action}
+        return action + "\\udc80", 0.0, False, False, info
+"""
+
+
+@pytest.fixture(scope="module")
+def echo_env(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    folder = tmp_path_factory.mktemp("echo")
+    (folder / "echo_env.py").write_text(ECHO_ENV, encoding="utf-8")
+    process = EnvProcess(EnvSpec("echo_env.py:Echo", base_dir=str(folder)))
+    yield process
+    process.close()
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
+@given(action=outside())
+def test_the_env_worker_answers_valid_text_for_any_action(echo_env: Any, action: str) -> None:
+    reset = echo_env.request({"op": "reset", "seed": 0}, timeout=30)
+    assert reset["obs"] == "Caf\ufffd"
+    answer = echo_env.request({"op": "step", "action": action}, timeout=30)
+    _utf8(answer)
+    if valid_text(action) is action:  # (a high and a low surrogate sent in a row make a pair)
+        assert answer["obs"].startswith(action[:100]) and answer["obs"].endswith("\ufffd")

@@ -69,16 +69,23 @@ async def evaluate_skill(cfg: Config, skill_path: Path, split: str) -> dict[str,
             await session.aclose()
     finally:
         store.close()
-    result = {
-        "skill": str(skill_path),
-        "split": split,
-        "n": len(trajs),
-        "mean_score": mean_score(trajs),
-        "pass_rate": sum(t.score.passed for t in trajs) / len(trajs),
-        "items": {t.item_id: _item(t) for t in trajs},
-    }
+    result = {"skill": str(skill_path), "split": split, **split_scores(trajs)}
+    result["items"] = {t.item_id: _item(t) for t in trajs}
     record_transfer(cfg, Path(skill_path), result)
     return result
+
+
+def split_scores(trajs: list[Trajectory]) -> dict[str, Any]:
+    """``n`` items on the split, ``missing`` of them unscored (an infrastructure failure), and
+    the mean score and pass rate, both over the ``n - missing`` scored items (0.0 when none
+    was scored): a missing item is neither a pass nor a failure."""
+    scored = [t for t in trajs if t.infra_error is None]
+    return {
+        "n": len(trajs),
+        "missing": len(trajs) - len(scored),
+        "mean_score": mean_score(trajs),
+        "pass_rate": sum(t.score.passed for t in scored) / len(scored) if scored else 0.0,
+    }
 
 
 def _item(t: Trajectory) -> dict[str, Any]:
@@ -127,7 +134,8 @@ def record_transfer(cfg: Config, skill_path: Path, result: dict[str, Any]) -> No
     for folder in list(skill_path.resolve().parents)[:2]:
         paths = RunPaths(folder)
         if paths.config.exists() and paths.history.exists():
-            row = {k: result[k] for k in ("skill", "split", "n", "mean_score", "pass_rate")}
+            keys = ("skill", "split", "n", "missing", "mean_score", "pass_rate")
+            row = {k: result[k] for k in keys}
             row["setup"] = setup_label(cfg)
             if row not in read_jsonl(paths.transfer):
                 append_jsonl(paths.transfer, row)
@@ -198,4 +206,5 @@ __all__ = [
     "noise_and_headroom",
     "paired_comparison",
     "repeated_passes",
+    "split_scores",
 ]

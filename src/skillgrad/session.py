@@ -45,6 +45,7 @@ from skillgrad.registry import load_task
 from skillgrad.runs.cache import CallCache, TargetResults
 from skillgrad.runs.rundir import RunDir, find_fresh_root
 from skillgrad.skill.document import approx_tokens
+from skillgrad.skill.text import valid_data
 from skillgrad.tasks.base import SPLITS, Task, task_abilities
 from skillgrad.train.context import CHECK_ROLE, CheckTarget, RunContext
 from skillgrad.train.loop import initial_skill_text, train, write_summary
@@ -111,10 +112,21 @@ def run_dir_for(cfg: Config, config_path: str | None, fresh: bool = False) -> Pa
     return find_fresh_root(path) if fresh else path
 
 
+def valid_item(item: Item) -> Item:
+    """``item`` with its id, input, reference and meta valid UTF-8 (``skill.text.valid_text``);
+    the same object when they were already."""
+    before = (item.id, item.input, item.reference, item.meta)
+    after = tuple(valid_data(v) for v in before)
+    if all(a is b for a, b in zip(after, before, strict=True)):
+        return item
+    return Item(*after)
+
+
 def load_splits(task: Task, *, require_test: bool = True) -> dict[str, list[Item]]:
     """All splits, checked before any model call: non-empty (test may be empty when
-    ``require_test`` is False), unique ids, no leakage between them."""
-    items: dict[str, list[Item]] = {s: task.load_split(s) for s in SPLITS}
+    ``require_test`` is False), unique ids, no leakage between them. Every item's text is made
+    valid UTF-8 first (``valid_item``): task data is outside text."""
+    items: dict[str, list[Item]] = {s: [valid_item(i) for i in task.load_split(s)] for s in SPLITS}
     for split, rows in items.items():
         if not rows and (require_test or split != "test"):
             raise ConfigError(f"the {split} split of task {task.name!r} is empty")

@@ -212,7 +212,8 @@ def test_hostile_observations_are_bounded_and_a_plain_class_in_a_file_plugs_in(
     assert all(len(m.content) < 2000 for m in t.messages)
     step = next(s for s in t.steps if s["type"] == "env_step")
     assert len(step["action"]) <= 120 and len(step["valid_actions"]) <= 200
-    assert step["observation"].startswith("go\ud800 g\udc80yyy")  # any text crosses the pipe
+    # any text crosses the pipe, made valid UTF-8 on arrival (lone surrogates: U+FFFD)
+    assert step["observation"].startswith("go\ufffd g\ufffdyyy")
 
 
 def test_an_environment_that_cannot_be_built_is_an_infra_error(tmp_path: Path) -> None:

@@ -192,13 +192,10 @@ def eval_(
     result = asyncio.run(evaluate_skill(cfg, skill, split))
     if baseline is not None:
         base = asyncio.run(evaluate_skill(cfg, baseline, split))
-        result["baseline"] = {k: base[k] for k in ("skill", "n", "mean_score", "pass_rate")}
+        keys = ("skill", "n", "missing", "mean_score", "pass_rate")
+        result["baseline"] = {k: base[k] for k in keys}
         result["paired"] = paired_comparison(result, base)
-    out.print(
-        f"{split}: mean score {result['mean_score']:.4f}, pass rate {result['pass_rate']:.4f} "
-        f"over {result['n']} items ({result['skill']})",
-        markup=False,
-    )
+    out.print(_score_line(result), markup=False)
     if baseline is not None:
         out.print(_paired_line(result), markup=False)
     trust = _noise_and_headroom(cfg, skill, split, repeat, headroom)
@@ -233,6 +230,20 @@ def _noise_and_headroom(
     if headroom:
         out.print(trust["headroom"]["message"], markup=False)
     return trust
+
+
+def _score_line(result: dict[str, Any]) -> str:
+    """``skillgrad eval``'s result, one line: both numbers over the scored items, and how many
+    items could not be scored."""
+    n, missing = result["n"], result["missing"]
+    head = f"{result['split']}: mean score {result['mean_score']:.4f}, pass rate "
+    head += f"{result['pass_rate']:.4f} over {n - missing} "
+    if not missing:
+        return head + f"items ({result['skill']})"
+    return head + (
+        f"scored items; {missing} of {n} missing (an infrastructure failure, left out) "
+        f"({result['skill']})"
+    )
 
 
 def _paired_line(result: dict[str, Any]) -> str:

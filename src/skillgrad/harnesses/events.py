@@ -16,6 +16,7 @@ from typing import Any
 
 from skillgrad.runs.io import json_objects
 from skillgrad.sandbox.bounds import ERROR_CHARS, cut, cut_strings
+from skillgrad.skill.text import valid_text
 from skillgrad.types import Usage
 
 STEP_CHARS = 20_000  # one text of a step (a tool's output, a message) as kept
@@ -134,8 +135,9 @@ def parse_codex(stdout: str) -> Transcript:
 
 
 def parse_text(stdout: str) -> Transcript:
-    """A plain CLI: stdout is the final answer."""
-    text = stdout.strip()
+    """A plain CLI: stdout is the final answer (made valid UTF-8, as the JSON formats are by
+    ``json_objects``)."""
+    text = valid_text(stdout.strip())
     return Transcript(({"type": "model", "text": text},), text, Usage(), True)
 
 

@@ -25,6 +25,7 @@ from pydantic import BaseModel, ValidationError
 import skillgrad.safeparse as safeparse
 from skillgrad.models.base import ModelBackend
 from skillgrad.prompts import render_prompt
+from skillgrad.skill.text import valid_data, valid_text
 from skillgrad.types import ChatRequest, Message
 
 M = TypeVar("M", bound=BaseModel)
@@ -105,8 +106,13 @@ def extract_json(text: str) -> Any:
 
     Raises ``ValueError`` saying why (empty output, a value nested deeper or a text longer than
     ``safeparse`` accepts, or no JSON object or array, with the start of the text). Callers that
-    normalise text first (scorers: NFKC) do so before calling this.
+    normalise text first (scorers: NFKC) do so before calling this. Its strings are valid UTF-8
+    (``skill.text.valid_data``): a JSON escape such as ``"\\udce9"`` decodes to a lone surrogate.
     """
+    return valid_data(_find_json(text))
+
+
+def _find_json(text: str) -> Any:
     stripped = text.strip()
     if not stripped:
         raise ValueError("output is empty")
@@ -138,12 +144,12 @@ def extract_json(text: str) -> Any:
 
 
 def normalise_json_text(text: str) -> str:
-    """The extracted JSON re-serialised, or ``text`` unchanged when none can be found
+    """The extracted JSON re-serialised, or ``text`` (made valid UTF-8) when none can be found
     (the caller validates and re-asks with the error)."""
     try:
         return json.dumps(extract_json(text), ensure_ascii=False)
     except ValueError:
-        return text
+        return valid_text(text)
 
 
 GRAMMAR_MAX_LENGTH = 160

@@ -15,10 +15,11 @@ it has already been scored on. They are the main target's; another target's
 targets never share an entry.
 
 A file that is not a readable SQLite database is a RunDirError naming it, never a traceback.
-Every row passes through ``redact.redact_text`` (as every file does, ``runs/io.py``), and what a
-call or a rollout returns to the loop is the row as stored: a resumed run sees exactly what the
-uninterrupted one saw, and a key a server echoed is ``***`` in both. The file is 0600 (SQLite
-gives its ``-wal`` and ``-shm`` files the same mode) and is never opened through a symlink.
+Every row passes through ``redact.redact_text`` and ``skill.text.valid_text`` (as every file
+does, ``runs/io.py``), and what a call or a rollout returns to the loop is the row as stored: a
+resumed run sees exactly what the uninterrupted one saw, and a key a server echoed is ``***`` in
+both. The file is 0600 (SQLite gives its ``-wal`` and ``-shm`` files the same mode) and is never
+opened through a symlink.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from typing import Any, Protocol
 from skillgrad.errors import RunDirError
 from skillgrad.redact import redact_text
 from skillgrad.runs.io import PRIVATE_FILE, open_private, private_dirs
+from skillgrad.skill.text import valid_text
 from skillgrad.types import ChatRequest, Completion, Trajectory, to_json
 
 _SCHEMA = """
@@ -59,11 +61,17 @@ CREATE TABLE IF NOT EXISTS results (
 
 
 def call_key(backend: str, request: ChatRequest) -> str:
-    """Content address of a call: provider, model, messages, parameters and seed."""
+    """Content address of a call: provider, model, messages, parameters and seed (text that
+    UTF-8 cannot encode hashed as ``valid_text`` makes it: the key of a valid request is
+    unchanged)."""
     payload = json.dumps(
         {"backend": backend, "request": request.cache_payload()}, sort_keys=True, ensure_ascii=False
     )
-    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+    try:
+        data = payload.encode("utf-8")
+    except UnicodeEncodeError:
+        data = valid_text(payload).encode("utf-8")
+    return hashlib.sha256(data).hexdigest()
 
 
 _ZERO = {"calls": 0.0, "prompt_tokens": 0.0, "completion_tokens": 0.0, "cost": 0.0}
@@ -105,10 +113,10 @@ def _private_database(path: Path) -> bool:
 
 
 def _stored(data: Any) -> tuple[str, bool]:
-    """The JSON text of a row, secrets redacted (as every file write does), and whether the
-    redaction changed it."""
+    """The JSON text of a row, secrets redacted and made valid UTF-8 (as every file write does),
+    and whether that changed it."""
     text = json.dumps(to_json(data), ensure_ascii=False)
-    clean = redact_text(text)
+    clean = valid_text(redact_text(text))
     return clean, clean != text
 
 
@@ -183,7 +191,7 @@ class CallCache:
     ) -> Completion:
         """Record a paid call: cache entry, ledger line and running totals in one transaction.
         Returns the completion as stored (secrets redacted): what the caller must use."""
-        response, redacted = _stored(completion)
+        response, changed = _stored(completion)
         req, _ = _stored(request.cache_payload())
         p, c = completion.usage.prompt_tokens, completion.usage.completion_tokens
         row = (key, backend, req, response, role, stage, step, p, c, cost, latency_s, time.time())
@@ -212,7 +220,7 @@ class CallCache:
                     rec["prompt_tokens"] += p
                     rec["completion_tokens"] += c
                     rec["cost"] += cost
-        return Completion.from_json(json.loads(response)) if redacted else completion
+        return Completion.from_json(json.loads(response)) if changed else completion
 
     def totals(self, where: str = "", args: tuple[Any, ...] = ()) -> dict[str, dict[str, float]]:
         """Calls, tokens and cost per role (plus ``"all"``), optionally filtered by SQL on the
@@ -284,7 +292,7 @@ class CallCache:
         with self._lock:
             row = self._db.execute(
                 "SELECT trajectory FROM results WHERE skill_hash=? AND item_id=?",
-                (skill_hash, item_id),
+                (valid_text(skill_hash), valid_text(item_id)),
             ).fetchone()
         return Trajectory.from_json(json.loads(row[0])) if row else None
 
@@ -300,13 +308,11 @@ class CallCache:
 
     def put_result(self, trajectory: Trajectory) -> Trajectory:
         """Store a scored trajectory; returns it as stored (secrets redacted)."""
-        data, redacted = _stored(trajectory)
+        data, changed = _stored(trajectory)
+        key = (valid_text(trajectory.skill_hash), valid_text(trajectory.item_id))
         with self._lock:
-            self._db.execute(
-                "INSERT OR REPLACE INTO results VALUES (?,?,?)",
-                (trajectory.skill_hash, trajectory.item_id, data),
-            )
-        return Trajectory.from_json(json.loads(data)) if redacted else trajectory
+            self._db.execute("INSERT OR REPLACE INTO results VALUES (?,?,?)", (*key, data))
+        return Trajectory.from_json(json.loads(data)) if changed else trajectory
 
 
 class ResultStore(Protocol):

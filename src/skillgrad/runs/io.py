@@ -3,8 +3,9 @@
 Everything under a run directory is written through these functions, so a kill at any instant
 leaves either the old or the new version of a file, never half of one. Every write passes through
 ``redact.redact_text``: a remembered API key never reaches disk, whatever carried it (the call
-cache applies the same function to its rows). Files are private (0600) and the folders made for
-them too (0700); appends never follow a symlink.
+cache applies the same function to its rows), and through ``skill.text.valid_text``: text UTF-8
+cannot encode (a lone surrogate) is written as U+FFFD, never a crash. Files are private (0600)
+and the folders made for them too (0700); appends never follow a symlink.
 
 JSON lines: one record per ``\\n``, and nothing else ends a line. ``json_line`` writes a record
 with its text readable (``ensure_ascii=False``) but escapes U+2028, U+2029 and U+0085, which
@@ -26,6 +27,7 @@ from typing import Any
 import skillgrad.safeparse as safeparse
 from skillgrad.errors import RunDirError
 from skillgrad.redact import redact_text
+from skillgrad.skill.text import valid_data, valid_text
 from skillgrad.types import to_json
 
 PRIVATE_FILE, PRIVATE_DIR = 0o600, 0o700
@@ -49,7 +51,7 @@ def open_private(path: Path, flags: int) -> int:
 
 
 def atomic_write_text(path: Path, text: str) -> None:
-    atomic_write_bytes(path, redact_text(text).encode("utf-8"))
+    atomic_write_bytes(path, valid_text(redact_text(text)).encode("utf-8"))
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
@@ -115,7 +117,7 @@ def append_jsonl(path: Path, row: Any) -> None:
     private_dirs(path.parent)
     fd = open_private(path, os.O_WRONLY | os.O_APPEND)
     with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-        fh.write(redact_text(json_line(row)))
+        fh.write(valid_text(redact_text(json_line(row))))
         fh.flush()
         os.fsync(fh.fileno())
 
@@ -181,7 +183,8 @@ def flatten(value: Any, prefix: str = "") -> dict[str, Any]:
 def json_objects(text: str) -> list[dict[str, Any]]:
     """The JSON objects of a JSON-lines stream written by a process that may have been killed
     mid-write (an agent's event stream, the sandbox judge's verdict): lines that are not a JSON
-    object — a torn last line, other output — are skipped, never an error."""
+    object — a torn last line, other output — are skipped, never an error. Their strings are
+    valid UTF-8 (``skill.text.valid_data``)."""
     events = []
     for line in jsonl_lines(text):
         try:  # bounded: an agent's tool arguments nested 1,000 deep are skipped, not a crash
@@ -189,7 +192,7 @@ def json_objects(text: str) -> list[dict[str, Any]]:
         except json.JSONDecodeError:
             continue
         if isinstance(event, dict):
-            events.append(event)
+            events.append(valid_data(event))
     return events
 
 

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
 from skillgrad.errors import SkillgradError
+from skillgrad.skill.text import valid_data
 
 MAX_REPLY = 8 * 1024 * 1024  # one answer line of the environment process
 
@@ -87,7 +88,7 @@ class EnvProcess:
             raise self._failed(f"the environment process died before {what}") from None
         line = self._read_line(timeout, what)
         try:
-            answer = json.loads(line)
+            answer = valid_data(json.loads(line))  # outside text: lone surrogates made U+FFFD
         except json.JSONDecodeError:
             self.kill()
             raise EnvFailure(f"the environment process answered {what} with non-JSON") from None

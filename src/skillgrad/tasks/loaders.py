@@ -18,6 +18,7 @@ from typing import Any
 import skillgrad.safeparse as safeparse
 from skillgrad.errors import ConfigError, DataError
 from skillgrad.runs.io import jsonl_lines
+from skillgrad.skill.text import valid_data
 from skillgrad.tasks.base import SPLITS, Split
 
 FORMATS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv", ".json": "json"}
@@ -81,8 +82,8 @@ def read_rows(path: Path, shown: str, problems: Problems) -> list[Row]:
 
 
 def _object(value: Any, shown: str, line: int, problems: Problems) -> Row | None:
-    if isinstance(value, dict):
-        return Row(shown, line, value)
+    if isinstance(value, dict):  # a JSON escape such as "\udce9" decodes to a lone surrogate
+        return Row(shown, line, valid_data(value))
     problems.add(f"{shown} line {line}: expected a JSON object, got {type(value).__name__}")
     return None
 

@@ -16,6 +16,7 @@ from typing import Any, get_type_hints
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
 import skillgrad.safeparse as safeparse
+from skillgrad.skill.text import valid_data
 
 OBSERVATION_LIMIT = 2000  # characters of a tool result shown to the model
 
@@ -68,6 +69,7 @@ class Tool:
             return _bad(f"arguments for {self.name} are {safeparse.too_deep(arguments)}.", self)
         if not isinstance(arguments, dict):
             return _bad(f"arguments for {self.name} must be a JSON object.", self)
+        arguments = valid_data(arguments)  # outside text: what the tool receives is valid UTF-8
         try:
             validated = self.args_model.model_validate(arguments)
         except ValidationError as exc:

@@ -18,6 +18,7 @@ from skillgrad.errors import ConfigError, SkillgradError, SystemicError
 from skillgrad.models.base import ModelBackend
 from skillgrad.skill.document import skill_hash
 from skillgrad.skill.package import prompt_text
+from skillgrad.skill.text import valid_data, valid_text
 from skillgrad.tasks.base import Split, scorer_failure
 from skillgrad.tasks.toolkit import Tool, ToolResult
 from skillgrad.types import ChatRequest, Completion, Item, Message, Score, Trajectory, Usage
@@ -57,7 +58,9 @@ class TextTurn:
 
 
 def parse_text_turn(text: str) -> TextTurn:
-    """Read ``CALL name {json}`` or ``FINAL: answer``; whichever comes first wins."""
+    """Read ``CALL name {json}`` or ``FINAL: answer``; whichever comes first wins. The turn's
+    text is valid UTF-8 (``skill.text``; same length, so ``end`` points into ``text`` too)."""
+    text = valid_text(text)
     call, final = _CALL.search(text), _FINAL.search(text)
     if final and (not call or final.start() < call.start()):
         # one paragraph: weak models often ramble on (or echo the prompt) after the answer
@@ -72,6 +75,7 @@ def parse_text_turn(text: str) -> TextTurn:
         return TextTurn("call", call.group(1), {}, end=line_end)
     try:
         arguments, used = safeparse.raw_decode(rest)
+        arguments = valid_data(arguments)  # a JSON escape may decode to a lone surrogate
     except json.JSONDecodeError:  # also too deep or too long (safeparse.JSONBoundError)
         # a raw string: Tool.call reports why it is no JSON object
         return TextTurn("call", call.group(1), rest.splitlines()[0][:ARGUMENT_CHARS], end=line_end)

@@ -3,20 +3,23 @@
 ``MeteredBackend`` is the outermost wrapper of each role's backend: a cache hit is free and
 returns at once; a miss checks the budget, calls the inner backend (itself wrapped in retry and
 rate limiting), prices the usage and writes cache entry, ledger line and running totals in one
-transaction, and returns the completion as stored (a key the server echoed is ``***``).
+transaction, and returns the completion as stored (a key the server echoed is ``***``). It is
+also where outside text meets the run: the request and the reply are made valid UTF-8
+(``skill.text.valid_text``) before the key is computed, the call is sent or the row is written.
 Per-call overhead does not grow with the ledger (``bench/bench_overhead.py``).
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from skillgrad.errors import BudgetExceeded
 from skillgrad.models.base import ModelBackend, backend_name
 from skillgrad.models.context import current_context
 from skillgrad.runs.cache import CallCache, call_key
-from skillgrad.types import ChatRequest, Completion, Usage
+from skillgrad.skill.text import valid_data, valid_text
+from skillgrad.types import ChatRequest, Completion, Message, Usage
 
 # USD per million tokens (input, output). Extend or override with `budget.prices` in config.
 DEFAULT_PRICES: dict[str, tuple[float, float]] = {
@@ -106,6 +109,7 @@ class MeteredBackend:
         self.cache_hits = 0
 
     async def complete(self, request: ChatRequest) -> Completion:
+        request = valid_request(request)
         key = call_key(self.name, request)
         hit = self.cache.get(key)
         if hit is not None:
@@ -113,7 +117,7 @@ class MeteredBackend:
             return hit
         self.budget.check(self.cache)
         started = time.monotonic()
-        completion = await self.inner.complete(request)
+        completion = valid_completion(await self.inner.complete(request))
         ctx = current_context()
         stored = self.cache.put(
             key,
@@ -130,4 +134,45 @@ class MeteredBackend:
         return stored  # as a resume will read it back: secrets redacted
 
 
-__all__ = ["DEFAULT_PRICES", "Budget", "MeteredBackend", "PriceTable"]
+def _valid_message(m: Message) -> Message:
+    return replace(
+        m,
+        content=valid_text(m.content),
+        name=valid_data(m.name),
+        tool_calls=valid_data(m.tool_calls),
+        tool_call_id=valid_data(m.tool_call_id),
+    )
+
+
+def valid_request(request: ChatRequest) -> ChatRequest:
+    """``request`` with every string in it valid UTF-8 (the messages carry task data,
+    observations and earlier replies); equal to ``request`` when it was valid already."""
+    return replace(
+        request,
+        messages=tuple(_valid_message(m) for m in request.messages),
+        response_schema=valid_data(request.response_schema),
+        tools=valid_data(request.tools),
+        stop=valid_data(request.stop),
+    )
+
+
+def valid_completion(completion: Completion) -> Completion:
+    """A model's reply with its text, tool calls and model name valid UTF-8 (a server may send
+    a lone surrogate as a JSON escape)."""
+    return replace(
+        completion,
+        text=valid_text(completion.text),
+        tool_calls=valid_data(completion.tool_calls),
+        model=valid_text(completion.model),
+        finish_reason=valid_text(completion.finish_reason),
+    )
+
+
+__all__ = [
+    "DEFAULT_PRICES",
+    "Budget",
+    "MeteredBackend",
+    "PriceTable",
+    "valid_completion",
+    "valid_request",
+]
