@@ -217,7 +217,9 @@ class TrainConfig(_Section):
         True,
         description="show the optimizer each item's gold reference next to its input (never the "
         "target); safe by default: train/val references are not test data, a rule copying one "
-        "is flagged (refused under reject_leaks), and a scorer's evidence is never shown",
+        "is flagged (refused under reject_leaks), and a scorer's evidence is never shown. Off: "
+        "withheld from every optimizer prompt, masked where feedback quotes it, and no example "
+        "or built revision shows one (docs/gate.md)",
     )
     controls: bool = Field(
         False,

@@ -117,10 +117,27 @@ def sentences(text: str) -> list[str]:
     return _SENTENCE_BREAK.split(" ".join(text.split()))
 
 
+_RUNS = {ch: re.compile(re.escape(ch) + "+") for ch in "~`"}
+
+
+def fence_for(text: str) -> str:
+    """A code fence that ``text`` cannot close: tildes (or backticks, when shorter) one longer
+    than the longest run of that character anywhere in ``text``, at least three. CommonMark
+    closes a fence with a line of at least as many of its character (after up to 3 spaces, with
+    only spaces after); counting runs anywhere, not only at line starts, also covers a ``\\r``
+    that a Markdown reader takes for a line break."""
+    fences = []
+    for ch, run in _RUNS.items():
+        longest = max((len(m.group()) for m in run.finditer(text)), default=0)
+        fences.append(ch * max(3, longest + 1))
+    return min(fences, key=len)  # tildes on a tie: a backtick fence's info string is limited
+
+
 __all__ = [
     "REPLACEMENT",
     "WORD_RE",
     "Words",
+    "fence_for",
     "invisible_pattern",
     "normalise",
     "sentences",

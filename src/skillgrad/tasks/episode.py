@@ -20,6 +20,7 @@ START_CHARS = 400  # the first observation
 LIST_CHARS = 500  # accepted commands / reference sequence
 
 
+WITHHELD = "(withheld: train.show_reference is off)"
 MAX_DEMO_ACTIONS = 40
 """A gold sequence longer than this is no short demonstration: not replayed by the rollout, not
 shown as a worked example (``train/examples.py``)."""
@@ -139,9 +140,15 @@ def _step_lines(played: list[dict[str, Any]], fail: int | None) -> list[str]:
 
 
 def episode_view(
-    steps: Sequence[dict[str, Any]], reference: Any, feedback: str, passed: bool = False
+    steps: Sequence[dict[str, Any]],
+    reference: Any,
+    feedback: str,
+    passed: bool = False,
+    *,
+    show_reference: bool = True,
 ) -> str:
-    """The optimizer's compact view of one episode (see the module docstring)."""
+    """The optimizer's compact view of one episode (see the module docstring); without
+    ``show_reference`` (``train.show_reference: false``) the reference actions are withheld."""
     reset = next((s for s in steps if s.get("type") == "env_reset"), {})
     played = env_steps(steps)
     fail = None if passed else failing_step(played)
@@ -159,7 +166,7 @@ def episode_view(
             shown = _clip(" | ".join(accepted), LIST_CHARS)
             lines.append(f"Commands the environment accepted at step {s['step']}: {shown}")
     if isinstance(reference, list) and reference:
-        gold = _clip(" | ".join(map(str, reference)), LIST_CHARS)
+        gold = _clip(" | ".join(map(str, reference)), LIST_CHARS) if show_reference else WITHHELD
         lines.append(f"Reference actions that solve it (the target never sees them): {gold}")
     errors = [s.get("reason") for s in steps if s.get("type") == "error"]
     if errors:

@@ -40,7 +40,13 @@ def similarity(a: str, b: str) -> float:
     return difflib.SequenceMatcher(None, _norm(a), _norm(b)).ratio()
 
 
-def _polarity_free(text: str) -> tuple[str, int]:
+CONFLICT_SIMILARITY = 0.8
+"""Two statements of opposite polarity at least this similar (their words, negations left out,
+compared as characters) contradict each other."""
+
+
+def polarity_free(text: str) -> tuple[str, int]:
+    """``text``'s words without its negations, and how many negations it had."""
     words = _WORD.findall(text.lower())
     negs = sum(1 for w in words if w in _NEGATIONS)
     return " ".join(w for w in words if w not in _NEGATIONS), negs
@@ -56,9 +62,9 @@ def is_conflict(a: Edit, b: Edit) -> bool:
         if a.op in anchored and b.op in anchored:
             return a.op != b.op or similarity(a.content, b.content) < 0.8
     if a.content and b.content:
-        (ta, na), (tb, nb) = _polarity_free(a.content), _polarity_free(b.content)
-        if (na > 0) != (nb > 0) and ta and difflib.SequenceMatcher(None, ta, tb).ratio() >= 0.8:
-            return True
+        (ta, na), (tb, nb) = polarity_free(a.content), polarity_free(b.content)
+        if (na > 0) != (nb > 0) and ta:
+            return difflib.SequenceMatcher(None, ta, tb).ratio() >= CONFLICT_SIMILARITY
     return False
 
 
@@ -103,4 +109,12 @@ def aggregate(edits: Sequence[Edit], threshold: float, *, step: int) -> Aggregat
     return out
 
 
-__all__ = ["Aggregated", "aggregate", "is_conflict", "is_duplicate", "similarity"]
+__all__ = [
+    "CONFLICT_SIMILARITY",
+    "Aggregated",
+    "aggregate",
+    "is_conflict",
+    "is_duplicate",
+    "polarity_free",
+    "similarity",
+]

@@ -147,6 +147,7 @@ async def _compare(ctx: RunContext, state: TrainState, step: int) -> tuple[Any, 
         ctx.optimizer,
         max_tokens=t.optimizer_max_tokens,
         seed=step,
+        show_reference=t.show_reference,
     )
     return before, after, items, counts, reply
 

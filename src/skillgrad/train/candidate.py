@@ -192,7 +192,7 @@ async def propose_candidate(
             step=step,
             count=ctx.count_tokens,
             rejected=[e for r in state.rejected_buffer for e in r.edits],
-            feedback=feedback_summary(trajs),
+            feedback=feedback_summary(trajs, show_reference=t.show_reference),
             duplicate_similarity=t.merge_similarity,
         )
     agg.conflicts.extend(sel.conflicts)
@@ -257,11 +257,11 @@ async def _revise(
             step, state.skill, rules, failures, ctx.optimizer,
             rejected=state.rejected_buffer, tried=state.tried,
             max_edits=max(1, k - len(sel.selected)), max_tokens=t.optimizer_max_tokens,
-            temperature=ctx.cfg.models.optimizer.temperature,
+            temperature=ctx.cfg.models.optimizer.temperature, show_reference=t.show_reference,
         )  # fmt: skip
     screened = screen(revision.edits, state.skill, step=step, threshold=t.merge_similarity)
     revision.edits, revision.dropped = screened.kept, revision.dropped + screened.dropped
-    if not revision.edits and rules:
+    if not revision.edits and rules and t.show_reference:  # built from a reference
         items = {i.id: i for i in ctx.items["train"]}
         built = built_revision(step, _most_pressing(rules, sel.repeated, revision), failures,
                                items, ctx.task, state.tried)  # fmt: skip
@@ -286,6 +286,8 @@ def _example(
     t = ctx.cfg.train
     if t.examples != "on" or is_package_text(state.skill):
         return None
+    if not t.show_reference:  # a failed item shows its reference: the skill reaches the optimizer
+        trajs = [x for x in trajs if x.score.passed]
     return choose_example(
         trajs,
         {i.id: i for i in ctx.items["train"]},

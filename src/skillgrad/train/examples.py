@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from skillgrad.skill.document import Skill
-from skillgrad.skill.text import sentences, words
+from skillgrad.skill.text import fence_for, sentences, words
 from skillgrad.tasks.episode import MAX_DEMO_ACTIONS
 from skillgrad.train.screens.guard import ExampleGuard
 from skillgrad.types import Edit, Item, Trajectory
@@ -53,11 +53,12 @@ def _cut(text: str, limit: int) -> str:
 
 def shown_reply(reply: str) -> str:
     """The reply as the skill shows it: one line after "Reply: ", or a multi-line reply in a
-    fence (so a line of it can never read as a heading of the skill)."""
+    fence no line of it can close (``fence_for``), so a line of it can never read as a heading
+    of the skill."""
     text = reply.strip()
     if "\n" not in text:
         return f"Reply: {text}"
-    fence = "~~~~" if "~~~" in text else "~~~"
+    fence = fence_for(text)
     return f"Reply:\n{fence}\n{text}\n{fence}"
 
 

@@ -32,6 +32,7 @@ from skillgrad.train.optimizer_call import ask_optimizer
 from skillgrad.train.progress import NullProgress, Progress
 from skillgrad.train.rules import is_cut, known_rules, only_repeats, rule_edits, skill_choices
 from skillgrad.train.schemas import reflection_model
+from skillgrad.train.screens.leaks import texts_of
 from skillgrad.types import Edit, Trajectory
 
 
@@ -75,6 +76,18 @@ def trajectory_id(step: int, item_id: str) -> str:
 WITHHELD = "(withheld: train.show_reference is off)"
 
 
+def withhold(text: str, references: Sequence[Any]) -> str:
+    """``text`` with every string of ``references`` (an item's gold: a string, a number, the
+    elements of a list or the values of a mapping) masked as "(withheld)", in any letter case
+    and as Python would quote it: what feedback quoting the gold shows once
+    ``train.show_reference`` is off."""
+    golds = {g for r in references for g in texts_of(r) if g.strip()}
+    golds |= {repr(g)[1:-1] for g in golds}
+    for gold in sorted(golds, key=len, reverse=True):
+        text = re.sub(re.escape(gold), "(withheld)", text, flags=re.IGNORECASE)
+    return text
+
+
 def render_trajectories(
     trajs: Sequence[Trajectory], limit: int = 500, show_reference: bool = True
 ) -> str:
@@ -85,12 +98,12 @@ def render_trajectories(
     blocks = []
     for t in trajs:
         if is_episode(t.steps):  # an environment episode: its own compact view
-            blocks.append(_episode_block(t))
+            blocks.append(_episode_block(t, show_reference))
             continue
         user = next((m.content for m in reversed(t.messages) if m.role == "user"), "")
         feedback, gold = t.score.feedback, str(t.reference)
-        if not show_reference and t.reference is not None and gold:
-            feedback = feedback.replace(gold, "(withheld)")
+        if not show_reference:
+            feedback = withhold(feedback, [t.reference])
         block = render_prompt(
             "trajectory",
             item_id=t.item_id,
@@ -110,13 +123,16 @@ def render_trajectories(
     return "\n\n".join(blocks) if blocks else "(none)"
 
 
-def _episode_block(t: Trajectory) -> str:
+def _episode_block(t: Trajectory, show_reference: bool) -> str:
+    feedback = t.score.feedback if show_reference else withhold(t.score.feedback, [t.reference])
     return render_prompt(
         "trajectory_episode",
         item_id=t.item_id,
         score=f"{t.score.value:.2f}",
         status="PASS" if t.score.passed else "FAIL",
-        episode=episode_view(t.steps, t.reference, t.score.feedback, t.score.passed),
+        episode=episode_view(
+            t.steps, t.reference, feedback, t.score.passed, show_reference=show_reference
+        ),
     )
 
 
@@ -320,11 +336,27 @@ def dominant_pattern(failures: Sequence[Trajectory]) -> tuple[str, set[str]] | N
     return clusters[0] if clusters else None
 
 
-def feedback_summary(trajectories: Sequence[Trajectory], limit: int = 3) -> str:
-    """The most common feedback of the failed trajectories, one line per pattern."""
+def feedback_summary(
+    trajectories: Sequence[Trajectory], limit: int = 3, show_reference: bool = True
+) -> str:
+    """The most common feedback of the failed trajectories, one line per pattern (the
+    pattern's gold references withheld unless ``show_reference``)."""
     failures = [t for t in trajectories if not t.score.passed and t.infra_error is None]
-    rows = [f"- {shown[:300]} ({len(ids)} tasks)" for shown, ids in feedback_clusters(failures)]
+    rows = [
+        f"- {_pattern(shown, ids, failures, show_reference)[:300]} ({len(ids)} tasks)"
+        for shown, ids in feedback_clusters(failures)
+    ]
     return "\n".join(rows[:limit]) or "(no failures)"
+
+
+def _pattern(
+    feedback: str, ids: set[str], trajectories: Sequence[Trajectory], show_reference: bool
+) -> str:
+    """A failure pattern's feedback as the optimizer reads it: the references of the pattern's
+    items withheld unless ``show_reference``."""
+    if show_reference:
+        return feedback
+    return withhold(feedback, [t.reference for t in trajectories if t.item_id in ids])
 
 
 async def _deep(
@@ -355,7 +387,7 @@ async def _deep(
         check=check,
         check_temperature=cfg.reask_temperature,
         **common,
-        pattern=pattern[:300],
+        pattern=_pattern(pattern, ids, failures, cfg.show_reference)[:300],
         share=f"{share:.0%}",
         n_items=len(group),
         trajectories=render_trajectories(group, 300, cfg.show_reference),
@@ -376,4 +408,5 @@ __all__ = [
     "reflect",
     "render_trajectories",
     "trajectory_id",
+    "withhold",
 ]

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from skillgrad.runs.records import StepRecord
+from skillgrad.skill.text import fence_for
 
 
 def excerpt_lines(excerpt: dict[str, Any] | None) -> list[str]:
@@ -18,7 +19,7 @@ def excerpt_lines(excerpt: dict[str, Any] | None) -> list[str]:
         return []
     if not excerpt["text"]:
         return ["", "## Learned skill", "", "The best skill is empty (the initial skill was kept)."]
-    fence = "~~~~" if "~~~" in excerpt["text"] else "~~~"
+    fence = fence_for(excerpt["text"])
     more = (
         f" (the first lines of {excerpt['lines']}; the rest is in best_skill)"
         if excerpt["cut"]

@@ -81,9 +81,11 @@ async def revise(
     max_edits: int,
     max_tokens: int,
     temperature: float = 0.0,
+    show_reference: bool = True,
 ) -> Revision:
     """Ask for revisions of ``rules`` (skill lines the target does not follow) from the step's
-    ``failures``; keep those that change something and were not tried before."""
+    ``failures`` (their references withheld unless ``show_reference``); keep those that change
+    something and were not tried before."""
     out = Revision()
     tried_keys = set(tried) | {edit_key(e) for r in rejected for e in r.edits}
     choices = skill_choices(skill)
@@ -103,7 +105,7 @@ async def revise(
         rejected=render_rejected(rejected),
         n_items=len(shown),
         step=step,
-        trajectories=render_trajectories(shown, limit=240),
+        trajectories=render_trajectories(shown, 240, show_reference),
         max_edits=max_edits,
     )
     ids = [trajectory_id(step, t.item_id) for t in shown]

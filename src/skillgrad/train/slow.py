@@ -50,9 +50,11 @@ async def slow_update_guidance(
     *,
     max_tokens: int,
     seed: int,
+    show_reference: bool = True,
 ) -> tuple[dict[str, str], dict[str, int], StructuredReply[SlowUpdateOutput]]:
     items, counts = compare(before, after)
     by_cat = {c: [a for a in after if items[a.item_id] == c][:4] for c in CATEGORIES}
+    shown = {c: render_trajectories(by_cat[c], 200, show_reference) for c in CATEGORIES}
     reply = await ask_optimizer(
         optimizer,
         "slow_update",
@@ -63,9 +65,9 @@ async def slow_update_guidance(
         current=current or "(empty document)",
         n=len(after),
         categories=", ".join(f"{c}: {n}" for c, n in counts.items()),
-        improved=render_trajectories(by_cat["improved"], limit=200),
-        regressed=render_trajectories(by_cat["regressed"], limit=200),
-        persistent=render_trajectories(by_cat["persistent_fail"], limit=200),
+        improved=shown["improved"],
+        regressed=shown["regressed"],
+        persistent=shown["persistent_fail"],
     )
     return items, counts, reply
 

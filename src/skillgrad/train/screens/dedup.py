@@ -15,13 +15,16 @@ revise prompt.
 
 from __future__ import annotations
 
+import difflib
+import functools
 import re
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from skillgrad.runs.records import Conflict
-from skillgrad.train.aggregate import is_conflict, similarity
+from skillgrad.train.aggregate import CONFLICT_SIMILARITY, is_conflict, polarity_free, similarity
 from skillgrad.train.examples import example_lines
 from skillgrad.train.rules import rule_key
 from skillgrad.types import Edit
@@ -78,14 +81,75 @@ def _as_rule(line: str) -> Edit:
 
 
 def skill_contradictions(skill: str) -> list[tuple[str, str]]:
-    """Pairs of the skill's own lines that contradict each other (one affirmed, one negated)."""
+    """Pairs of the skill's own lines that contradict each other (one affirmed, one negated,
+    ``aggregate.is_conflict``), in line order. Near-linear in the skill's lines: only lines of
+    opposite polarity that share a content word are compared (a pair at the conflict
+    similarity differs by a word or two, so they share at least half of their content words);
+    a line without one is compared with every line of the other polarity. At most
+    ``MAX_CONTRADICTIONS`` pairs. Cached per text: a step asks up to three times."""
+    return list(_contradictions(skill))
+
+
+MAX_CONTRADICTIONS = 100
+"""The scan stops once it has found this many pairs (those of the earliest lines): more is
+no list a revision can work through, and a skill of many copies of a few rules, each copy
+contradicting the others, would otherwise cost time quadratic in its lines."""
+
+_STOP = frozenset(
+    "a an and are as at be by do for from if in is it of on or so than that the then this to "
+    "with your you its".split()
+)
+
+
+def _keys(free: str) -> frozenset[str]:
+    """A line's content words (3+ letters, not a stop word), by their first five letters: a
+    plural or other ending does not hide a shared word."""
+    return frozenset(w[:5] for w in free.split() if len(w) >= 3 and w not in _STOP)
+
+
+@functools.lru_cache(maxsize=8)
+def _contradictions(skill: str) -> tuple[tuple[str, str], ...]:
     lines = skill_lines(skill)
-    return [
-        (a, b)
-        for i, a in enumerate(lines)
-        for b in lines[i + 1 :]
-        if is_conflict(_as_rule(a), _as_rule(b))
-    ]
+    parsed = [polarity_free(x) for x in lines]
+    keys = [_keys(free) for free, _ in parsed]
+    index: dict[tuple[bool, str], list[int]] = {}
+    found: list[tuple[int, int]] = []
+    for j, (free, negs) in enumerate(parsed):
+        negated = negs > 0
+        shared = Counter(i for k in keys[j] for i in index.get((not negated, k), ()))
+        shared.update(index.get((not negated, ""), ()))  # earlier lines without a key
+        if not keys[j]:  # nothing to index it by: every earlier line of the other polarity
+            shared.update(i for i, (_, n) in enumerate(parsed[:j]) if (n > 0) != negated)
+        ids = sorted(i for i, n in shared.items() if n >= _needed(keys[i], keys[j]))
+        found += [(i, j) for i in _opposed([parsed[i][0] for i in ids], ids, free)]
+        if len(found) >= MAX_CONTRADICTIONS:  # a skill at war with itself: enough to review
+            break
+        for k in keys[j] or {""}:
+            index.setdefault((negated, k), []).append(j)
+    return tuple((lines[i], lines[j]) for i, j in sorted(found)[:MAX_CONTRADICTIONS])
+
+
+def _needed(a: frozenset[str], b: frozenset[str]) -> int:
+    """Content words two lines must share to be compared: half of the smaller set's (a pair
+    at the conflict similarity differs by a word or two); one when either has none."""
+    return max(1, min(len(a), len(b)) // 2) if a and b else 0
+
+
+def _opposed(texts: list[str], ids: list[int], later: str) -> list[int]:
+    """Which of ``texts`` (earlier lines of the other polarity, their ``ids``) contradict
+    ``later``: ``is_conflict``'s similarity, its cheap upper bounds first (the lengths, then
+    the characters), one matcher per later line (it indexes ``later`` once)."""
+    matcher = difflib.SequenceMatcher(None, "", later)
+    out = []
+    for i, text in zip(ids, texts, strict=True):
+        # difflib's own upper bound by the lengths (real_quick_ratio), in its arithmetic
+        bound = 2.0 * min(len(text), len(later)) / (len(text) + len(later) or 1)
+        if not text or bound < CONFLICT_SIMILARITY:
+            continue
+        matcher.set_seq1(text)
+        if matcher.quick_ratio() >= CONFLICT_SIMILARITY and matcher.ratio() >= CONFLICT_SIMILARITY:
+            out.append(i)
+    return out
 
 
 @dataclass
@@ -137,6 +201,7 @@ def screen(edits: Sequence[Edit], skill: str, *, step: int, threshold: float) ->
 
 __all__ = [
     "DUPLICATE_SIMILARITY",
+    "MAX_CONTRADICTIONS",
     "Screened",
     "edit_key",
     "near_duplicate",
