@@ -58,7 +58,8 @@ class BrokenResetEnv(TinyEnv):
 
 
 class SpinEnv(TinyEnv):
-    """``step("spin")`` touches ``marker`` then sums a huge range: one C call, GIL held."""
+    """``step("spin")`` adds its pid to ``marker`` then sums a huge range: one C call, GIL
+    held."""
 
     def __init__(self, marker: str = "") -> None:
         super().__init__()
@@ -66,7 +67,8 @@ class SpinEnv(TinyEnv):
 
     def step(self, action: str) -> Step:
         if action == "spin":
-            Path(self.marker).write_text(str(os.getpid()))
+            with open(self.marker, "a") as marker:
+                marker.write(f"{os.getpid()}\n")
             sum(range(10**13))  # minutes in C; no signal handler or thread runs meanwhile
         return super().step(action)
 

@@ -193,25 +193,25 @@ def gone(pid: int, timeout: float) -> bool:
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
 def test_a_worker_inside_a_c_call_holding_the_gil_dies_with_a_killed_run(tmp_path: Path) -> None:
     marker = tmp_path / "spinning"
+    marker.write_text("")
     options = f', env_options: {{marker: "{marker}"}}, step_timeout: 600'
     cfg = config(tmp_path, f"{HOSTILE}:SpinEnv", f"{HOSTILE}:SpinTarget", options)
     cmd = [*SKILLGRAD, "eval", str(cfg), "--skill", str(tmp_path / "skill.md"), "--split", "test"]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    worker = 0
+    workers: list[int] = []
     try:
         deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and not marker.exists():
+        while time.monotonic() < deadline and len(marker.read_text().split()) < 2:
             time.sleep(0.05)
-        assert marker.exists(), "the step never started"
-        time.sleep(0.2)
-        worker = int(marker.read_text())
+        workers = [int(p) for p in marker.read_text().split()]
+        assert len(workers) == 2, "the two steps never started"
         time.sleep(0.5)  # inside sum(): the GIL is held from here on
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=30)
-        assert gone(worker, 5.0), "the environment worker outlived the run"
+        assert all(gone(w, 5.0) for w in workers), "an environment worker outlived the run"
     finally:
-        for pid in (worker, proc.pid):
-            if pid and not gone(pid, 0):
+        for pid in (*workers, proc.pid):
+            if not gone(pid, 0):
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
 
