@@ -1,7 +1,8 @@
 """The environment rollout against ``skillgrad.testing.TinyEnv`` in real environment processes:
 scores and partial credit, the step limit, valid actions (listed and free), the gold reference
-(train only, never shown to the target), crashing / dying / hanging environments (one item's
-infra_error, the process group gone), hostile observations, and a plain ``file.py:Class``."""
+(train only, never shown to the target), crashing / dying / hanging environments (a step that
+raises or hangs ends the episode, scored; a process that dies is missing data; either way the
+process group is gone), hostile observations, and a plain ``file.py:Class``."""
 
 from __future__ import annotations
 

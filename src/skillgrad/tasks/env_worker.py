@@ -2,9 +2,12 @@
 
 ``python -m skillgrad.tasks.env_worker PARENT_PID`` reads one request per line on stdin
 (``make``, ``reset``, ``step``, ``close``) and answers one JSON line on its own copy of stdout;
-whatever the environment prints goes to stderr. It leads its own process group (the JVM of
-TextWorldExpress is in it) and kills that whole group as soon as its parent is gone, so no
-environment outlives the run, even after ``kill -9``.
+whatever the environment prints goes to stderr. An exception of the environment's own ``step``
+is answered with ``"raised": "step"`` (the episode's end, scored); any other is the item's
+missing data. It leads its own process group (the JVM of TextWorldExpress is in it), which dies
+with the run, even after ``kill -9`` and even inside a C call that holds the GIL (Linux: the
+kernel's parent-death SIGKILL, and a guard process that then kills the group). ``SIGUSR1`` runs
+the environment's ``close`` and ends the group.
 """
 
 from __future__ import annotations
