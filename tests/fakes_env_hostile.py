@@ -152,3 +152,24 @@ class ActionTarget(FunctionBackend):
 class SpinTarget(ActionTarget):
     def __init__(self) -> None:
         super().__init__("spin")
+
+
+class WildNumbersEnv(TinyEnv):
+    """Rewards and scores that are NaN, infinite, huge, numpy or text; a bytes observation."""
+
+    WILD: tuple[Any, ...] = (
+        float("nan"),
+        np.float32("inf"),
+        -float("inf"),
+        1e308,
+        np.float64("nan"),
+        "1.0",
+        np.int64(2**62),
+    )
+
+    def step(self, action: str) -> Step:
+        _, _, done, cut, info = super().step(action)
+        wild = self.WILD[self.done % len(self.WILD)]
+        info |= {"score": wild, "max_score": self.WILD[(self.done + 3) % len(self.WILD)]}
+        info["success"] = wild
+        return b"\xff\xfe bytes", wild, done, cut, info

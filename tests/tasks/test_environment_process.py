@@ -123,3 +123,13 @@ def test_which_variables_look_secret() -> None:
     kept = child_environment(base=base)
     assert sorted(kept) == ["HOME", "JAVA_HOME", "LANG", "PATH", "PYTHONPATH"]
     assert "HF_TOKEN" in child_environment(["HF_TOKEN"], base=base)
+
+
+@pytest.mark.parametrize("reply", ["look", "solve"])
+def test_nan_infinite_huge_and_text_rewards_still_score_within_0_and_1(reply: str) -> None:
+    task = EnvironmentTask(f"{HOSTILE}:WildNumbersEnv", n_train=1, n_val=1, n_test=1)
+    t = one_episode(task, solver if reply == "solve" else (lambda request: reply))
+    assert t.infra_error is None and 0.0 <= t.score.value <= 1.0
+    steps = [s for s in t.steps if s["type"] == "env_step"]
+    assert steps and all(0.0 <= s["score"] <= 1.0 for s in steps)
+    assert all(isinstance(s["reward"], float) for s in steps)
