@@ -20,10 +20,12 @@ rule every rollout kind (chat, tools, code, harness, environments) follows:
 
 - a ``SystemicError`` is re-raised: no other item would fare better (the endpoint refuses us,
   the budget is spent, the config or a pinned file is wrong);
-- any other ``SkillgradError`` from a target call that outlived its retries is the item's
-  *missing data* (``Trajectory.infra_error``): left out of the scores and the gate, not a 0;
+- any other ``SkillgradError`` from a target call that outlived its retries, and an
+  environment that cannot be built, reset or kept alive, is the item's *missing data*
+  (``Trajectory.infra_error``): left out of the scores and the gate, not a 0;
 - anything the target's reply causes (unreadable output, a tool error, a scorer that raises on
-  it) is the item's *score* (0, with the reason in its feedback and ``Trajectory.error``).
+  it, an environment ``step`` that raises or hangs on its action) is the item's *score* (0, or
+  an episode's score so far, with the reason in its feedback and ``Trajectory.error``).
 """
 
 from __future__ import annotations

@@ -89,6 +89,11 @@ def remember_known_envs() -> None:
     remember_env(*KNOWN_KEY_ENVS)
 
 
+def is_remembered(value: str) -> bool:
+    """True when ``value`` is a secret this process remembered (``remember_secret``)."""
+    return value in _values
+
+
 def is_secret_name(name: str) -> bool:
     """True for option / header / field names that hold a secret (``api-key``, ``X-Api-Key``,
     ``Ocp-Apim-Subscription-Key``, ``access_token``, ``client_secret``, ``Authorization``);
@@ -150,6 +155,7 @@ __all__ = [
     "KNOWN_KEY_ENVS",
     "MIN_SECRET_CHARS",
     "REDACTED",
+    "is_remembered",
     "is_secret_name",
     "redact_json",
     "redact_message",

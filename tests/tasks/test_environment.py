@@ -1,7 +1,8 @@
 """The environment rollout against ``skillgrad.testing.TinyEnv`` in real environment processes:
 scores and partial credit, the step limit, valid actions (listed and free), the gold reference
-(train only, never shown to the target), crashing / dying / hanging environments (one item's
-infra_error, the process group gone), hostile observations, and a plain ``file.py:Class``."""
+(train only, never shown to the target), crashing / dying / hanging environments (a step that
+raises or hangs ends the episode, scored; a process that dies is missing data; either way the
+process group is gone), hostile observations, and a plain ``file.py:Class``."""
 
 from __future__ import annotations
 
@@ -136,16 +137,19 @@ def test_splits_are_seeded_disjoint_and_stable() -> None:
 
 
 @pytest.mark.parametrize(
-    ("action", "says"),
+    ("action", "says", "missing"),
     [
-        ("crash", "raised during step: RuntimeError: tiny env crashed on purpose"),
-        ("die", "the environment process died during step"),
-        ("hang", "did not answer step within 1 s"),
+        ("crash", "the environment raised RuntimeError: tiny env crashed on purpose", False),
+        ("die", "the environment process died during step", True),
+        ("hang", "the environment did not answer within 1 s", False),
     ],
 )
-def test_a_broken_environment_is_one_items_infra_error_and_its_process_is_killed(
-    action: str, says: str
+def test_a_broken_environment_ends_the_episode_or_is_missing_and_its_process_is_killed(
+    action: str, says: str, missing: bool
 ) -> None:
+    """A step that raises or hangs on the reply's action is the episode's end, scored as it
+    stands (0 here), with the reason; a process that dies is missing data. Either way the
+    process is replaced."""
     task = EnvironmentTask(TINY, {"traps": True}, n_train=2, n_val=1, n_test=1, step_timeout=1.0)
     first, second = task.load_split("train")
 
@@ -166,8 +170,15 @@ def test_a_broken_environment_is_one_items_infra_error_and_its_process_is_killed
         broken, fine = asyncio.run(run())
     finally:
         task.close()
-    assert broken.infra_error is not None and says in broken.infra_error, broken.infra_error
-    assert broken.error == broken.infra_error and not broken.score.passed
+    assert broken.error is not None and says in broken.error, broken.error
+    assert not broken.score.passed and broken.score.value == 0.0
+    if missing:
+        assert broken.infra_error == broken.error
+    else:
+        assert broken.infra_error is None
+        assert f"{says.removeprefix('the environment ')} on the action {action!r} at step 1" in (
+            broken.score.feedback
+        ), broken.score.feedback
     assert fine.score.passed and fine.infra_error is None  # a fresh process took over
     assert len(pids) == 1 and wait_dead(pids.pop())
 

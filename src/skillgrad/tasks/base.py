@@ -8,7 +8,7 @@ trajectory (for the optimizer); it is never put into the target's messages.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -230,6 +230,26 @@ def scorer_failure(exc: Exception) -> tuple[Score, str]:
     return Score(0.0, False, f"error: {error} (the reply could not be scored)"), error
 
 
+ENVIRONMENT = "environment"
+"""The ``source`` of an error step whose failure was the task's environment process (it could
+not be built, failed its reset, died), not the target: ``infra_hint`` then points there."""
+
+
+def infra_hint(results: Sequence[Trajectory]) -> str:
+    """What to check when every item of a stage is missing data: the environment when each
+    failure was its process's, else the target model's endpoint."""
+    missing = [t for t in results if t.infra_error]
+    if missing and all(
+        any(s.get("type") == "error" and s.get("source") == ENVIRONMENT for s in t.steps)
+        for t in missing
+    ):
+        return (
+            "The environment failed, not the target model: check env.options.env and "
+            "env_options (the error above is the environment's own), then re-run to resume."
+        )
+    return "Check the target model endpoint and credentials, then re-run to resume."
+
+
 def failed_trajectory(
     item: Item,
     skill: str,
@@ -257,6 +277,7 @@ def failed_trajectory(
 
 __all__ = [
     "DEFAULT_MAX_TOKENS",
+    "ENVIRONMENT",
     "ERROR_CHARS",
     "SPLITS",
     "Reply",
@@ -266,6 +287,7 @@ __all__ = [
     "TaskAbilities",
     "complete_item",
     "failed_trajectory",
+    "infra_hint",
     "scorer_failure",
     "skill_messages",
     "task_abilities",

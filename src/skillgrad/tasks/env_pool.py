@@ -1,10 +1,13 @@
 """Environment processes for rollouts: one per episode in flight, reused across episodes.
 
 Each ``EnvProcess`` is a ``skillgrad.tasks.env_worker`` child in its own process group
-(Ctrl-C at the terminal reaches the run, not the environments; the run closes them). A request
-that times out, a child that died or answered garbage is an ``EnvFailure``: the process group
-is killed and the pool starts a fresh one for the next episode. ``EnvPool.close`` (the task's
-``close``, called when the session closes, and at interpreter exit) kills them all.
+(Ctrl-C at the terminal reaches the run, not the environments; the run closes them), given the
+run's environment variables without its secrets (``env_child``). A child that died, answered
+garbage, or raised or hung outside ``step`` is an ``EnvFailure``; a ``step`` that raised or did
+not answer in time is an ``EnvStepFailure`` (the episode's end, not missing data). Either way a
+broken process is stopped (its ``close`` gets ``CLOSE_GRACE`` seconds, then the group is killed)
+and the pool starts a fresh one. ``EnvPool.close`` (the task's ``close``, called when the
+session closes, and at interpreter exit) closes them all.
 """
 
 from __future__ import annotations
@@ -16,7 +19,6 @@ import select
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import weakref
@@ -25,13 +27,21 @@ from typing import Any, BinaryIO
 
 from skillgrad.errors import SkillgradError
 from skillgrad.skill.text import valid_data
+from skillgrad.tasks.env_child import OutputTail, child_environment
 
 MAX_REPLY = 8 * 1024 * 1024  # one answer line of the environment process
+CLOSE_GRACE = 3.0  # seconds a broken environment's close() gets before its group is killed
 
 
 class EnvFailure(SkillgradError):
-    """The environment process crashed, hung past its timeout, or raised: one item's infra
-    error (missing data), never a zero for the skill."""
+    """The environment process crashed, could not be built, or raised or hung in ``reset``:
+    one item's infra error (missing data), never a zero for the skill."""
+
+
+class EnvStepFailure(SkillgradError):
+    """The environment's ``step`` raised on an action or did not answer it within the step
+    timeout: what the reply caused, so the episode ends there and is scored as it stands. The
+    message completes "the environment …" ("raised ValueError: …", "did not answer …")."""
 
 
 @dataclass(frozen=True)
@@ -44,6 +54,7 @@ class EnvSpec:
     base_dir: str | None = None
     max_chars: int = 4000
     make_timeout: float = 120.0
+    pass_env: tuple[str, ...] = ()
 
 
 class EnvProcess:
@@ -51,14 +62,17 @@ class EnvProcess:
 
     def __init__(self, spec: EnvSpec) -> None:
         self.spec = spec
-        self.stderr = tempfile.TemporaryFile()  # noqa: SIM115 (closed by kill)
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "skillgrad.tasks.env_worker", str(os.getpid())],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
-            stderr=self.stderr,
+            stderr=subprocess.PIPE,
             start_new_session=True,
+            env=child_environment(spec.pass_env),
         )
+        assert self.proc.stderr is not None
+        self.log = OutputTail(os.dup(self.proc.stderr.fileno()))
+        self.proc.stderr.close()
         self.buffer = b""
         self.made = False
         self.killed = False
@@ -94,6 +108,8 @@ class EnvProcess:
             raise EnvFailure(f"the environment process answered {what} with non-JSON") from None
         if not isinstance(answer, dict) or not answer.get("ok"):
             error = answer.get("error") if isinstance(answer, dict) else None
+            if isinstance(answer, dict) and answer.get("raised") == "step" and what == "step":
+                raise EnvStepFailure(f"raised {error}")
             raise EnvFailure(f"the environment raised during {what}: {error}")
         return answer
 
@@ -104,7 +120,9 @@ class EnvProcess:
             left = deadline - time.monotonic()
             ready = select.select([stdout], [], [], max(left, 0))[0] if left > 0 else []
             if not ready:
-                self.kill()
+                self.stop()
+                if what == "step":
+                    raise EnvStepFailure(f"did not answer within {timeout:g} s")
                 raise EnvFailure(f"the environment did not answer {what} within {timeout:g} s")
             chunk = os.read(stdout.fileno(), 65536)
             if not chunk:
@@ -124,16 +142,10 @@ class EnvProcess:
 
     def _tail(self) -> str:
         try:
-            self.stderr.seek(0, os.SEEK_END)
-            size = self.stderr.tell()
-            self.stderr.seek(max(0, size - 600))
-            text = self.stderr.read().decode("utf-8", "replace").strip()
-        except (OSError, ValueError):
-            return ""
-        try:
             code = self.proc.wait(timeout=1)
         except subprocess.TimeoutExpired:
             code = None
+        text = self.log.text(600, wait=1.0 if code is not None else 0.0)
         return (f" (exit code {code})" if code is not None else "") + (
             f"; its last output: {text}" if text else ""
         )
@@ -141,6 +153,17 @@ class EnvProcess:
     @property
     def alive(self) -> bool:
         return self.proc.poll() is None
+
+    def stop(self, grace: float = CLOSE_GRACE) -> None:
+        """Stop a process that may be stuck in a step: ``SIGUSR1`` makes it run the
+        environment's ``close`` and kill its group; after ``grace`` seconds the run kills the
+        group itself (a ``close`` that hangs, or a C call that never lets Python run)."""
+        if not self.killed and self.alive:
+            with contextlib.suppress(OSError):
+                os.kill(self.proc.pid, signal.SIGUSR1)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(timeout=grace)
+        self.kill()
 
     def close(self) -> None:
         """Ask the process to close its environment; kill its group if it does not."""
@@ -167,7 +190,7 @@ class EnvProcess:
             if pipe is not None:
                 with contextlib.suppress(OSError):
                     pipe.close()
-        self.stderr.close()
+        self.log.stop()
 
 
 def _close_all(processes: set[EnvProcess]) -> None:
@@ -199,12 +222,12 @@ class EnvPool:
             return process
 
     def release(self, process: EnvProcess, healthy: bool) -> None:
-        """Back to the pool after a clean episode; killed otherwise (a fresh one replaces it)."""
+        """Back to the pool after a clean episode; stopped otherwise (a fresh one replaces it)."""
         if healthy and process.alive:
             with self.lock:
                 self.idle.append(process)
             return
-        process.kill()
+        process.stop()
         with self.lock:
             self.processes.discard(process)
 
@@ -214,4 +237,4 @@ class EnvPool:
         _close_all(self.processes)
 
 
-__all__ = ["EnvFailure", "EnvPool", "EnvProcess", "EnvSpec"]
+__all__ = ["CLOSE_GRACE", "EnvFailure", "EnvPool", "EnvProcess", "EnvSpec", "EnvStepFailure"]

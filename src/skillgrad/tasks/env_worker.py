@@ -2,14 +2,19 @@
 
 ``python -m skillgrad.tasks.env_worker PARENT_PID`` reads one request per line on stdin
 (``make``, ``reset``, ``step``, ``close``) and answers one JSON line on its own copy of stdout;
-whatever the environment prints goes to stderr. It leads its own process group (the JVM of
-TextWorldExpress is in it) and kills that whole group as soon as its parent is gone, so no
-environment outlives the run, even after ``kill -9``.
+whatever the environment prints goes to stderr. An exception of the environment's own ``step``
+is answered with ``"raised": "step"`` (the episode's end, scored); any other is the item's
+missing data. It leads its own process group (the JVM of TextWorldExpress is in it), which dies
+with the run, even after ``kill -9`` and even inside a C call that holds the GIL (Linux: the
+kernel's parent-death SIGKILL, and a guard process that then kills the group). ``SIGUSR1`` runs
+the environment's ``close`` and ends the group.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import math
 import os
 import signal
 import sys
@@ -28,6 +33,7 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "gold_actions": ("gold_actions", "gold_action_sequence", "expert_plan", "walkthrough"),
     "success": ("success", "won", "is_success", "tasksuccess"),
 }
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 MAX_LIST = 200  # valid actions / gold actions kept per info
 MAX_ITEM = 300  # characters per action in those lists
 
@@ -46,10 +52,15 @@ def _text_list(value: Any) -> list[str] | None:
 
 
 def _number(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    """A finite real number as a float: Python's and numpy's (``float32``, ``int64``, ``bool_``)
+    alike, or anything with ``__float__``; None for text, NaN, infinities and the rest."""
+    if isinstance(value, (str, bytes, bytearray)) or not hasattr(type(value), "__float__"):
         return None
-    value = float(value)
-    return value if value == value and abs(value) != float("inf") else None
+    try:
+        number = float(value)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return number if math.isfinite(number) else None
 
 
 def canonical_info(info: Any, max_chars: int) -> dict[str, Any]:
@@ -73,8 +84,8 @@ def canonical_info(info: Any, max_chars: int) -> dict[str, Any]:
                     out["valid_actions_total"] = len(found)
         elif name == "task":
             out[name] = _bounded(found, max_chars)
-        elif isinstance(found, (bool, int)):
-            out[name] = bool(found)
+        elif (flag := _number(found)) is not None:  # success: True, 1, numpy.bool_(True)
+            out[name] = flag != 0
     score = _number(info.get("score_normalized", info.get("score")))
     top = _number(info.get("max_score"))
     if score is not None:
@@ -91,6 +102,23 @@ def build_env(spec: str, options: Mapping[str, Any], base_dir: str | None) -> An
     import gymnasium  # only for registered ids
 
     return gymnasium.make(spec, **dict(options))
+
+
+class StepRaised(Exception):
+    """The environment's own ``step`` raised on an action (an unknown command, a failed
+    ``assert action_space.contains(a)``): the episode's end, reported as ``"raised": "step"``."""
+
+    def __init__(self, exc: Exception) -> None:
+        super().__init__(describe(exc))
+
+
+def describe(exc: BaseException) -> str:
+    """``Type: message``, bounded, for any exception (even one whose message cannot be made)."""
+    try:
+        text = str(exc)
+    except Exception:
+        text = "(its message could not be shown)"
+    return _bounded(f"{type(exc).__name__}: {text}", 2000)
 
 
 class Server:
@@ -115,7 +143,10 @@ class Server:
         return {"obs": _bounded(obs, self.max_chars), "info": canonical_info(info, self.max_chars)}
 
     def step(self, req: dict[str, Any]) -> dict[str, Any]:
-        found = self.env.step(str(req["action"]))
+        try:
+            found = self.env.step(str(req["action"]))
+        except Exception as exc:  # the action's outcome, told apart from a broken protocol
+            raise StepRaised(exc) from exc
         if len(found) == 4:  # the older gym protocol: done, no truncated
             obs, reward, terminated, info = found
             truncated = False
@@ -143,41 +174,92 @@ def _kill_group() -> None:
 
 
 def _watch_parent(parent: int) -> None:
-    """Portable parent-death check: a step that hangs still ends when the run is gone."""
+    """Portable parent-death check (where there is no ``prctl``): a step that hangs in Python
+    code still ends when the run is gone."""
     while True:
         if os.getppid() != parent:
             _kill_group()
         time.sleep(0.2)
 
 
-def _die_with_parent(parent: int) -> None:
-    if sys.platform.startswith("linux"):
-        try:
-            import ctypes
+def _death_signal(sig: int) -> bool:
+    """Linux: ask the kernel to send ``sig`` to this process when its parent thread ends
+    (``PR_SET_PDEATHSIG``); False where that is not available."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        import ctypes
 
-            libc = ctypes.CDLL(None, use_errno=True)
-            libc.prctl(1, int(signal.SIGTERM))  # PR_SET_PDEATHSIG
-        except (OSError, AttributeError):
-            pass
-    signal.signal(signal.SIGTERM, lambda *_: _kill_group())
+        libc = ctypes.CDLL(None, use_errno=True)
+        return int(libc.prctl(PR_SET_PDEATHSIG, sig, 0, 0, 0)) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def _start_guard(worker: int) -> None:
+    """A small process of the worker's group that kills the group when the worker dies: the
+    worker itself is killed by the kernel (SIGKILL) when the run dies, even inside a C call
+    that holds the GIL, and no Python of the worker runs then; the guard's does (it only
+    waits), so the JVM and whatever else the environment started go too."""
+    if os.fork() != 0:
+        return
+    try:
+        quiet = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):  # the run's pipes end with the worker, not with its guard
+            os.dup2(quiet, fd)
+        signal.signal(signal.SIGTERM, lambda *_: _kill_group())
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        if not _death_signal(signal.SIGTERM) or os.getppid() != worker:
+            _kill_group()
+        while True:
+            signal.pause()
+    finally:  # never back into the worker's code
+        os._exit(0)
+
+
+def _close_and_exit(server: Server) -> None:
+    """Asked to stop (``SIGUSR1``, e.g. after a step timed out): the environment's ``close`` runs
+    (it may stop helpers it started in their own session), then the group is killed. The run
+    kills the group anyway after a short deadline, should ``close`` hang or never get the GIL."""
+    with contextlib.suppress(BaseException):
+        server.close()
+    _kill_group()
+
+
+def _die_with_parent(parent: int, server: Server) -> None:
+    if _death_signal(signal.SIGKILL):  # needs no Python: holds in a C call with the GIL
+        _start_guard(os.getpid())
+        if os.getppid() != parent:  # the run died before the signal was set
+            _kill_group()
+    else:
+        signal.signal(signal.SIGTERM, lambda *_: _kill_group())
+        threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the run decides when we stop
-    threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
+    signal.signal(signal.SIGUSR1, lambda *_: _close_and_exit(server))
+
+
+def _answer(server: Server, req: Any) -> dict[str, Any]:
+    op = req.get("op") if isinstance(req, dict) else None
+    if op not in ("make", "reset", "step"):
+        return {"ok": False, "error": f"unknown request {op!r}"}
+    try:
+        return {"ok": True, **getattr(server, op)(req)}
+    except StepRaised as exc:  # the action's outcome: the episode's end, scored
+        return {"ok": False, "error": str(exc), "raised": "step"}
+    except BaseException as exc:  # reported to the run: one item's infra_error
+        return {"ok": False, "error": describe(exc)}
 
 
 def serve(parent: int) -> None:
-    _die_with_parent(parent)
+    server = Server()
+    _die_with_parent(parent, server)
     reply = os.fdopen(os.dup(1), "w", encoding="utf-8")
     os.dup2(2, 1)  # an environment's prints must not corrupt the protocol
-    server = Server()
     for line in sys.stdin:
         req = json.loads(line)
-        op = req.get("op")
-        if op == "close":
+        if isinstance(req, dict) and req.get("op") == "close":
             break
-        try:
-            answer: dict[str, Any] = {"ok": True, **getattr(server, str(op))(req)}
-        except BaseException as exc:  # reported to the run: one item's infra_error
-            answer = {"ok": False, "error": _bounded(f"{type(exc).__name__}: {exc}", 2000)}
+        answer = _answer(server, req)
         # ASCII: any text (lone surrogates too) crosses the pipe; the run reads it back as is
         reply.write(json.dumps(answer, default=str) + "\n")
         reply.flush()

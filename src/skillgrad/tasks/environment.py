@@ -4,15 +4,15 @@ The skill is the system prompt, each observation a user turn, each reply one act
 line, cleaned and bounded), until the episode ends or ``max_steps``. An item is one episode: a
 reset seed (and reset options). The score is the environment's, normalised to [0, 1] (partial
 credit where the game gives it); the feedback says what happened. Environments run in their own
-processes (``tasks/env_pool.py``): a crash or hang is the item's ``infra_error``, not a zero.
-Gold action sequences are kept for train episodes only (the optimizer's hidden reference).
+processes (``tasks/env_pool.py``). A ``step`` that raises on an action or hangs ends the episode,
+scored as it stands (the reply caused it); a process that cannot be built, fails its ``reset`` or
+dies is the item's ``infra_error`` (missing data), not a zero. Gold action sequences are kept for
+train episodes only (the optimizer's hidden reference).
 """
 
 from __future__ import annotations
 
 import asyncio
-import random
-import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -22,46 +22,15 @@ from skillgrad.models.base import ModelBackend
 from skillgrad.prompts import render_prompt
 from skillgrad.skill import skill_hash
 from skillgrad.skill.package import prompt_text
-from skillgrad.tasks.base import SPLITS, Split
-from skillgrad.tasks.env_pool import EnvFailure, EnvPool, EnvProcess, EnvSpec
+from skillgrad.tasks.base import ENVIRONMENT, SPLITS, Split
+from skillgrad.tasks.env_actions import check_action, loop_erased, parse_action
+from skillgrad.tasks.env_options import check_options, split_seeds
+from skillgrad.tasks.env_pool import EnvFailure, EnvPool, EnvProcess, EnvSpec, EnvStepFailure
 from skillgrad.tasks.episode import MAX_DEMO_ACTIONS, episode_feedback
 from skillgrad.types import ChatRequest, Item, Message, Score, Trajectory, Usage
 
 ActionMode = Literal["free", "listed"]
 SPLIT_BASE = {"train": 0, "val": 1_000_000, "test": 2_000_000}  # disjoint seed ranges
-_LEAD = re.compile(r"^(?:>|[-*•]|\d+[.)]|(?:next\s+)?(?:action|command)\s*:)\s*", re.IGNORECASE)
-_QUOTES = "`*\"' "
-
-
-def check_action(action: str, listed: Any) -> tuple[bool | None, str | None]:
-    """Whether ``action`` is one of the environment's listed commands exactly as listed (spaces
-    normalised): ``(None, None)`` when there is no list; ``(False, form)`` when it differs from
-    a listed ``form`` only in letter case. Games such as TextWorldExpress reject "Take banana"
-    when they list "take banana", so a case variant is not counted as accepted, and the form the
-    environment lists is kept for the feedback and the optimizer's view."""
-    if not isinstance(listed, list) or not listed:
-        return None, None
-    said = " ".join(action.split())
-    forms = {" ".join(str(v).split()) for v in listed}
-    if said in forms:
-        return True, None
-    by_case = {f.lower(): f for f in sorted(forms)}
-    return False, by_case.get(said.lower())
-
-
-def parse_action(reply: str, limit: int = 120) -> str:
-    """The action in a reply: its first line with text, list marks, quotes and an
-    ``Action:`` label stripped, a final period dropped, at most ``limit`` characters."""
-    for line in reply.splitlines():
-        text = line.strip()
-        if text.startswith("```"):
-            continue
-        for _ in range(3):
-            text = _LEAD.sub("", text.strip(_QUOTES)).strip(_QUOTES)
-        text = text.rstrip(".").strip()
-        if text:
-            return " ".join(text.split())[:limit]
-    return ""
 
 
 def _turn(obs: str, info: dict[str, Any], mode: str, first: bool) -> str:
@@ -101,12 +70,24 @@ class EnvironmentTask:
         step_timeout: float = 30.0,
         max_observation_chars: int = 1500,
         max_action_chars: int = 120,
+        pass_env: Sequence[str] = (),
         base_dir: Path | None = None,
     ) -> None:
         if actions not in ("free", "listed"):
             raise ConfigError(f"env option actions must be 'free' or 'listed'; got {actions!r}")
-        if max_steps < 1 or max_reward <= 0 or step_timeout <= 0:
-            raise ConfigError("env options max_steps, max_reward and step_timeout must be > 0")
+        check_options(
+            {"train": n_train, "val": n_val, "test": n_test},
+            {
+                "seed": seed,
+                "max_steps": max_steps,
+                "step_timeout": step_timeout,
+                "max_reward": max_reward,
+                "max_tokens": max_tokens,
+                "max_observation_chars": max_observation_chars,
+                "max_action_chars": max_action_chars,
+                "pass_env": pass_env,
+            },
+        )
         unknown = set(reset_options or {}) - set(SPLITS)
         if unknown:
             raise ConfigError(f"reset_options has keys {sorted(unknown)}: use train, val, test")
@@ -117,14 +98,17 @@ class EnvironmentTask:
         self.max_reward, self.step_timeout = max_reward, step_timeout
         self.max_chars, self.max_action_chars = max_observation_chars, max_action_chars
         self.base_dir = str(base_dir) if base_dir is not None else None
+        self.pass_env = tuple(pass_env)
         self._pool: EnvPool | None = None
+        self._seeds: dict[str, list[int]] = {}
 
     # -- splits ---------------------------------------------------------------------------
     def episode(self, split: Split, index: int) -> tuple[int, dict[str, Any]]:
         """(reset seed, reset options) of episode ``index`` of ``split``; override for
-        environments with their own folds."""
-        rng = random.Random(f"{self.seed}:{split}:{index}")
-        return SPLIT_BASE[split] + rng.randrange(1_000_000), dict(self.reset_options.get(split, {}))
+        environments with their own folds. The seeds of a split are distinct (``split_seeds``)."""
+        if split not in self._seeds:
+            self._seeds[split] = split_seeds(self.seed, split, self.sizes[split], SPLIT_BASE[split])
+        return self._seeds[split][index], dict(self.reset_options.get(split, {}))
 
     def item_id(self, split: Split, index: int, seed: int) -> str:
         return f"{split}-{seed}"
@@ -144,7 +128,9 @@ class EnvironmentTask:
 
     # -- processes ------------------------------------------------------------------------
     def spec(self) -> EnvSpec:
-        return EnvSpec(self.env, self.env_options, self.base_dir, self.max_chars)
+        return EnvSpec(
+            self.env, self.env_options, self.base_dir, self.max_chars, pass_env=self.pass_env
+        )
 
     @property
     def pool(self) -> EnvPool:
@@ -164,10 +150,10 @@ class EnvironmentTask:
         healthy = False
         try:
             traj = await episode.run(process, backend)
-            healthy = not episode.replay_broke
+            healthy = not episode.replay_broke and episode.failed is None
             return traj
         except EnvFailure as exc:
-            return episode.trajectory(error=str(exc), infra=True)
+            return episode.trajectory(error=str(exc), infra=True, source=ENVIRONMENT)
         finally:  # also on cancellation (Ctrl-C): a half-played process is not reused
             self.pool.release(process, healthy)
 
@@ -190,27 +176,6 @@ def outcome(info: dict[str, Any], reward: float, max_reward: float) -> tuple[flo
     return value, bool(success) if success is not None else value >= 1.0 - 1e-9
 
 
-def loop_erased(actions: Sequence[str], after: Sequence[str], start: str) -> list[str]:
-    """``actions`` without their detours: when the observation after a command is one the
-    sequence showed before the last (``start``, or the answer to an earlier command still
-    kept), the commands since then are dropped (a loop-erased walk, with observations standing
-    for states). A command answered with the observation just shown (``look around`` first, as
-    the games' own solutions start) is a look, not a detour: it stays. An observation can
-    repeat while the hidden state moved on, so the caller replays the result and keeps it only
-    when it still solves the episode."""
-    kept: list[str] = []
-    at = {start: 0}  # observation -> how many kept commands led to it
-    for action, obs in zip(actions, after, strict=True):
-        back = at.get(obs)
-        if back is not None and back < len(kept):  # (back == len(kept): a look, kept)
-            del kept[back:]
-            at = {o: n for o, n in at.items() if n <= back}
-            continue
-        kept.append(action)
-        at[obs] = len(kept)
-    return kept
-
-
 class _Episode:
     """The mutable state of one episode: messages, steps, usage, the last info."""
 
@@ -225,6 +190,7 @@ class _Episode:
         self.end = "step_limit"
         self.gold: list[str] | None = None
         self.replay_broke = False
+        self.failed: str | None = None  # why the environment's step failed (the episode's end)
 
     async def run(self, process: EnvProcess, backend: ModelBackend) -> Trajectory:
         task, data = self.task, self.item.input
@@ -276,7 +242,7 @@ class _Episode:
                 return
             short = loop_erased(gold, played[1:], played[0])
             replayed = await self._play(process, data, short) if len(short) < len(gold) else None
-        except EnvFailure:  # the episode stands; only its process is not reused
+        except (EnvFailure, EnvStepFailure):  # the episode stands; its process is not reused
             self.replay_broke = True
             return
         step: dict[str, Any] = {"type": "env_gold"}
@@ -305,9 +271,13 @@ class _Episode:
         action = parse_action(reply, self.task.max_action_chars)
         valid_before = self.info.get("valid_actions")
         cut = bool(self.info.get("valid_actions_total"))
-        out = await self.task.call_env(process, {"op": "step", "action": action})
-        self.info = out.get("info") or {}
-        self.reward += float(out.get("reward") or 0.0)
+        try:
+            out = await self.task.call_env(process, {"op": "step", "action": action})
+        except EnvStepFailure as exc:  # the reply broke the game: the episode ends, scored
+            self.failed, self.end, out = str(exc), "failed", {}
+        else:
+            self.info = out.get("info") or {}
+            self.reward += float(out.get("reward") or 0.0)
         # a list cut to its first entries cannot say an action was not accepted: unknown
         valid, listed_as = (None, None) if cut else check_action(action, valid_before)
         step: dict[str, Any] = {
@@ -323,8 +293,12 @@ class _Episode:
         }
         if listed_as is not None:
             step["listed_as"] = listed_as
+        if self.failed is not None:
+            step["env_error"] = self.failed
         self.steps.append(step)
         self.messages.append(Message("assistant", action))
+        if self.failed is not None:
+            return True
         if out.get("terminated") or out.get("truncated"):
             self.end = "terminated" if out.get("terminated") else "truncated"
             return True
@@ -338,14 +312,22 @@ class _Episode:
     def solved(self) -> bool:
         return outcome(self.info, self.reward, self.task.max_reward)[1]
 
-    def trajectory(self, error: str | None = None, infra: bool = False) -> Trajectory:
+    def trajectory(
+        self, error: str | None = None, infra: bool = False, source: str | None = None
+    ) -> Trajectory:
+        """The scored episode; ``error`` with ``infra``: missing data, ``source`` naming what
+        failed (``"environment"``: its process, not the target)."""
         actions = [s["action"] for s in self.steps if s["type"] == "env_step"]
         if error is not None:
-            self.steps.append({"type": "error", "reason": error})
+            self.steps.append(
+                {"type": "error", "reason": error, **({"source": source} if source else {})}
+            )
             score = Score(0.0, False, f"error: {error}")
         else:
             value, passed = outcome(self.info, self.reward, self.task.max_reward)
             score = Score(value, passed, episode_feedback(self.steps, value, passed, self.end))
+            if self.failed is not None:  # the reply's doing: the item's score, with its reason
+                error = f"the environment {self.failed} on the action {actions[-1]!r}"
         return Trajectory(
             item_id=self.item.id,
             skill_hash=skill_hash(self.skill),

@@ -57,6 +57,7 @@ def episode_feedback(steps: Sequence[dict[str, Any]], score: float, passed: bool
     ending = {
         "terminated": f"the episode ended at step {n} unsolved",
         "truncated": f"the environment cut the episode at step {n}",
+        "failed": _failure(played[-1] if played else {}),
     }.get(end, f"step limit reached after {n} steps unsolved")
     parts = [f"{ending}; score {score:.2f}"]
     rejected = [s for s in played if s.get("valid") is False]
@@ -76,6 +77,16 @@ def episode_feedback(steps: Sequence[dict[str, Any]], score: float, passed: bool
     return "; ".join(parts)
 
 
+def _failure(step: dict[str, Any]) -> str:
+    """How an episode whose ``step`` failed ended: the action and what the environment did."""
+    error = _clip(step.get("env_error"), 300)
+    action = _clip(step.get("action"), 120)
+    return (
+        f"the environment {error} on the action {action!r} at step {step.get('step')}, "
+        "which ends the episode unsolved"
+    )
+
+
 def _as_listed(step: dict[str, Any]) -> str:
     """ ", listed as 'x'" for an action that differs from a listed command only in letter case."""
     form = step.get("listed_as")
@@ -83,10 +94,10 @@ def _as_listed(step: dict[str, Any]) -> str:
 
 
 def failing_step(played: Sequence[dict[str, Any]]) -> int | None:
-    """Index of where the episode went wrong: the first action the environment did not accept,
-    else the first repeat that changed nothing, else the last step."""
+    """Index of where the episode went wrong: the first action the environment did not accept
+    (or failed on), else the first repeat that changed nothing, else the last step."""
     for i, s in enumerate(played):
-        if s.get("valid") is False:
+        if s.get("valid") is False or s.get("env_error"):
             return i
     for i in range(1, len(played)):
         same = played[i]["action"].lower() == played[i - 1]["action"].lower()
@@ -134,7 +145,10 @@ def _step_lines(played: list[dict[str, Any]], fail: int | None) -> list[str]:
         number = str(s["step"]) if first == end else f"{s['step']}-{played[end]['step']}"
         again = f" (the same {end - first + 1} times)" if end > first else ""
         lines.append(f"  {number}. > {_clip(s['action'], 120)!r}{mark}{again}")
-        lines.append(f"     {_clip(s.get('observation'), OBS_CHARS)}")
+        if s.get("env_error"):
+            lines.append(f"     [the environment {_clip(s['env_error'], OBS_CHARS)}]")
+        else:
+            lines.append(f"     {_clip(s.get('observation'), OBS_CHARS)}")
         last = r
     return lines
 

@@ -32,7 +32,7 @@ from skillgrad.errors import SystemicFailure
 from skillgrad.models.base import ModelBackend
 from skillgrad.runs.cache import ResultStore
 from skillgrad.skill.document import skill_hash
-from skillgrad.tasks.base import Task
+from skillgrad.tasks.base import Task, infra_hint
 from skillgrad.train.progress import NullProgress, Progress
 from skillgrad.types import ChatRequest, Completion, Item, Trajectory
 
@@ -163,8 +163,7 @@ def check_systemic(results: Sequence[Trajectory], stage: str) -> None:
     if results and all(t.infra_error for t in results):
         raise SystemicFailure(
             f"every one of {len(results)} {stage} items failed; first error: "
-            f"{results[0].infra_error}. "
-            "Check the target model endpoint and credentials, then re-run to resume."
+            f"{results[0].infra_error}. {infra_hint(results)}"
         )
 
 

@@ -1,0 +1,68 @@
+"""The actions of an environment episode: the action a target's reply names (``parse_action``),
+whether the environment lists it (``check_action``), and a gold sequence without its detours
+(``loop_erased``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+_LEAD = re.compile(r"^(?:>|[-*•]|\d+[.)]|(?:next\s+)?(?:action|command)\s*:)\s*", re.IGNORECASE)
+_QUOTES = "`*\"' "
+
+
+def check_action(action: str, listed: Any) -> tuple[bool | None, str | None]:
+    """Whether ``action`` is one of the environment's listed commands exactly as listed (spaces
+    normalised): ``(None, None)`` when there is no list; ``(False, form)`` when it differs from
+    a listed ``form`` only in letter case. Games such as TextWorldExpress reject "Take banana"
+    when they list "take banana", so a case variant is not counted as accepted, and the form the
+    environment lists is kept for the feedback and the optimizer's view."""
+    if not isinstance(listed, list) or not listed:
+        return None, None
+    said = " ".join(action.split())
+    forms = {" ".join(str(v).split()) for v in listed}
+    if said in forms:
+        return True, None
+    by_case = {f.lower(): f for f in sorted(forms)}
+    return False, by_case.get(said.lower())
+
+
+def parse_action(reply: str, limit: int = 120) -> str:
+    """The action in a reply: its first line with text, list marks, quotes and an
+    ``Action:`` label stripped, a final period dropped, at most ``limit`` characters."""
+    for line in reply.splitlines():
+        text = line.strip()
+        if text.startswith("```"):
+            continue
+        for _ in range(3):
+            text = _LEAD.sub("", text.strip(_QUOTES)).strip(_QUOTES)
+        text = text.rstrip(".").strip()
+        if text:
+            return " ".join(text.split())[:limit]
+    return ""
+
+
+def loop_erased(actions: Sequence[str], after: Sequence[str], start: str) -> list[str]:
+    """``actions`` without their detours: when the observation after a command is one the
+    sequence showed before the last (``start``, or the answer to an earlier command still
+    kept), the commands since then are dropped (a loop-erased walk, with observations standing
+    for states). A command answered with the observation just shown (``look around`` first, as
+    the games' own solutions start) is a look, not a detour: it stays. An observation can
+    repeat while the hidden state moved on, so the caller replays the result and keeps it only
+    when it still solves the episode."""
+    kept: list[str] = []
+    at = {start: 0}  # observation -> how many kept commands led to it
+    for action, obs in zip(actions, after, strict=True):
+        back = at.get(obs)
+        if back is not None and back < len(kept):  # (back == len(kept): a look, kept)
+            del kept[back:]
+            at = {o: n for o, n in at.items() if n <= back}
+            continue
+        kept.append(action)
+        at[obs] = len(kept)
+    return kept
+
+
+__all__ = ["check_action", "loop_erased", "parse_action"]
