@@ -87,6 +87,7 @@ def render_report(
     lines += check_lines(s)
     lines += leak_lines(s)
     lines += stall_lines(s)
+    lines += prune_lines(history)
     lines += control_lines(s.get("controls"))
     lines += example_report_lines(s)
     lines += ["", "## Persistent failures", "", persistent_failures_text(s)]
@@ -319,6 +320,22 @@ def stall_lines(summary: dict[str, Any]) -> list[str]:
     return lines + [f"- step {x['step']}: {x['reason']}" for x in stalled]
 
 
+def prune_lines(history: Sequence[StepRecord]) -> list[str]:
+    """The report's "Lines removed after the gate" section (absent when none were)."""
+    rows = [(r.step, line) for r in history for line in r.pruned]
+    if not rows:
+        return []
+    return [
+        "",
+        "## Lines removed after the gate",
+        "",
+        "New lines of accepted candidates that no val item the candidate fixed depends on "
+        "(train.prune; steps/step_NNNN/prune.json):",
+        "",
+        *(f"- step {step}: `{line.strip()}`" for step, line in rows),
+    ]
+
+
 def noise_lines(noise: dict[str, Any] | None) -> list[str]:
     """The gate section's noise-floor line (absent when not measured)."""
     if not noise:
@@ -368,6 +385,7 @@ __all__ = [
     "leak_lines",
     "noise_lines",
     "persistent_failures_text",
+    "prune_lines",
     "render_report",
     "stall_lines",
 ]

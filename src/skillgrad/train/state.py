@@ -114,6 +114,9 @@ class StepOutcome:
     split: RejectedEdit | None = None
     """The candidate rejected before the step's worked example was gated alone (its rules and
     the example; ``train.example_alone``): None when there was no such second gate."""
+    pruned: tuple[str, ...] = ()
+    """Lines of the accepted candidate removed after the gate (``train/prune.py``): no val
+    item it fixed depends on them; ``candidate`` is the skill without them."""
 
 
 def advance(state: TrainState, out: StepOutcome, *, patience: int, buffer_size: int) -> TrainState:
@@ -255,6 +258,7 @@ def _record(
         check_targets=out.checks,
         stall_reason=out.stall,
         example_alone=out.split is not None,
+        pruned=out.pruned,
     )
 
 

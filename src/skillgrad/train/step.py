@@ -1,4 +1,4 @@
-"""One training step: rollout -> reflect -> aggregate -> select -> update -> gate.
+"""One training step: rollout -> reflect -> aggregate -> select -> update -> gate -> prune.
 
 Each phase is a function in its own module; this file wires them in method.md order, writes the
 step's artifacts, and returns the outcome (``loop.commit`` advances the state with it). The
@@ -22,6 +22,7 @@ from skillgrad.train.candidate import (
     propose_candidate,
 )
 from skillgrad.train.context import RunContext
+from skillgrad.train.prune import Pruned, prune
 from skillgrad.train.rollout import mean_score
 from skillgrad.train.select import edits_allowed, effective_lr
 from skillgrad.train.state import StepOutcome, TrainState, rejected_entry
@@ -56,14 +57,15 @@ async def training_step(ctx: RunContext, state: TrainState) -> StepOutcome:
     if t.example_alone and (alone := example_alone(state, shown)) is not None:
         await judge_candidate(ctx, state, step, alone)
         shown = alone
+    pruned = await prune(ctx, step, state.skill, shown.text, shown.outcome)
     clock.lap("gate")
-    write_step(ctx, step, lr, k, trajs, shown)
+    write_step(ctx, step, lr, k, trajs, shown, pruned)
     refl, outcome = shown.proposal.reflection, shown.outcome
     return StepOutcome(
         kind="step",
         lr=lr,
         k=k,
-        candidate=shown.text,
+        candidate=pruned.text,
         gate=outcome.result if outcome else None,
         applied=tuple(shown.report),
         proposed=len(refl.edits),
@@ -78,13 +80,14 @@ async def training_step(ctx: RunContext, state: TrainState) -> StepOutcome:
         usage=ctx.usage(step),
         timings=clock.laps,
         skill_tokens=ctx.count_tokens(state.skill),
-        candidate_tokens=ctx.count_tokens(shown.text),
+        candidate_tokens=ctx.count_tokens(pruned.text),
         no_gate=not t.gate,
         leaks=shown.leaks.new,
         refused=shown.refused,
         checks=shown.checks,
         stall=shown.stall,
         split=_split_entry(step, shown.split, state.current_score),
+        pruned=pruned.removed,
     )
 
 
@@ -103,9 +106,13 @@ def write_step(
     k: int,
     trajs: Sequence[Any],
     cand: Candidate,
+    pruned: Pruned | None = None,
 ) -> None:
-    """The step directory: the trajectories and the candidate's files."""
+    """The step directory: the trajectories, the candidate's files and, when lines were tried
+    for removal after the gate, ``prune.json``."""
     files = {"trajectories.jsonl": trajs, **cand.files(lr, k)}
+    if pruned is not None and pruned.trials:
+        files["prune.json"] = pruned.to_json()
     ctx.run.write_artifacts(ctx.run.paths.step_dir(step), files)
 
 
