@@ -10,6 +10,7 @@ step"), so a step has one.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -173,10 +174,16 @@ def _reflect_config(ctx: RunContext, state: TrainState) -> ReflectConfig:
 
 
 async def propose_candidate(
-    ctx: RunContext, state: TrainState, step: int, k: int, trajs: list[Trajectory]
+    ctx: RunContext,
+    state: TrainState,
+    step: int,
+    k: int,
+    trajs: list[Trajectory],
+    ignored: Sequence[str] = (),
 ) -> Candidate:
     """Reflect on the step's trajectories, aggregate the edits, select the top ``k`` and apply
-    them to a copy of the skill in force (update)."""
+    them to a copy of the skill in force (update). ``ignored``: skill lines the target breaks
+    most (``train/adherence.py``), for revise mode."""
     t = ctx.cfg.train
     with call_context("reflect", step):
         refl = await reflect(
@@ -216,7 +223,7 @@ async def propose_candidate(
         why = f"rejected before: step {before.step}'s candidate was these edits on this same skill"
         sel.dropped += [{"edit": e, "reason": why} for e in sel.selected]
         sel.selected = []
-    revision = await _revise(ctx, state, step, k, sel, trajs)
+    revision = await _revise(ctx, state, step, k, sel, trajs, ignored)
     example = _example(ctx, state, step, trajs)
     if example is not None and example.edit is not None:
         sel.selected.append(example.edit)
@@ -277,13 +284,20 @@ def new_contradictions(state: TrainState, step: int) -> list[Conflict]:
 
 
 async def _revise(
-    ctx: RunContext, state: TrainState, step: int, k: int, sel: Selection, trajs: list[Trajectory]
+    ctx: RunContext,
+    state: TrainState,
+    step: int,
+    k: int,
+    sel: Selection,
+    trajs: list[Trajectory],
+    ignored: Sequence[str] = (),
 ) -> Revision | None:
-    """Revise mode (``train/revise.py``) when this step's rules repeated skill lines or the skill
+    """Revise mode (``train/revise.py``) when this step's rules repeated skill lines, the target
+    breaks a rule most of the times it applies (``ignored``, ``train.adherence``) or the skill
     contradicts itself, and fewer than ``k`` edits were selected: the usable revisions (checked
     against the skill like any edit), else one built from the expected form, join the selection."""
     t = ctx.cfg.train
-    rules = list(dict.fromkeys(sel.repeated))
+    rules = list(dict.fromkeys([*sel.repeated, *ignored]))
     if not t.revise or len(sel.selected) >= k or not (rules or skill_contradictions(state.skill)):
         return None
     failures = [x for x in trajs if not x.score.passed and x.infra_error is None]

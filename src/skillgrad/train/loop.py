@@ -26,6 +26,7 @@ from typing import Any
 
 from skillgrad.models.context import call_context
 from skillgrad.skill.document import Skill
+from skillgrad.train.adherence import adherence_summary
 from skillgrad.train.boundary import epoch_end, slow_update, slow_update_due
 from skillgrad.train.check_targets import test_scores
 from skillgrad.train.context import RunContext
@@ -223,6 +224,7 @@ def write_summary(
         examples=example_summary(
             ctx.cfg.train.examples, state.examples, state.best_skill, ctx.count_tokens
         ),
+        adherence=adherence_summary(state.adherence, state.best_skill),
     )
     ctx.run.write_summary(summary, render_report(summary, list(state.history)))
     return summary

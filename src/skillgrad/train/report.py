@@ -88,6 +88,7 @@ def render_report(
     lines += leak_lines(s)
     lines += stall_lines(s)
     lines += prune_lines(history)
+    lines += adherence_lines(s)
     lines += control_lines(s.get("controls"))
     lines += example_report_lines(s)
     lines += ["", "## Persistent failures", "", persistent_failures_text(s)]
@@ -336,6 +337,28 @@ def prune_lines(history: Sequence[StepRecord]) -> list[str]:
     ]
 
 
+def adherence_lines(summary: Mapping[str, Any]) -> list[str]:
+    """The report's "What the target ignores" table (absent with train.adherence off)."""
+    rows = summary.get("adherence") or []
+    if not rows:
+        return []
+    return [
+        "",
+        "## What the target ignores",
+        "",
+        "Each rule judged on the train tasks of the steps it was in force (train.adherence; "
+        "steps/step_NNNN/adherence.json): how many tasks it applied to and how many broke it.",
+        "",
+        "| rule | applies | broken | steps | in the best skill |",
+        "|---|---:|---:|---:|---|",
+        *(
+            f"| {str(r['rule']).lstrip('-*+ ').replace('|', '/')} | {r['applies']} | "
+            f"{r['broken']} | {r['steps']} | {'yes' if r.get('in_best') else 'no'} |"
+            for r in rows
+        ),
+    ]
+
+
 def noise_lines(noise: dict[str, Any] | None) -> list[str]:
     """The gate section's noise-floor line (absent when not measured)."""
     if not noise:
@@ -377,6 +400,7 @@ def example_report_lines(summary: Mapping[str, Any]) -> list[str]:
 
 
 __all__ = [
+    "adherence_lines",
     "check_lines",
     "control_lines",
     "example_report_lines",

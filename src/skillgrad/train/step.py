@@ -15,6 +15,7 @@ from typing import Any
 
 from skillgrad.models.context import call_context
 from skillgrad.runs.records import RejectedEdit
+from skillgrad.train.adherence import Adherence, judge_adherence
 from skillgrad.train.candidate import (
     Candidate,
     example_alone,
@@ -51,7 +52,9 @@ async def training_step(ctx: RunContext, state: TrainState) -> StepOutcome:
     with call_context("rollout", step):
         trajs = await ctx.rollout(batch, state.skill)
     clock.lap("rollout")
-    shown = await propose_candidate(ctx, state, step, k, trajs)  # reflect ... update
+    kept_to = await judge_adherence(ctx, step, state.skill, trajs)  # train.adherence
+    ignored = kept_to.ignored() if kept_to else []
+    shown = await propose_candidate(ctx, state, step, k, trajs, ignored)  # reflect ... update
     clock.lap("reflect")
     await judge_candidate(ctx, state, step, shown)
     if t.example_alone and (alone := example_alone(state, shown)) is not None:
@@ -59,7 +62,7 @@ async def training_step(ctx: RunContext, state: TrainState) -> StepOutcome:
         shown = alone
     pruned = await prune(ctx, step, state.skill, shown.text, shown.outcome)
     clock.lap("gate")
-    write_step(ctx, step, lr, k, trajs, shown, pruned)
+    write_step(ctx, step, lr, k, trajs, shown, pruned, kept_to)
     refl, outcome = shown.proposal.reflection, shown.outcome
     return StepOutcome(
         kind="step",
@@ -88,6 +91,7 @@ async def training_step(ctx: RunContext, state: TrainState) -> StepOutcome:
         stall=shown.stall,
         split=_split_entry(step, shown.split, state.current_score),
         pruned=pruned.removed,
+        adherence=tuple(kept_to.rows) if kept_to else (),
     )
 
 
@@ -107,12 +111,15 @@ def write_step(
     trajs: Sequence[Any],
     cand: Candidate,
     pruned: Pruned | None = None,
+    adherence: Adherence | None = None,
 ) -> None:
     """The step directory: the trajectories, the candidate's files and, when lines were tried
-    for removal after the gate, ``prune.json``."""
+    for removal after the gate, ``prune.json``; with ``train.adherence``, ``adherence.json``."""
     files = {"trajectories.jsonl": trajs, **cand.files(lr, k)}
     if pruned is not None and pruned.trials:
         files["prune.json"] = pruned.to_json()
+    if adherence is not None:
+        files["adherence.json"] = adherence.record
     ctx.run.write_artifacts(ctx.run.paths.step_dir(step), files)
 
 
