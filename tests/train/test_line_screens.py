@@ -106,6 +106,11 @@ def test_a_rule_naming_what_one_train_item_holds_is_item_specific() -> None:
     letter = "Ask for the number of times the letter 'r' appears in the text."
     assert "'r'" in (item_specific(letter, counting, frozenset()) or "")
     assert item_specific("Count each letter of the word one by one.", counting, frozenset()) is None
+    # a capital after ':' starts a clause, it is not a name (measured on BFCL's items: one
+    # holds Python's None)
+    calls = ItemWords.build({"train": [Item("t0", "f(x=None)", "f"), Item("t1", "g(y=2)", "g")]})
+    reply = "If no function applies, reply: None of the given functions can answer this question."
+    assert item_specific(reply, calls, frozenset()) is None
 
 
 def test_a_reply_form_holding_one_items_answer_is_shown_with_a_placeholder() -> None:

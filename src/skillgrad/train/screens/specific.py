@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from skillgrad.skill.text import WORD_RE, normalise, sentences, words
+from skillgrad.skill.text import WORD_RE, normalise, words
 from skillgrad.train.screens.leaks import BOILERPLATE_SHARE, texts_of
 from skillgrad.types import Edit, Item
 
@@ -25,6 +25,7 @@ TO_GRADER = "addressed to the grader"
 _QUOTED = re.compile(r"""(?:^|(?<=[\s(]))['"`‘“]([^'"`’”\n]{1,40})['"`’”]""")
 _FORM_TAIL = re.compile(r":\s*(?P<value>[^:\n]{1,80}?)\s*[.!]?\s*$")
 _MAX_ANSWER_WORDS = 12
+_CLAUSE = re.compile(r"(?<=[.!?:;])\s+")
 _GRADER = re.compile(
     r"\b(?:grader|graders|grading|scorer|scorers|evaluator|evaluators|verifier|verifiers)\b"
     r"|\b(?:in|into|to|for|from)\s+(?:the|your)\s+feedback\b"
@@ -74,11 +75,11 @@ class ItemWords:
 
 
 def _capitalised(text: str) -> set[str]:
-    """Normalised words written with a capital letter (not as a sentence's first word) or
-    holding a digit."""
+    """Normalised words written with a capital letter (not as the first word of a sentence or
+    of a clause after ':' or ';': "reply: None of the functions applies") or holding a digit."""
     out: set[str] = set()
-    for sentence in sentences(text):
-        for m in list(WORD_RE.finditer(sentence))[1:]:
+    for clause in _CLAUSE.split(" ".join(text.split())):
+        for m in list(WORD_RE.finditer(clause))[1:]:
             if m.group()[:1].isupper() or any(c.isdigit() for c in m.group()):
                 out |= set(words(m.group()))
     return out
