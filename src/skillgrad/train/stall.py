@@ -91,7 +91,7 @@ def _causes(drops: Drops, report: Sequence[EditResult]) -> list[tuple[str, int, 
         said = _quote(edit.content or edit.anchor) if isinstance(edit, Edit) else ""
         add(head, 1, f"{detail} (e.g. {said})" if detail and said else detail or said)
     add("merged into an equivalent proposed rule", drops.merged, "")
-    add("held back as opposite changes (conflicts.json)", drops.conflicted, "")
+    add("held back as opposite changes (for review)", drops.conflicted, "")
     for r in report:
         add(f"did not apply ({r.reason})", 1, _quote(r.edit.content or r.edit.anchor))
     return [(why, n, example[why]) for why, n in counts.most_common()]
