@@ -238,8 +238,28 @@ class TrainConfig(_Section):
         description="stop before any optimizer call (exit 2) when the val split is saturated "
         "or no achievable gain can pass the gate; off: --no-headroom-check",
     )
+    line_screens: bool = Field(
+        True,
+        description="refuse, before selection, a proposed rule addressed to the grader or the "
+        "feedback, or naming what only one train item holds (a quoted letter, a number, a name "
+        "in no other item nor the skill); a reply form holding one train item's answer is shown "
+        "as <answer> (train/screens/specific.py)",
+    )
+    prune: Literal["off", "on"] = Field(
+        "on",
+        description="after the gate accepts a candidate, drop each new line whose removal "
+        "changes no val item the candidate fixed (only those items are re-scored, through the "
+        "result cache); the pruned skill is committed (train/prune.py)",
+    )
+    adherence: Literal["off", "on"] = Field(
+        "off",
+        description="one optimizer call per step judges, on the step's train trajectories, how "
+        "often each rule of the skill applied and was broken; shown in the report and "
+        "summary, and the most broken rules go to revise mode (train/adherence.py). Off by "
+        "default: it costs one optimizer call per step",
+    )
 
-    @field_validator("examples", mode="before")
+    @field_validator("examples", "prune", "adherence", mode="before")
     @classmethod
     def _on_off(cls, v: Any) -> Any:
         # YAML reads a bare on / off as a boolean

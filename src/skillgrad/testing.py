@@ -56,6 +56,7 @@ OPTIMIZER_CALL_KINDS = (
     "rank",
     "slow_update",
     "meta_skill",
+    "adherence",
 )
 
 

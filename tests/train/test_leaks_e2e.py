@@ -105,6 +105,9 @@ def _run(
                 "batch_size": 4,
                 "steps_per_epoch": 2,
                 "reject_leaks": reject,
+                # the pasted item is what the line screen refuses first (one item's word or
+                # answer); these runs test the leak check behind it
+                "line_screens": False,
                 "use_slow_update": False,
                 "use_meta_skill": False,
             },

@@ -281,6 +281,9 @@ class StepRecord:
     example_alone: bool = False
     """The gate rejected the step's rules beside its worked example, and the example was then
     gated alone (``train.example_alone``): the gate fields above are that second gate's."""
+    pruned: tuple[str, ...] = ()
+    """Lines of the accepted candidate removed after the gate because no val item it fixed
+    depends on them (``train/prune.py``); the skill in force is the candidate without them."""
 
     @property
     def verdict(self) -> str:

@@ -10,6 +10,7 @@ step"), so a step has one.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,8 +37,9 @@ from skillgrad.train.screens.leak_check import (
     leak_refusal,
     rule_copies,
 )
+from skillgrad.train.screens.specific import LineScreen, screen_lines
 from skillgrad.train.select import Selection, select
-from skillgrad.train.stall import stall_reason
+from skillgrad.train.stall import Drops, stall_reason
 from skillgrad.train.state import TrainState
 from skillgrad.train.validate import attribution_json, gate_json
 from skillgrad.types import Edit, EditResult, Trajectory
@@ -56,6 +58,24 @@ class Proposal:
     """Revise mode's call and edits, when the step entered it (``train/revise.py``)."""
     example: ExampleChoice | None = None
     """The worked example of the step, or why there is none (``train.examples: on``)."""
+    copied: list[Edit] = field(default_factory=list)
+    """The rules dropped for copying data or instructions (``leak_dropped`` of them)."""
+    screened: list[dict[str, Any]] = field(default_factory=list)
+    """Rules the line screens refused before aggregation (edit, reason;
+    ``train/screens/specific.py``)."""
+
+    def drops(self) -> Drops:
+        """Where every proposed rule that did not reach the candidate went (``stall.Drops``)."""
+        agg = self.aggregated
+        opposed = {id(e) for c in agg.conflicts if c.reason == "opposite changes" for e in c.edits}
+        left = len(self.reflection.edits) - self.leak_dropped - len(self.screened)
+        return Drops(
+            copied=self.copied,
+            screened=self.screened,
+            dropped=self.selection.dropped,
+            merged=max(0, left - len(agg.edits) - len(opposed)),
+            conflicted=len(opposed),
+        )
 
 
 @dataclass
@@ -81,13 +101,7 @@ class Candidate:
     def stall(self) -> str:
         """Why the step could not learn (``train/stall.py``); "" when an edit applied."""
         p = self.proposal
-        return stall_reason(
-            p.reflection.records,
-            len(p.reflection.edits),
-            p.leak_dropped,
-            p.selection.dropped,
-            self.report,
-        )
+        return stall_reason(p.reflection.records, len(p.reflection.edits), p.drops(), self.report)
 
     @property
     def not_gated(self) -> str:
@@ -115,6 +129,7 @@ class Candidate:
                 "dropped": sel.dropped,
                 "ranking": sel.ranking,
                 "repeated": sel.repeated,
+                "screened": p.screened,
             },
             "candidate.md": self.text,
             "apply_report.json": self.report,
@@ -159,10 +174,16 @@ def _reflect_config(ctx: RunContext, state: TrainState) -> ReflectConfig:
 
 
 async def propose_candidate(
-    ctx: RunContext, state: TrainState, step: int, k: int, trajs: list[Trajectory]
+    ctx: RunContext,
+    state: TrainState,
+    step: int,
+    k: int,
+    trajs: list[Trajectory],
+    ignored: Sequence[str] = (),
 ) -> Candidate:
     """Reflect on the step's trajectories, aggregate the edits, select the top ``k`` and apply
-    them to a copy of the skill in force (update)."""
+    them to a copy of the skill in force (update). ``ignored``: skill lines the target breaks
+    most (``train/adherence.py``), for revise mode."""
     t = ctx.cfg.train
     with call_context("reflect", step):
         refl = await reflect(
@@ -176,7 +197,8 @@ async def propose_candidate(
             progress=ctx.progress,
         )
     kept = drop_copies(ctx, state, step, refl.edits)
-    agg = aggregate(kept, t.merge_similarity, step=step)
+    lines = screen_specific(ctx, state, step, kept)
+    agg = aggregate(lines.kept, t.merge_similarity, step=step)
     if t.semantic_merge:
         with call_context("aggregate", step):
             agg.edits, agg.semantic = await semantic_merge(
@@ -201,13 +223,35 @@ async def propose_candidate(
         why = f"rejected before: step {before.step}'s candidate was these edits on this same skill"
         sel.dropped += [{"edit": e, "reason": why} for e in sel.selected]
         sel.selected = []
-    revision = await _revise(ctx, state, step, k, sel, trajs)
+    revision = await _revise(ctx, state, step, k, sel, trajs, ignored)
     example = _example(ctx, state, step, trajs)
     if example is not None and example.edit is not None:
         sel.selected.append(example.edit)
     skill, report = Skill(state.skill).apply(sel.selected)
-    proposal = Proposal(refl, agg, sel, len(refl.edits) - len(kept), revision, example)
+    copied = [e for e in refl.edits if not any(e is k for k in kept)]
+    proposal = Proposal(refl, agg, sel, len(copied), revision, example, copied, lines.dropped)
     return Candidate(proposal, skill.text, report)
+
+
+def screen_specific(
+    ctx: RunContext, state: TrainState, step: int, edits: list[Edit], rewrite: bool = True
+) -> LineScreen:
+    """``edits`` through the line screen (``train/screens/specific.py``): a rule addressed to the
+    grader or naming what one train item holds is refused (a warning names it), a reply form
+    holding one item's answer is shown with a placeholder (``rewrite``) or refused; all pass
+    with ``train.line_screens`` off."""
+    if not ctx.cfg.train.line_screens:
+        return LineScreen(list(edits), [], [])
+    out = screen_lines(edits, ctx.item_words, f"{state.skill}\n{state.initial_skill}",
+                       rewrite=rewrite)  # fmt: skip
+    if out.dropped:
+        said = "; ".join(f"{d['edit'].content.strip()[:80]!r}: {d['reason']}" for d in out.dropped)
+        ctx.emit("warning", message=f"step {step}: refused before selection: {said}")
+    for r in out.rewritten:
+        was, now = r["was"].strip()[:80], r["edit"].content.strip()[:80]
+        ctx.emit("warning", message=f"step {step}: {was!r} -> {now!r}: reply form shown with "
+                 "a placeholder (it was one train item's answer)")  # fmt: skip
+    return out
 
 
 def gated_before(state: TrainState, selected: list[Edit]) -> RejectedEdit | None:
@@ -240,13 +284,20 @@ def new_contradictions(state: TrainState, step: int) -> list[Conflict]:
 
 
 async def _revise(
-    ctx: RunContext, state: TrainState, step: int, k: int, sel: Selection, trajs: list[Trajectory]
+    ctx: RunContext,
+    state: TrainState,
+    step: int,
+    k: int,
+    sel: Selection,
+    trajs: list[Trajectory],
+    ignored: Sequence[str] = (),
 ) -> Revision | None:
-    """Revise mode (``train/revise.py``) when this step's rules repeated skill lines or the skill
+    """Revise mode (``train/revise.py``) when this step's rules repeated skill lines, the target
+    breaks a rule most of the times it applies (``ignored``, ``train.adherence``) or the skill
     contradicts itself, and fewer than ``k`` edits were selected: the usable revisions (checked
     against the skill like any edit), else one built from the expected form, join the selection."""
     t = ctx.cfg.train
-    rules = list(dict.fromkeys(sel.repeated))
+    rules = list(dict.fromkeys([*sel.repeated, *ignored]))
     if not t.revise or len(sel.selected) >= k or not (rules or skill_contradictions(state.skill)):
         return None
     failures = [x for x in trajs if not x.score.passed and x.infra_error is None]
@@ -261,11 +312,14 @@ async def _revise(
         )  # fmt: skip
     screened = screen(revision.edits, state.skill, step=step, threshold=t.merge_similarity)
     revision.edits, revision.dropped = screened.kept, revision.dropped + screened.dropped
+    lines = screen_specific(ctx, state, step, revision.edits)
+    revision.edits, revision.dropped = lines.kept, revision.dropped + lines.dropped
     if not revision.edits and rules and t.show_reference:  # built from a reference
         items = {i.id: i for i in ctx.items["train"]}
         built = built_revision(step, _most_pressing(rules, sel.repeated, revision), failures,
                                items, ctx.task, state.tried)  # fmt: skip
-        revision.edits = [built] if built is not None else []
+        built_lines = screen_specific(ctx, state, step, [built] if built else [], rewrite=False)
+        revision.edits, revision.dropped = built_lines.kept, revision.dropped + built_lines.dropped
     sel.selected += revision.edits[: max(0, k - len(sel.selected))]
     return revision
 

@@ -25,6 +25,7 @@ from skillgrad.tasks.base import Task, task_abilities
 from skillgrad.train.progress import NullProgress, Progress
 from skillgrad.train.rollout import rollout
 from skillgrad.train.screens.leaks import LeakIndex
+from skillgrad.train.screens.specific import ItemWords
 from skillgrad.train.select import Schedule
 from skillgrad.types import Item, Trajectory
 
@@ -85,6 +86,11 @@ class RunContext:
         """The train and val items indexed for the answer-leak check (built once per run)."""
         splits = {s: self.items.get(s, []) for s in ("train", "val")}
         return LeakIndex.build(splits, self.cfg.train.leak_ngram)
+
+    @cached_property
+    def item_words(self) -> ItemWords:
+        """The train and val items as words, for the item-specific line screen (built once)."""
+        return ItemWords.build({s: self.items.get(s, []) for s in ("train", "val")})
 
     @property
     def model_names(self) -> tuple[str, str]:

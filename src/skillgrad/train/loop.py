@@ -6,8 +6,9 @@
                 a futile run; the power check: the smallest gain val can detect (trust/checks.py)
     for epoch in 1..num_epochs:
         for step in the epoch:  rollout -> reflect -> aggregate -> select -> update -> gate
-                                (train/step.py; one file per phase; what may enter the skill
-                                is screened in train/screens/)
+                                -> prune (train/step.py; one file per phase; what may enter
+                                the skill is screened in train/screens/; an accepted
+                                candidate's new lines no fixed item needs are pruned)
         epoch boundary:         slow update (from epoch 2), meta skill  (train/boundary.py)
     finally:    the test split, initial skill vs best skill (and each check target); with
                 ``train.controls`` the empty and placebo arms (trust/controls.py); summary, report
@@ -25,11 +26,13 @@ from typing import Any
 
 from skillgrad.models.context import call_context
 from skillgrad.skill.document import Skill
+from skillgrad.train.adherence import adherence_summary
 from skillgrad.train.boundary import epoch_end, slow_update, slow_update_due
 from skillgrad.train.check_targets import test_scores
 from skillgrad.train.context import RunContext
 from skillgrad.train.examples import example_blocks
 from skillgrad.train.gate import EPS, MAX_SCORE
+from skillgrad.train.prune import REASON as PRUNE_REASON
 from skillgrad.train.report import render_report
 from skillgrad.train.rollout import mean_item_score, mean_score
 from skillgrad.train.stall import stall_warning
@@ -40,7 +43,7 @@ from skillgrad.train.trust.checks import before_training, run_power_check
 from skillgrad.train.trust.controls import control_arms
 from skillgrad.train.trust.preflight import estimate, large_skill_warning
 from skillgrad.train.validate import val_scores
-from skillgrad.types import EditResult, to_json
+from skillgrad.types import Edit, EditResult, to_json
 
 
 async def train(ctx: RunContext, initial_skill: str) -> dict[str, Any]:
@@ -133,7 +136,20 @@ def _patch_rows(state: TrainState, out: StepOutcome, step: int) -> list[dict[str
         }
         for r in out.applied
         if isinstance(r, EditResult) and r.status == "applied"
-    ]
+    ] + [
+        {
+            "step": step,
+            "epoch": state.epoch,
+            "source": "prune",
+            "edit": to_json(Edit("delete", "", "", anchor=line, rationale=PRUNE_REASON,
+                                 source="prune")),
+            "match": PRUNE_REASON,
+            "gate_before": g.incumbent_score if g else None,
+            "gate_after": g.candidate_score if g else None,
+            "skill_version": step,
+        }
+        for line in out.pruned
+    ]  # fmt: skip
 
 
 async def baseline(ctx: RunContext, skill: str) -> TrainState:
@@ -208,6 +224,7 @@ def write_summary(
         examples=example_summary(
             ctx.cfg.train.examples, state.examples, state.best_skill, ctx.count_tokens
         ),
+        adherence=adherence_summary(state.adherence, state.best_skill),
     )
     ctx.run.write_summary(summary, render_report(summary, list(state.history)))
     return summary

@@ -88,6 +88,8 @@ def render_report(
     lines += check_lines(s)
     lines += leak_lines(s)
     lines += stall_lines(s)
+    lines += prune_lines(history)
+    lines += adherence_lines(s)
     lines += control_lines(s.get("controls"))
     lines += example_report_lines(s)
     lines += ["", "## Persistent failures", "", persistent_failures_text(s)]
@@ -320,6 +322,44 @@ def stall_lines(summary: dict[str, Any]) -> list[str]:
     return lines + [f"- step {x['step']}: {x['reason']}" for x in stalled]
 
 
+def prune_lines(history: Sequence[StepRecord]) -> list[str]:
+    """The report's "Lines removed after the gate" section (absent when none were)."""
+    rows = [(r.step, line) for r in history for line in r.pruned]
+    if not rows:
+        return []
+    return [
+        "",
+        "## Lines removed after the gate",
+        "",
+        "New lines of accepted candidates that no val item the candidate fixed depends on "
+        "(train.prune; steps/step_NNNN/prune.json):",
+        "",
+        *(f"- step {step}: `{line.strip()}`" for step, line in rows),
+    ]
+
+
+def adherence_lines(summary: Mapping[str, Any]) -> list[str]:
+    """The report's "What the target ignores" table (absent with train.adherence off)."""
+    rows = summary.get("adherence") or []
+    if not rows:
+        return []
+    return [
+        "",
+        "## What the target ignores",
+        "",
+        "Each rule judged on the train tasks of the steps it was in force (train.adherence; "
+        "steps/step_NNNN/adherence.json): how many tasks it applied to and how many broke it.",
+        "",
+        "| rule | applies | broken | steps | in the best skill |",
+        "|---|---:|---:|---:|---|",
+        *(
+            f"| {str(r['rule']).lstrip('-*+ ').replace('|', '/')} | {r['applies']} | "
+            f"{r['broken']} | {r['steps']} | {'yes' if r.get('in_best') else 'no'} |"
+            for r in rows
+        ),
+    ]
+
+
 def noise_lines(noise: dict[str, Any] | None) -> list[str]:
     """The gate section's noise-floor line (absent when not measured)."""
     if not noise:
@@ -361,6 +401,7 @@ def example_report_lines(summary: Mapping[str, Any]) -> list[str]:
 
 
 __all__ = [
+    "adherence_lines",
     "check_lines",
     "control_lines",
     "example_report_lines",
@@ -369,6 +410,7 @@ __all__ = [
     "leak_lines",
     "noise_lines",
     "persistent_failures_text",
+    "prune_lines",
     "render_report",
     "stall_lines",
 ]

@@ -8,6 +8,7 @@ acceptance, best skill, learning-rate decay, patience, rejected-edit buffer, his
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -51,6 +52,9 @@ class TrainState:
     buffer): revise mode and examples never propose one again."""
     examples: tuple[dict[str, Any], ...] = ()
     """Accepted worked examples: ``{"item_id", "step", "content"}`` (``train/examples.py``)."""
+    adherence: dict[str, dict[str, int]] = field(default_factory=dict)
+    """Per rule text: how many judged train tasks it applied to and broke, summed over steps
+    (``train/adherence.py``; empty with ``train.adherence`` off)."""
     status: str = "running"
     stop_reason: str = ""
 
@@ -76,6 +80,10 @@ class TrainState:
             kwargs[key] = tuple(parse(r) for r in rows)
         kwargs["tried"] = tuple(str(x) for x in kwargs.get("tried") or ())
         kwargs["examples"] = tuple(dict(x) for x in kwargs.get("examples") or ())
+        found = kwargs.get("adherence") or {}
+        if not isinstance(found, dict):
+            raise ValueError("runtime state: 'adherence' is not an object")
+        kwargs["adherence"] = {str(k): dict(v) for k, v in found.items()}
         return cls(**kwargs)
 
 
@@ -114,6 +122,12 @@ class StepOutcome:
     split: RejectedEdit | None = None
     """The candidate rejected before the step's worked example was gated alone (its rules and
     the example; ``train.example_alone``): None when there was no such second gate."""
+    pruned: tuple[str, ...] = ()
+    """Lines of the accepted candidate removed after the gate (``train/prune.py``): no val
+    item it fixed depends on them; ``candidate`` is the skill without them."""
+    adherence: tuple[dict[str, Any], ...] = ()
+    """Each rule's applications and breaks on the step's train trajectories
+    (``train/adherence.py``; empty with ``train.adherence`` off)."""
 
 
 def advance(state: TrainState, out: StepOutcome, *, patience: int, buffer_size: int) -> TrainState:
@@ -161,9 +175,24 @@ def advance(state: TrainState, out: StepOutcome, *, patience: int, buffer_size: 
         val_ever_passed=ever,
         tried=tried,
         examples=(*state.examples, *(_examples(applied_edits, step) if accepted else ())),
+        adherence=accumulate(state.adherence, out.adherence),
         status=status,
         stop_reason=reason,
     )
+
+
+def accumulate(
+    totals: Mapping[str, Mapping[str, int]], rows: Sequence[Mapping[str, Any]]
+) -> dict[str, dict[str, int]]:
+    """``TrainState.adherence``: per rule text, applies and broken summed over the steps that
+    judged it, and how many steps did."""
+    out = {k: dict(v) for k, v in totals.items()}
+    for r in rows:
+        now = out.setdefault(str(r["rule"]), {"applies": 0, "broken": 0, "steps": 0})
+        now["applies"] += int(r["applies"])
+        now["broken"] += int(r["broken"])
+        now["steps"] += 1
+    return out
 
 
 def _examples(edits: list[Edit], step: int) -> list[dict[str, Any]]:
@@ -255,6 +284,7 @@ def _record(
         check_targets=out.checks,
         stall_reason=out.stall,
         example_alone=out.split is not None,
+        pruned=out.pruned,
     )
 
 
@@ -262,4 +292,4 @@ def _no_edit(stall: str) -> str:
     return f"no edit applied: {stall or 'gate not run'}"
 
 
-__all__ = ["StepOutcome", "TrainState", "advance", "rejected_entry"]
+__all__ = ["StepOutcome", "TrainState", "accumulate", "advance", "rejected_entry"]

@@ -1,4 +1,4 @@
-"""One training step: rollout -> reflect -> aggregate -> select -> update -> gate.
+"""One training step: rollout -> reflect -> aggregate -> select -> update -> gate -> prune.
 
 Each phase is a function in its own module; this file wires them in method.md order, writes the
 step's artifacts, and returns the outcome (``loop.commit`` advances the state with it). The
@@ -15,6 +15,7 @@ from typing import Any
 
 from skillgrad.models.context import call_context
 from skillgrad.runs.records import RejectedEdit
+from skillgrad.train.adherence import Adherence, judge_adherence
 from skillgrad.train.candidate import (
     Candidate,
     example_alone,
@@ -22,6 +23,7 @@ from skillgrad.train.candidate import (
     propose_candidate,
 )
 from skillgrad.train.context import RunContext
+from skillgrad.train.prune import Pruned, prune
 from skillgrad.train.rollout import mean_score
 from skillgrad.train.select import edits_allowed, effective_lr
 from skillgrad.train.state import StepOutcome, TrainState, rejected_entry
@@ -50,20 +52,23 @@ async def training_step(ctx: RunContext, state: TrainState) -> StepOutcome:
     with call_context("rollout", step):
         trajs = await ctx.rollout(batch, state.skill)
     clock.lap("rollout")
-    shown = await propose_candidate(ctx, state, step, k, trajs)  # reflect ... update
+    kept_to = await judge_adherence(ctx, step, state.skill, trajs)  # train.adherence
+    ignored = kept_to.ignored() if kept_to else []
+    shown = await propose_candidate(ctx, state, step, k, trajs, ignored)  # reflect ... update
     clock.lap("reflect")
     await judge_candidate(ctx, state, step, shown)
     if t.example_alone and (alone := example_alone(state, shown)) is not None:
         await judge_candidate(ctx, state, step, alone)
         shown = alone
+    pruned = await prune(ctx, step, state.skill, shown.text, shown.outcome)
     clock.lap("gate")
-    write_step(ctx, step, lr, k, trajs, shown)
+    write_step(ctx, step, lr, k, trajs, shown, pruned, kept_to)
     refl, outcome = shown.proposal.reflection, shown.outcome
     return StepOutcome(
         kind="step",
         lr=lr,
         k=k,
-        candidate=shown.text,
+        candidate=pruned.text,
         gate=outcome.result if outcome else None,
         applied=tuple(shown.report),
         proposed=len(refl.edits),
@@ -78,13 +83,15 @@ async def training_step(ctx: RunContext, state: TrainState) -> StepOutcome:
         usage=ctx.usage(step),
         timings=clock.laps,
         skill_tokens=ctx.count_tokens(state.skill),
-        candidate_tokens=ctx.count_tokens(shown.text),
+        candidate_tokens=ctx.count_tokens(pruned.text),
         no_gate=not t.gate,
         leaks=shown.leaks.new,
         refused=shown.refused,
         checks=shown.checks,
         stall=shown.stall,
         split=_split_entry(step, shown.split, state.current_score),
+        pruned=pruned.removed,
+        adherence=tuple(kept_to.rows) if kept_to else (),
     )
 
 
@@ -103,9 +110,16 @@ def write_step(
     k: int,
     trajs: Sequence[Any],
     cand: Candidate,
+    pruned: Pruned | None = None,
+    adherence: Adherence | None = None,
 ) -> None:
-    """The step directory: the trajectories and the candidate's files."""
+    """The step directory: the trajectories, the candidate's files and, when lines were tried
+    for removal after the gate, ``prune.json``; with ``train.adherence``, ``adherence.json``."""
     files = {"trajectories.jsonl": trajs, **cand.files(lr, k)}
+    if pruned is not None and pruned.trials:
+        files["prune.json"] = pruned.to_json()
+    if adherence is not None:
+        files["adherence.json"] = adherence.record
     ctx.run.write_artifacts(ctx.run.paths.step_dir(step), files)
 
 

@@ -53,12 +53,15 @@ def build_summary(
     noise_floor: dict[str, Any] | None = None,
     controls: dict[str, Any] | None = None,
     examples: dict[str, Any] | None = None,
+    adherence: Sequence[dict[str, Any]] = (),
 ) -> dict[str, Any]:
     """``leaks``: lines of the best skill copying train/val data (``train/screens/leaks.py``);
     ``check_tests``: each check target's test scores (``train/check_targets.py``);
     ``noise_floor``: the A/A measurement (``train/trust/noise.py``; None: not measured);
     ``controls``: the empty and placebo arms on test (``train/trust/controls.py``);
-    ``examples``: the best skill's worked examples (``train/examples.py``)."""
+    ``examples``: the best skill's worked examples (``train/examples.py``);
+    ``adherence``: each rule of the best skill, applied and broken on train (optional field,
+    ``train/adherence.py``)."""
     history = list(state.history)
     counts = _edit_counts(history)
     steps = [r for r in history if r.kind == "step"]
@@ -102,6 +105,7 @@ def build_summary(
         "check_targets": check_summary(cfg, history, check_tests),
         "stalled_steps": stalled_steps(history),
         **({"examples": examples} if examples is not None else {}),
+        **({"adherence": list(adherence)} if adherence else {}),
         "best_skill_excerpt": skill_excerpt(state.best_skill),
     }
 

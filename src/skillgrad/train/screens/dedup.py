@@ -38,10 +38,41 @@ def _words(text: str) -> set[str]:
     return set(_WORD.findall(text.lower()))
 
 
+_FUNCTION_WORDS = frozenset(
+    "a an the and or to of in on at by for with from as is are be it its this that these those "
+    "you your yours before after then than so".split()
+)
+_GENERIC = frozenset(
+    "always carefully closely fully properly thoroughly first every each time please make sure "
+    "answer answers answering reply replies replying respond responding response responses "
+    "task tasks question questions given".split()
+)
+"""Words that add no instruction to a rule: "Read the instruction carefully before answering"
+says what "Read the instruction carefully" says (measured: a skill held both lines)."""
+_MIN_CONTENT = 2
+
+
+def _content(text: str) -> frozenset[str]:
+    return frozenset(_words(text) - _FUNCTION_WORDS)
+
+
+def same_rule_padded(a: str, b: str) -> bool:
+    """Whether one rule is the other plus only generic words (``_GENERIC``): the content words
+    of the shorter are all in the longer, and what the longer adds tells the model nothing
+    new. A rule adding a real instruction ("... in uppercase"), a negation or a condition is a
+    different rule."""
+    ca, cb = _content(a), _content(b)
+    small, large = (ca, cb) if len(ca) <= len(cb) else (cb, ca)
+    if len(small) < _MIN_CONTENT or not small <= large:
+        return False
+    return large - small <= _GENERIC
+
+
 def near_duplicate(text: str, lines: Sequence[str], threshold: float) -> str | None:
     """The first of ``lines`` that ``text`` repeats: the same rule once list markers, case,
-    spacing and closing punctuation are ignored, or a text similarity (characters, or the set
-    of words: a reordered phrasing) of at least ``threshold``; None when it repeats none."""
+    spacing and closing punctuation are ignored, a text similarity (characters, or the set
+    of words: a reordered phrasing) of at least ``threshold``, or the same rule padded with
+    generic words either way (``same_rule_padded``); None when it repeats none."""
     key, ws = rule_key(text), _words(text)
     if not key:
         return None
@@ -53,6 +84,8 @@ def near_duplicate(text: str, lines: Sequence[str], threshold: float) -> str | N
             return line
         ow = ws | _words(line)
         if len(ws) >= 3 and ow and len(ws & _words(line)) / len(ow) >= threshold:
+            return line
+        if same_rule_padded(text, line):
             return line
     return None
 
@@ -205,6 +238,7 @@ __all__ = [
     "Screened",
     "edit_key",
     "near_duplicate",
+    "same_rule_padded",
     "screen",
     "skill_contradictions",
     "skill_lines",

@@ -1,0 +1,119 @@
+"""Prune (after the gate): every new line of an accepted candidate must carry an item it fixed.
+
+The gate judges a candidate as a whole, so a line that helps nothing rides along with the one
+that carried the gain (measured: a reading task's best skill held one train item's fact beside
+the format rule that fixed the items). For each line the candidate added, in order, the val
+items it fixed (scored higher than the incumbent) are scored again with that line removed; a
+line whose removal lowers none of them is dropped. Only the fixed items are re-scored, through
+the result cache, so a resumed run replays the same calls; the pruned skill is never worse than
+the candidate on the items it fixed, and it is what the step commits.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from skillgrad.models.context import call_context
+from skillgrad.skill.package import is_package_text
+from skillgrad.train.context import RunContext
+from skillgrad.train.examples import example_lines
+from skillgrad.train.gate import EPS, GateOutcome
+from skillgrad.train.rollout import score_items
+from skillgrad.train.validate import sample_temperature
+
+REASON = "removed after the gate: no fixed item depends on it"
+STAGE = "prune"
+_MARKUP = re.compile(r"^\s*(#|```|~~~|<!--|\|)")
+
+
+@dataclass(frozen=True)
+class Pruned:
+    """The skill to commit (``text``), the lines removed from the candidate, the fixed items
+    they were checked on, and each trial's per-item scores (for ``prune.json``)."""
+
+    text: str
+    removed: tuple[str, ...] = ()
+    fixed: tuple[str, ...] = ()
+    trials: tuple[dict[str, Any], ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "reason": REASON,
+            "removed": list(self.removed),
+            "fixed": list(self.fixed),
+            "trials": list(self.trials),
+        }
+
+
+def added_lines(incumbent: str, candidate: str) -> list[int]:
+    """Indices of the candidate's lines that are pure additions to the incumbent (a rewritten
+    line is not one: removing it would delete the line it replaced) and could be a rule (no
+    blank line, heading, fence, comment, table row or worked-example line)."""
+    old, new = incumbent.split("\n"), candidate.split("\n")
+    shown = example_lines(candidate)
+    matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
+    return [
+        j
+        for tag, _, _, j1, j2 in matcher.get_opcodes()
+        if tag == "insert"
+        for j in range(j1, j2)
+        if new[j].strip() and not _MARKUP.match(new[j]) and new[j].strip() not in shown
+    ]
+
+
+def fixed_items(outcome: GateOutcome) -> list[str]:
+    """The val items the candidate scored higher than the incumbent (fail -> pass, and partial
+    credit gained), in split order."""
+    return [
+        i
+        for i, c in outcome.candidate.items()
+        if c.value is not None
+        and (inc := outcome.incumbent.get(i)) is not None
+        and inc.value is not None
+        and c.value > inc.value + EPS
+    ]
+
+
+async def prune(
+    ctx: RunContext, step: int, incumbent: str, candidate: str, outcome: GateOutcome | None
+) -> Pruned:
+    """The accepted ``candidate`` without the new lines no fixed item depends on (unchanged
+    when ``train.prune`` is off, the gate is off or did not accept, it fixed no item, or the
+    skill is a package). The last new line is never removed."""
+    t = ctx.cfg.train
+    if t.prune != "on" or not t.gate or outcome is None or not outcome.result.accepted:
+        return Pruned(candidate)
+    fixed = fixed_items(outcome)
+    lines, new = candidate.split("\n"), added_lines(incumbent, candidate)
+    if not fixed or len(new) < 2 or is_package_text(candidate):
+        return Pruned(candidate, fixed=tuple(fixed))
+    items = [i for i in ctx.items["val"] if i.id in set(fixed)]
+    keep, removed, trials = set(range(len(lines))), [], []
+    for j in new:
+        if len([k for k in new if k in keep]) < 2:
+            break  # one new line stays: what was accepted is never reduced to the incumbent
+        trial = "\n".join(lines[k] for k in sorted(keep - {j}))
+        with call_context(STAGE, step):
+            scores = await score_items(
+                ctx.task, items, trial, ctx.target, samples=t.samples_per_item,
+                workers=ctx.cfg.hardware.rollout_workers, store=ctx.store,
+                progress=ctx.progress, stage=STAGE, seed=t.seed,
+                temperature=sample_temperature(ctx),
+            )  # fmt: skip
+        values = {s.item_id: s.value for s in scores}
+        holds = all(
+            (v := values.get(i)) is not None and v >= (outcome.candidate[i].value or 0.0) - EPS
+            for i in fixed
+        )
+        trials.append({"line": lines[j], "scores": values, "removed": holds})
+        if holds:
+            keep.discard(j)
+            removed.append(lines[j])
+    text = "\n".join(lines[k] for k in sorted(keep))
+    return Pruned(text, tuple(removed), tuple(fixed), tuple(trials))
+
+
+__all__ = ["REASON", "STAGE", "Pruned", "added_lines", "fixed_items", "prune"]

@@ -1,0 +1,187 @@
+"""Lines that do not teach the task: a rule naming what only one train item holds, a reply
+form holding one item's answer, a line addressed to the grader or the feedback.
+
+Measured on two tasks kept apart from the project: a reading task's best skill held one train
+item's fact ("The national animal of Silplen is the Veltorta."), and a letter-counting skill held
+"Ask for the number of times the letter 'r' appears in the text.", "Provide the input and
+expected answer in the feedback." and "... Reply in exactly this form: 1" (one item's answer).
+A rule is for every item of the task; the skill is read by the target, never by the scorer.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from skillgrad.skill.text import WORD_RE, normalise, words
+from skillgrad.train.screens.leaks import BOILERPLATE_SHARE, texts_of
+from skillgrad.types import Edit, Item
+
+PLACEHOLDER = "<answer>"
+ITEM_SPECIFIC = "item-specific"
+TO_GRADER = "addressed to the grader"
+_QUOTED = re.compile(r"""(?:^|(?<=[\s(]))['"`‘“]([^'"`’”\n]{1,40})['"`’”]""")
+_FORM_TAIL = re.compile(r":\s*(?P<value>[^:\n]{1,80}?)\s*[.!]?\s*$")
+_MAX_ANSWER_WORDS = 12
+_CLAUSE = re.compile(r"(?<=[.!?:;])\s+")
+_GRADER = re.compile(
+    r"\b(?:grader|graders|grading|scorer|scorers|evaluator|evaluators|verifier|verifiers)\b"
+    r"|\b(?:in|into|to|for|from)\s+(?:the|your)\s+feedback\b"
+    r"|\b(?:expected|reference|gold|correct)\s+(?:answer|output|reply|result)s?\b"
+    r"(?=.*\b(?:provide|provided|include|included|give|given|supply|supplied|shown?)\b)",
+    re.IGNORECASE,
+)
+"""Conservative: a scorer named as such, writing *into* the feedback, or the expected answer
+being provided. "Read the game's feedback" (a rule about the task) does not match."""
+
+
+@dataclass(frozen=True)
+class ItemWords:
+    """The run's train and val items as words: which items hold each word (``owners``) and the
+    train answers that are one item's value (``answers``; empty when the references are a
+    small label set, such as positive/negative, which any rule may name)."""
+
+    owners: Mapping[str, frozenset[str]]
+    train: frozenset[str]
+    answers: frozenset[tuple[str, ...]]
+
+    @classmethod
+    def build(cls, items: Mapping[str, Sequence[Item]]) -> ItemWords:
+        owners: dict[str, set[str]] = {}
+        for split in ("train", "val"):
+            for item in items.get(split, []):
+                for text in [*texts_of(item.input), *texts_of(item.reference)]:
+                    for w in words(text):
+                        owners.setdefault(w, set()).add(item.id)
+        train = list(items.get("train", []))
+        refs = [tuple(words(" ".join(texts_of(i.reference)))) for i in train]
+        refs = [r for r in refs if 0 < len(r) <= _MAX_ANSWER_WORDS]
+        labels = len(set(refs)) <= max(2, BOILERPLATE_SHARE * len(train))
+        return cls(
+            owners={w: frozenset(ids) for w, ids in owners.items()},
+            train=frozenset(i.id for i in train),
+            answers=frozenset() if labels else frozenset(refs),
+        )
+
+    def only_item(self, word: str) -> str | None:
+        """The train item that alone holds ``word`` among the train and val items, else None."""
+        ids = self.owners.get(word, frozenset())
+        if len(ids) != 1:
+            return None
+        (only,) = ids
+        return only if only in self.train else None
+
+
+def _capitalised(text: str) -> set[str]:
+    """Normalised words written with a capital letter (not as the first word of a sentence or
+    of a clause after ':' or ';': "reply: None of the functions applies") or holding a digit."""
+    out: set[str] = set()
+    for clause in _CLAUSE.split(" ".join(text.split())):
+        for m in list(WORD_RE.finditer(clause))[1:]:
+            if m.group()[:1].isupper() or any(c.isdigit() for c in m.group()):
+                out |= set(words(m.group()))
+    return out
+
+
+def addressed_to_grader(line: str) -> str | None:
+    """The phrase of ``line`` that speaks to the grader or the feedback, else None."""
+    m = _GRADER.search(line)
+    return m.group(0) if m else None
+
+
+def _distinctive(line: str) -> list[str]:
+    """Words of ``line`` that could name one item: quoted, holding a digit, or capitalised
+    mid-sentence (a name)."""
+    found = [w for q in _QUOTED.findall(line) for w in words(q)]
+    return list(dict.fromkeys([*found, *sorted(_capitalised(line))]))
+
+
+def item_specific(line: str, index: ItemWords, known: frozenset[str]) -> str | None:
+    """Why ``line`` names what only one train item holds (a quoted letter, a number, a name in
+    no other item, not in ``known``: the skill's and the task's own words), else None."""
+    for w in _distinctive(line):
+        if w in known:
+            continue
+        if (only := index.only_item(w)) is not None:
+            return f"{ITEM_SPECIFIC}: names {w!r}, which only train item {only} holds"
+    return None
+
+
+def placeholder_form(line: str, index: ItemWords) -> str | None:
+    """``line`` with a reply form that is one train item's answer (after a closing ':' or
+    quoted) shown as ``PLACEHOLDER``; None when it holds no such form."""
+    if not index.answers:
+        return None
+    m = _FORM_TAIL.search(line)
+    if m is not None and tuple(words(m.group("value"))) in index.answers:
+        return line[: m.start("value")] + PLACEHOLDER + line[m.end("value") :]
+    for q in _QUOTED.finditer(line):
+        if tuple(words(q.group(1))) in index.answers:
+            return line[: q.start(1)] + PLACEHOLDER + line[q.end(1) :]
+    return None
+
+
+@dataclass
+class LineScreen:
+    """Rules after the screen: ``kept`` (rewritten ones included), ``dropped`` (edit, reason)
+    and ``rewritten`` (edit as kept, the line it was)."""
+
+    kept: list[Edit]
+    dropped: list[dict[str, Any]]
+    rewritten: list[dict[str, Any]]
+
+
+def screen_lines(
+    edits: Sequence[Edit], index: ItemWords, known_text: str, *, rewrite: bool = True
+) -> LineScreen:
+    """Refuse each rule with a line addressed to the grader or naming what one train item
+    holds; show a reply form holding one item's answer as ``PLACEHOLDER`` (``rewrite``) or
+    refuse it. ``known_text``: the skill in force and the initial skill (their words are not
+    one item's). Worked examples (built by code from their item on purpose) pass."""
+    known = frozenset(normalise(w) for w in WORD_RE.findall(normalise(known_text)))
+    out = LineScreen([], [], [])
+    for edit in edits:
+        if edit.source == "example" or edit.op not in ("add", "replace", "insert_after"):
+            out.kept.append(edit)
+            continue
+        why, lines = "", edit.content.split("\n")
+        for i, line in enumerate(lines):
+            if said := addressed_to_grader(line):
+                why = f"{TO_GRADER}: {said!r} (a rule speaks to the model doing the task)"
+            elif (shown := placeholder_form(line, index)) is not None:
+                if not rewrite:
+                    why = f"{ITEM_SPECIFIC}: the reply form is one train item's answer"
+                lines[i] = shown
+            elif found := item_specific(line, index, known):
+                why = found
+            if why:
+                break
+        if why:
+            out.dropped.append({"edit": edit, "reason": why})
+        elif "\n".join(lines) != edit.content:
+            note = f"reply form shown as {PLACEHOLDER} (it was one train item's answer)"
+            kept = replace(
+                edit,
+                content="\n".join(lines),
+                rationale=(edit.rationale + "; " if edit.rationale else "") + note,
+            )
+            out.kept.append(kept)
+            out.rewritten.append({"edit": kept, "was": edit.content})
+        else:
+            out.kept.append(edit)
+    return out
+
+
+__all__ = [
+    "ITEM_SPECIFIC",
+    "PLACEHOLDER",
+    "TO_GRADER",
+    "ItemWords",
+    "LineScreen",
+    "addressed_to_grader",
+    "item_specific",
+    "placeholder_form",
+    "screen_lines",
+]

@@ -1,0 +1,210 @@
+"""Every line earns its place: near duplicates by meaning, item-specific lines and lines
+addressed to the grader are kept out of the skill."""
+
+from __future__ import annotations
+
+import random
+import re
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, ClassVar
+
+from skillgrad.config import load_config
+from skillgrad.runs.io import read_jsonl
+from skillgrad.session import run_training
+from skillgrad.tasks.base import Split
+from skillgrad.testing import (
+    FunctionBackend,
+    ToyTask,
+    optimizer_call_kind,
+    rules_reply,
+    system_text,
+    user_text,
+)
+from skillgrad.train.screens.dedup import near_duplicate, screen, skill_lines
+from skillgrad.train.screens.specific import (
+    ITEM_SPECIFIC,
+    PLACEHOLDER,
+    TO_GRADER,
+    ItemWords,
+    addressed_to_grader,
+    item_specific,
+    placeholder_form,
+    screen_lines,
+)
+from skillgrad.types import ChatRequest, Edit, Item
+
+SHORT = "Read the instruction carefully."
+LONG = "Read the instruction carefully before answering."
+
+
+def _add(text: str) -> Edit:
+    return Edit(op="add", section="", content=f"- {text}")
+
+
+def test_a_rule_padded_with_generic_words_is_a_duplicate_either_way() -> None:
+    assert near_duplicate(LONG, [f"- {SHORT}"], 0.85) == f"- {SHORT}"
+    assert near_duplicate(SHORT, [f"- {LONG}"], 0.85) == f"- {LONG}"
+    out = screen([_add(LONG)], f"# Rules\n\n- {SHORT}\n", step=1, threshold=0.85)
+    assert not out.kept and "already in the skill" in out.dropped[0]["reason"]
+    kept_first = screen([_add(SHORT), _add(LONG)], "", step=1, threshold=0.85)
+    assert [e.content for e in kept_first.kept] == [f"- {SHORT}"]
+
+
+def test_a_rule_adding_a_real_instruction_is_a_different_rule() -> None:
+    for other in (
+        "Read the instruction carefully and count every letter.",
+        "Read the instruction carefully, then list its constraints.",
+        "Read the instruction twice.",
+        "Answer with the word in uppercase.",
+    ):
+        assert near_duplicate(other, [f"- {SHORT}"], 0.85) is None, other
+
+
+# -- item-specific lines and lines addressed to the grader ---------------------------------
+
+FACTS = [
+    ("Silplen", "Veltorta"),
+    ("Quarvon", "Ismelle"),
+    ("Drennick", "Paluvar"),
+    ("Ostrava Minor", "Hethwing"),
+]
+
+
+def _passage(split: str, i: int, land: str, animal: str) -> Item:
+    text = f"Passage: The national animal of {land} is the {animal}. Question: what is it?"
+    return Item(f"{split}-{i}", text, animal.lower())
+
+
+def _reading_items() -> dict[str, list[Item]]:
+    item = _passage
+    train = [item("train", i, *f) for i, f in enumerate(FACTS)]
+    val = [item("val", 0, "Brelmark", "Osprune"), item("val", 1, "Tavisco", "Rendle")]
+    return {"train": train, "val": val}
+
+
+def _counting_items() -> dict[str, list[Item]]:
+    words = ["strawberry", "banana", "mississippi", "letter", "bookkeeper", "cat", "apple"]
+    letters = ["r", "a", "s", "t", "e", "c", "p"]
+    train = [
+        Item(f"train-{i}", f"How many times is the letter '{c}' in '{w}'?", str(w.count(c)))
+        for i, (w, c) in enumerate(zip(words, letters, strict=True))
+    ]
+    return {"train": train, "val": []}
+
+
+def test_a_rule_naming_what_one_train_item_holds_is_item_specific() -> None:
+    index = ItemWords.build(_reading_items())
+    fact = "The national animal of Silplen is the Veltorta."
+    why = item_specific(fact, index, frozenset())
+    assert why is not None and "train-0" in why and "silplen" in why
+    # the words every item shares (the passage template) name no item
+    assert item_specific("Read the Passage, then answer the Question.", index, frozenset()) is None
+    # a word the skill already holds is the user's, not one item's
+    assert item_specific(fact, index, frozenset({"silplen", "veltorta"})) is None
+    counting = ItemWords.build(_counting_items())
+    letter = "Ask for the number of times the letter 'r' appears in the text."
+    assert "'r'" in (item_specific(letter, counting, frozenset()) or "")
+    assert item_specific("Count each letter of the word one by one.", counting, frozenset()) is None
+    # a capital after ':' starts a clause, it is not a name (measured on BFCL's items: one
+    # holds Python's None)
+    calls = ItemWords.build({"train": [Item("t0", "f(x=None)", "f"), Item("t1", "g(y=2)", "g")]})
+    reply = "If no function applies, reply: None of the given functions can answer this question."
+    assert item_specific(reply, calls, frozenset()) is None
+
+
+def test_a_reply_form_holding_one_items_answer_is_shown_with_a_placeholder() -> None:
+    counting = ItemWords.build(_counting_items())
+    line = "- Read the instruction carefully before answering. Reply in exactly this form: 1"
+    assert placeholder_form(line, counting) == line[:-1] + PLACEHOLDER
+    assert placeholder_form("- Reply with the count as a number.", counting) is None
+    reviews = [Item(f"t{i}", f"review {i}", ("positive", "negative")[i % 2]) for i in range(8)]
+    labels = ItemWords.build({"train": reviews})
+    # a label shared by many items is the task's vocabulary: any rule may name it
+    assert placeholder_form("- Reply in exactly this form: negative", labels) is None
+    out = screen_lines([_add(line[2:])], counting, "")
+    assert [e.content for e in out.kept] == [line[:-1] + PLACEHOLDER]
+    assert "placeholder" in out.kept[0].rationale or PLACEHOLDER in out.kept[0].rationale
+    refused = screen_lines([_add(line[2:])], counting, "", rewrite=False)
+    assert not refused.kept and refused.dropped[0]["reason"].startswith(ITEM_SPECIFIC)
+
+
+GRADER_LINES = (
+    "Provide the input and expected answer in the feedback.",
+    "Tell the grader which rule you followed.",
+    "Make sure the evaluator can see your reasoning.",
+    "Write the reference answer into your feedback.",
+)
+
+
+def _shipped_skill_lines() -> list[tuple[Path, str]]:
+    root = Path(__file__).resolve().parents[2]
+    paths = [*(root / "docs/hand-written-skills").glob("*.md"),
+             *(root / "examples").rglob("*.md"),
+             *(root / "tests/fixtures").rglob("*skill*.md")]  # fmt: skip
+    assert len(paths) >= 15
+    return [(p, line) for p in paths for line in skill_lines(p.read_text())]
+
+
+def test_a_line_addressed_to_the_grader_is_refused_and_no_shipped_skill_line_is() -> None:
+    for line in GRADER_LINES:
+        assert addressed_to_grader(line) is not None, line
+    for line in ("Read the game's feedback after every command.",
+                 "Compare your count with the question before you answer.",
+                 "Answer with the expected format: one word."):  # fmt: skip
+        assert addressed_to_grader(line) is None, line
+    hits = [(p.name, x) for p, x in _shipped_skill_lines() if addressed_to_grader(x)]
+    assert hits == []
+    index = ItemWords.build(_reading_items())
+    out = screen_lines([_add(x) for x in GRADER_LINES], index, "")
+    assert not out.kept and all(d["reason"].startswith(TO_GRADER) for d in out.dropped)
+
+
+@dataclass
+class ReadingTask(ToyTask):
+    """A passage about a land's national animal; the answer is the animal."""
+
+    name: str = "reading"
+    family: ClassVar[str] = "reading"
+
+    def make_item(self, rng: random.Random, split: Split, index: int) -> Item:
+        items = {**_reading_items(), "test": [_passage("test", 0, "Ulvar", "Mossket"),
+                                              _passage("test", 1, "Kettrin", "Sarbe")]}  # fmt: skip
+        return replace(items[split][index], id=f"{split}-{index}")
+
+
+GENERAL = "Answer with the animal's name in lower case."
+
+
+def _reading_optimizer(request: ChatRequest) -> Any:
+    kind = optimizer_call_kind(request)
+    if kind == "merge":
+        n = len(re.findall(r"^\[\d+\]", user_text(request), re.M))
+        return {"groups": [[i] for i in range(n)]}
+    if kind == "rank":
+        return {"order": [0, 1, 2, 3]}
+    return rules_reply("The national animal of Silplen is the Veltorta.", GRADER_LINES[0],
+                       GENERAL)  # fmt: skip
+
+
+def _reading_target(request: ChatRequest) -> str:
+    animal = user_text(request).split(" is the ")[1].split(".")[0]
+    return animal.lower() if "lower case" in system_text(request) else animal
+
+
+def test_a_fit_never_learns_an_items_fact_or_a_line_to_the_grader(tmp_path: Path) -> None:
+    task = ReadingTask(n_train=4, n_val=2, n_test=2)
+    cfg = load_config(
+        data={
+            "env": {"task": "reading", "output_root": str(tmp_path), "run_name": "run"},
+            "train": {"num_epochs": 1, "batch_size": 4, "steps_per_epoch": 1,
+                      "learning_rate": 3, "use_slow_update": False, "use_meta_skill": False},
+        }
+    )  # fmt: skip
+    result = run_training(cfg, task=task, optimizer=FunctionBackend(_reading_optimizer),
+                          target=FunctionBackend(_reading_target))  # fmt: skip
+    best = (result.run_dir / "best_skill.md").read_text()
+    assert GENERAL in best and "Silplen" not in best and "feedback" not in best
+    events = read_jsonl(result.run_dir / "events.jsonl")
+    warned = " ".join(e["message"] for e in events if e["event"] == "warning")
+    assert "item-specific: names 'silplen'" in warned and TO_GRADER in warned
