@@ -14,7 +14,6 @@ processes (``env: "<this file>:Class"``), and fake targets that play them.
 from __future__ import annotations
 
 import os
-import re
 import sys
 import time
 from pathlib import Path
@@ -22,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from fakes_env import play
 from skillgrad.testing import FunctionBackend, TinyEnv, system_text, user_text
 from skillgrad.types import ChatRequest
 
@@ -118,15 +118,6 @@ def invalid_when_taught(request: ChatRequest) -> str:
 class InvalidCommandTarget(FunctionBackend):
     def __init__(self) -> None:
         super().__init__(invalid_when_taught, "function:fake-invalid-command-target")
-
-
-def play(observation: str) -> str:
-    """The right next action of TinyEnv for ``observation``."""
-    if found := re.search(r"closed (\w+)", observation):
-        return f"open {found.group(1)}"
-    if found := re.search(r"a (\w+) inside", observation):
-        return f"take {found.group(1)}"
-    return "unlock door"
 
 
 def crash_half(request: ChatRequest) -> str:
