@@ -3,36 +3,32 @@
 (``train/trust/noise.py``, ``train/trust/headroom.py``; repeats go through the same evaluation
 cache).
 
-The run is assembled by ``session.open_session`` exactly as ``train`` assembles it (task,
-checked splits, backends with their wrappers, judge binding, metering)."""
+``eval_session`` assembles the run by ``session.open_session`` exactly as ``train`` assembles it
+(task, checked splits, backends with their wrappers, judge binding, metering), once per
+command: the skill, its baseline and the repeats are all scored in it."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import math
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 from skillgrad.config import Config
-from skillgrad.models.context import call_context
 from skillgrad.models.registry import check_models
 from skillgrad.runs.cache import CallCache
 from skillgrad.runs.io import append_jsonl, read_jsonl
 from skillgrad.runs.layout import RunPaths
-from skillgrad.session import configured_specs, open_session
+from skillgrad.session import Session, configured_specs, open_session
 from skillgrad.skill.document import Skill
 from skillgrad.stats import sign_flip_test, t_interval
-from skillgrad.train.gate import GateRule
 from skillgrad.train.rollout import mean_score, rollout
 from skillgrad.train.trust.headroom import headroom
-from skillgrad.train.trust.noise import (
-    REPEAT_SAMPLE_BASE,
-    noise_calls,
-    noise_floor_of,
-    repeat_pass,
-    target_calls,
-)
+from skillgrad.train.trust.noise import NoiseFloor, aa_test, gate_margin
+from skillgrad.train.validate import configured_gate_rule
 from skillgrad.types import Trajectory
 
 
@@ -46,29 +42,44 @@ def eval_cache_path(cfg: Config) -> Path:
     return RunPaths(Path(cfg.env.output_root) / "_eval" / digest).calls_db
 
 
-async def evaluate_skill(cfg: Config, skill_path: Path, split: str) -> dict[str, Any]:
-    """Score ``skill_path`` (a skill file or a package folder) on ``split`` with the configured
-    task and target; calls cached per setup (``eval_cache_path``) so re-evaluating is free."""
-    skill = Skill.load(skill_path)
+@asynccontextmanager
+async def eval_session(cfg: Config) -> AsyncIterator[Session]:
+    """The session ``cfg``'s skills are scored in: its models checked, its calls cached per
+    setup (``eval_cache_path``) so re-evaluating is free; closed on leaving."""
     check_models(configured_specs(cfg))  # before the evaluation cache is created
-    db = eval_cache_path(cfg)
-    store = CallCache(db)
+    store = CallCache(eval_cache_path(cfg))
     try:
         session = open_session(cfg, store)
         try:
-            items = session.items[split]
-            trajs = await rollout(
-                session.task,
-                items,
-                skill.text,
-                session.target,
-                workers=cfg.hardware.rollout_workers,
-                store=store,
-            )
+            yield session
         finally:
             await session.aclose()
     finally:
         store.close()
+
+
+async def evaluate_skill(cfg: Config, skill_path: Path, split: str) -> dict[str, Any]:
+    """Score ``skill_path`` (a skill file or a package folder) on ``split`` with the configured
+    task and target, in a session of its own (``eval_session``)."""
+    skill = Skill.load(skill_path)
+    async with eval_session(cfg) as session:
+        return await score_skill(session, skill, skill_path, split)
+
+
+async def score_skill(
+    session: Session, skill: Skill, skill_path: Path, split: str
+) -> dict[str, Any]:
+    """``skill`` (loaded from ``skill_path``) scored on ``split`` in ``session``: the split's
+    scores and each item's, recorded in the skill's run when it has one (``record_transfer``)."""
+    cfg = session.cfg
+    trajs = await rollout(
+        session.task,
+        session.items[split],
+        skill.text,
+        session.target,
+        workers=cfg.hardware.rollout_workers,
+        store=session.store,
+    )
     result = {"skill": str(skill_path), "split": split, **split_scores(trajs)}
     result["items"] = {t.item_id: _item(t) for t in trajs}
     record_transfer(cfg, Path(skill_path), result)
@@ -143,56 +154,44 @@ def record_transfer(cfg: Config, skill_path: Path, result: dict[str, Any]) -> No
 
 
 async def repeated_passes(
-    cfg: Config, skill_path: Path, split: str, repeats: int
+    session: Session, skill: Skill, split: str, repeats: int
 ) -> tuple[list[list[Trajectory]], str, int]:
-    """``repeats`` passes of the skill on ``split`` (the first an ordinary evaluation): the
-    passes, how the repeats were sent, and the target calls they paid."""
-    skill = Skill.load(skill_path)
-    check_models(configured_specs(cfg))
-    store = CallCache(eval_cache_path(cfg))
-    mode = noise_calls(cfg)
-    try:
-        session = open_session(cfg, store)
-        try:
-            items, workers = session.items[split], cfg.hardware.rollout_workers
-            args = (session.task, items, skill.text, session.target)
-            first = await rollout(*args, workers=workers, store=store, seed=cfg.train.seed)
-            before = target_calls(store)
-            passes = [first]
-            with call_context("noise_floor", 0):
-                for r in range(1, repeats):
-                    sample = REPEAT_SAMPLE_BASE + r
-                    passes.append(
-                        await repeat_pass(
-                            *args,
-                            store=store,
-                            sample=sample,
-                            mode=mode,
-                            seed=cfg.train.seed,
-                            workers=workers,
-                        )
-                    )
-            paid = target_calls(store) - before
-        finally:
-            await session.aclose()
-    finally:
-        store.close()
-    return passes, mode, paid
+    """``repeats`` passes of ``skill`` on ``split``: the passes, how the repeats were sent, and
+    the target calls they paid."""
+    noise, passes = await _aa_on_split(session, skill, split, repeats)
+    return passes, noise.calls, noise.calls_paid
+
+
+async def _aa_on_split(
+    session: Session, skill: Skill, split: str, repeats: int
+) -> tuple[NoiseFloor, list[list[Trajectory]]]:
+    """The A/A test of ``skill`` on ``split``: its first pass drawn at ``train.seed`` (as
+    training draws its baseline; the result cache answers what the evaluation already scored),
+    then the repeats."""
+    cfg, items = session.cfg, session.items[split]
+    first = await rollout(
+        session.task,
+        items,
+        skill.text,
+        session.target,
+        workers=cfg.hardware.rollout_workers,
+        store=session.store,
+        seed=cfg.train.seed,
+    )
+    return await aa_test(session, skill.text, items, first, repeats)
 
 
 async def noise_and_headroom(
-    cfg: Config, skill_path: Path, split: str, repeats: int, with_headroom: bool
+    session: Session, skill: Skill, split: str, repeats: int, with_headroom: bool
 ) -> dict[str, Any]:
     """The ``noise_floor`` (and with ``with_headroom`` the ``headroom``) of a skill on a split,
     as ``skillgrad eval --repeat/--headroom`` prints and writes them."""
-    passes, mode, paid = await repeated_passes(cfg, skill_path, split, max(1, repeats))
-    t = cfg.train
-    noise = noise_floor_of(passes, mode, t.gate_confidence, paid)
+    noise, passes = await _aa_on_split(session, skill, split, max(1, repeats))
     out: dict[str, Any] = {"noise_floor": {**noise.to_json(), "message": noise.note}}
     if with_headroom:
         values = [x.score.value for x in passes[0] if x.infra_error is None]
-        threshold = noise.noise_threshold if t.noise_gate else 0.0
-        rule = GateRule(t.gate_rule, t.gate_confidence, max(t.gate_min_delta, threshold))
+        threshold = gate_margin(noise, session.cfg)
+        rule = configured_gate_rule(session.cfg.train, threshold)
         out["headroom"] = headroom(values, rule, threshold).to_json()
     out["repeat_means"] = [
         math.fsum(x.score.value for x in p) / len(p) if p else 0.0 for p in passes
@@ -202,9 +201,11 @@ async def noise_and_headroom(
 
 __all__ = [
     "eval_cache_path",
+    "eval_session",
     "evaluate_skill",
     "noise_and_headroom",
     "paired_comparison",
     "repeated_passes",
+    "score_skill",
     "split_scores",
 ]

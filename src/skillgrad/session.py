@@ -21,7 +21,7 @@ import logging
 import math
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -35,19 +35,18 @@ from skillgrad.errors import (
     SkillgradError,
     SystemicFailure,
 )
-from skillgrad.executors import LOCAL, RolloutExecutor, open_executor
-from skillgrad.models.base import ModelBackend, backend_name, token_counter
-from skillgrad.models.registry import aclose_backend, build_backend, check_models
+from skillgrad.executors import open_executor
+from skillgrad.models.base import ModelBackend, backend_name
+from skillgrad.models.registry import build_backend, check_models
 from skillgrad.models.spec import ModelSpec
 from skillgrad.models.wrappers.metering import Budget, MeteredBackend, PriceTable
 from skillgrad.models.wrappers.ratelimit import LimiterRegistry
 from skillgrad.registry import load_task
 from skillgrad.runs.cache import CallCache, TargetResults
 from skillgrad.runs.rundir import RunDir, find_fresh_root
-from skillgrad.skill.document import approx_tokens
 from skillgrad.skill.text import valid_data
 from skillgrad.tasks.base import SPLITS, Task, task_abilities
-from skillgrad.train.context import CHECK_ROLE, CheckTarget, RunContext
+from skillgrad.train.context import CHECK_ROLE, CheckTarget, RunContext, Session
 from skillgrad.train.loop import initial_skill_text, train, write_summary
 from skillgrad.train.progress import NullProgress, Progress
 from skillgrad.train.state import TrainState
@@ -61,39 +60,6 @@ _AWKWARD = re.compile(r"[^A-Za-z0-9._-]+")
 class RunResult:
     run_dir: Path
     summary: dict[str, Any]
-
-
-@dataclass
-class Session:
-    """A run's assembled parts (no training state): task, splits, metered roles, store."""
-
-    cfg: Config
-    task: Task
-    items: dict[str, list[Item]]
-    store: CallCache
-    optimizer: MeteredBackend
-    target: MeteredBackend
-    prices: PriceTable
-    executor: RolloutExecutor = field(default=LOCAL)
-    check_targets: list[CheckTarget] = field(default_factory=list)
-
-    @property
-    def count_tokens(self) -> Callable[[str], int]:
-        """The target's own tokenizer, else the rough ``approx_tokens``."""
-        return token_counter(self.target) or approx_tokens
-
-    async def aclose(self) -> None:
-        """Close SDK connection pools while the event loop that used them is still alive, what
-        the task started (environment processes) and the executor (a Ray cluster it started)."""
-        backends = [self.optimizer, self.target, *(c.backend for c in self.check_targets)]
-        try:
-            for backend in {id(b): b for b in backends}.values():
-                await aclose_backend(backend)
-        finally:
-            try:
-                task_abilities(self.task).close()  # environment processes
-            finally:
-                self.executor.close()
 
 
 def safe_name(name: str) -> str:
@@ -220,12 +186,15 @@ def open_session(
     target: ModelBackend | None = None,
     require_test: bool = True,
     with_check_targets: bool = False,
+    items: dict[str, list[Item]] | None = None,
 ) -> Session:
     """Assemble the run's parts from ``cfg`` (``task``/``optimizer``/``target`` given as objects
     replace the configured ones); ``with_check_targets``: also ``train.check_targets`` (only
-    training evaluates on them)."""
+    training evaluates on them); ``items``: ``task``'s splits as ``load_splits`` already
+    returned them (else they are loaded here)."""
     task = task or load_task(cfg.env.task, dict(cfg.env.options), Path(cfg.base_dir))
-    items = load_splits(task, require_test=require_test)
+    if items is None:
+        items = load_splits(task, require_test=require_test)
     checks = cfg.train.check_targets if with_check_targets else []
     if checks and (problems := check_target_problems(cfg)):  # before any backend is built
         raise ConfigError("\n".join(["train.check_targets: invalid configuration", *problems]))
@@ -327,6 +296,7 @@ async def arun_training(
                 target=target,
                 require_test=require_test,
                 with_check_targets=True,
+                items=items,  # loaded once, above: the run directory checked them
             )
         except SkillgradError:
             if not resumed:  # nothing ran: a corrected config starts here afresh
@@ -341,20 +311,12 @@ async def arun_training(
         progress = progress or NullProgress()
         progress.set_usage_source(_totals(store))  # bars show tokens and cost so far
         ctx = RunContext(
-            cfg=cfg,
-            task=session.task,
-            items=session.items,
-            store=store,
+            session=session,
             run=run,
-            optimizer=session.optimizer,
-            target=session.target,
             steps_per_epoch=cfg.train.steps_per_epoch
             or math.ceil(len(session.items["train"]) / cfg.train.batch_size),
             callbacks=callbacks,
             progress=progress,
-            count_tokens=session.count_tokens,
-            prices=session.prices,
-            check_targets=session.check_targets,
         )
         try:
             if skill is None:

@@ -66,3 +66,16 @@ def test_a_damaged_history_entry_is_a_located_error(run_dir: Path) -> None:
     path.write_text(json.dumps(rows))
     with pytest.raises(RunDirError, match=r"history.json: entry 3: step record field 'accepted'"):
         load_history(path)
+
+
+def test_transfer_rows_show_their_missing_count_and_old_rows_leave_it_blank(
+    run_dir: Path,
+) -> None:
+    new = {"skill": "/r/best_skill.md", "setup": "toy / other", "split": "test", "n": 6,
+           "missing": 2, "mean_score": 1.0, "pass_rate": 1.0}  # fmt: skip
+    old = {k: v for k, v in new.items() if k != "missing"} | {"skill": "old.md"}
+    report = render_report(_summary(run_dir), load_history(run_dir / "history.json"), [new, old])
+    table = report.split("## Transfer evaluations")[1]
+    assert "| skill | setup | split | items | missing | mean score | pass rate |" in table
+    assert "| best_skill.md | toy / other | test | 6 | 2 | 1.000 | 1.000 |" in table
+    assert "| old.md | toy / other | test | 6 |  | 1.000 | 1.000 |" in table

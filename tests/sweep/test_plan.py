@@ -152,3 +152,18 @@ def test_a_folder_that_is_not_a_sweep_is_refused(tmp_path: Path) -> None:
     (out / "notes.txt").write_text("mine")
     with pytest.raises(RunDirError, match="not a sweep directory"):
         check_or_write_plan(build_plan(write_config(tmp_path), seeds=1, out=out))
+
+
+def test_the_driver_resolves_each_run_config_once(tmp_path: Path) -> None:
+    """The plan keeps every job's resolved config: checking the models and choosing a Ray task's
+    CPUs read that copy, not the file again (here broken after planning)."""
+    from skillgrad.sweep.pool import rollouts_on_ray
+    from skillgrad.sweep.run import check_plan_models
+
+    config = write_config(tmp_path)
+    plan = build_plan(config, seeds=2, grid=["train.batch_size=2,4"], out=tmp_path / "sw")
+    resolved = [load_config(job.config_path, list(job.overrides)) for job in plan.jobs]
+    config.write_text("train: {num_epochs: -1}\n", encoding="utf-8")
+    check_plan_models(plan)  # read again, the broken file would be a ConfigError here
+    assert [plan.run_config(job) for job in plan.jobs] == resolved
+    assert not any(rollouts_on_ray(job, plan.run_config(job)) for job in plan.jobs)

@@ -183,23 +183,12 @@ def eval_(
     ] = False,
 ) -> None:
     """Zero-shot evaluation of any skill on a split (no training)."""
-    from skillgrad.evaluate import evaluate_skill, paired_comparison
     from skillgrad.runs.io import atomic_write_json
 
     if split not in ("val", "test", "train"):
         raise fail(ValueError(f"--split must be val or test, got {split!r}"))
     cfg = _config(config, set_, None, target_model)
-    result = asyncio.run(evaluate_skill(cfg, skill, split))
-    if baseline is not None:
-        base = asyncio.run(evaluate_skill(cfg, baseline, split))
-        keys = ("skill", "n", "missing", "mean_score", "pass_rate")
-        result["baseline"] = {k: base[k] for k in keys}
-        result["paired"] = paired_comparison(result, base)
-    out.print(_score_line(result), markup=False)
-    if baseline is not None:
-        out.print(_paired_line(result), markup=False)
-    trust = _noise_and_headroom(cfg, skill, split, repeat, headroom)
-    result.update(trust)
+    result, trust = asyncio.run(_evaluate(cfg, skill, split, baseline, repeat, headroom))
     if output:
         try:
             atomic_write_json(output, result)  # redacted and private, as every run file
@@ -216,20 +205,35 @@ def eval_(
         raise typer.Exit(1)
 
 
-def _noise_and_headroom(
-    cfg: Any, skill: Path, split: str, repeat: int, headroom: bool
-) -> dict[str, Any]:
-    """``eval --repeat/--headroom`` (nothing without them): printed, and returned for --out."""
-    from skillgrad.evaluate import noise_and_headroom
+async def _evaluate(
+    cfg: Config, skill: Path, split: str, baseline: Path | None, repeat: int, headroom: bool
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``eval`` in one session: the skill, the ``--baseline`` and the ``--repeat/--headroom``
+    passes (nothing without them), each printed once scored; the result (with the trust
+    numbers for --out) and the trust numbers."""
+    from skillgrad.evaluate import eval_session, noise_and_headroom, paired_comparison, score_skill
+    from skillgrad.skill.document import Skill
 
-    if repeat < 2 and not headroom:
-        return {}
-    repeats = repeat if repeat >= 2 else cfg.train.noise_repeats
-    trust = asyncio.run(noise_and_headroom(cfg, skill, split, repeats, headroom))
-    out.print(trust["noise_floor"]["message"], markup=False)
-    if headroom:
-        out.print(trust["headroom"]["message"], markup=False)
-    return trust
+    loaded = Skill.load(skill)
+    trust: dict[str, Any] = {}
+    async with eval_session(cfg) as session:
+        result = await score_skill(session, loaded, skill, split)
+        if baseline is not None:
+            base = await score_skill(session, Skill.load(baseline), baseline, split)
+            keys = ("skill", "n", "missing", "mean_score", "pass_rate")
+            result["baseline"] = {k: base[k] for k in keys}
+            result["paired"] = paired_comparison(result, base)
+        out.print(_score_line(result), markup=False)
+        if baseline is not None:
+            out.print(_paired_line(result), markup=False)
+        if repeat >= 2 or headroom:
+            repeats = repeat if repeat >= 2 else cfg.train.noise_repeats
+            trust = await noise_and_headroom(session, loaded, split, repeats, headroom)
+            out.print(trust["noise_floor"]["message"], markup=False)
+            if headroom:
+                out.print(trust["headroom"]["message"], markup=False)
+    result.update(trust)
+    return result, trust
 
 
 def _score_line(result: dict[str, Any]) -> str:

@@ -80,7 +80,7 @@ def sweep_command(
         out=output,
         vary_split=vary_split,
     )
-    pool = make_pool(executor, workers or os.cpu_count() or 1, ray_address)
+    pool = make_pool(executor, workers or os.cpu_count() or 1, ray_address, plan.run_configs)
     if not ray_address:  # the runs use this machine's models (a cluster has its own)
         check_plan_models(plan)
     total = len(plan.jobs)

@@ -13,7 +13,7 @@ import json
 import re
 import secrets
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +65,14 @@ class SweepPlan:
     vary_split: bool
     jobs: tuple[RunJob, ...]
     base_config: dict[str, Any]
+    run_configs: dict[str, Config] = field(default_factory=dict, compare=False, repr=False)
+    """Each job's resolved config by job name, as ``build_plan`` checked it (the driver's
+    copy: a job carries only its config path and overrides)."""
+
+    def run_config(self, job: RunJob) -> Config:
+        """``job``'s resolved config: the plan's copy, else loaded."""
+        cfg = self.run_configs.get(job.name)
+        return cfg if cfg is not None else load_config(job.config_path, list(job.overrides))
 
     def configs(self) -> list[dict[str, Any]]:
         """The grid combinations in plan order (``[{}]`` without a grid)."""
@@ -172,6 +180,7 @@ def build_plan(
     width = len(str(max(len(combos) - 1, 0)))
     sweep_id = _existing_id(sweep_dir) or secrets.token_hex(8)
     jobs: list[RunJob] = []
+    configs: dict[str, Config] = {}
     for index, params in enumerate(combos):
         for i in range(seeds):
             overrides = [*sets, *(f"{k}={json.dumps(v)}" for k, v in params.items())]
@@ -179,14 +188,14 @@ def build_plan(
             if vary_split:
                 overrides.append(f"env.options.seed={data_seed + i}")
             name = run_name(index, width, params, first + i)
-            _resolve(config_path, overrides, name)
+            configs[name] = _resolve(config_path, overrides, name)
             jobs.append(
                 RunJob(name, str(config_path.resolve()), tuple(overrides),
                        str(sweep_dir / name), params, first + i, str(sweep_dir), sweep_id)
             )  # fmt: skip
     return SweepPlan(
         sweep_dir, sweep_id, str(config_path.resolve()), tuple(range(first, first + seeds)),
-        axes, vary_split, tuple(jobs), base.redacted_json(),
+        axes, vary_split, tuple(jobs), base.redacted_json(), configs,
     )  # fmt: skip
 
 

@@ -36,10 +36,11 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
+from skillgrad.config import Config
 from skillgrad.errors import SkillgradError
 from skillgrad.executors import connect, import_ray
 from skillgrad.redact import redact_message
@@ -224,10 +225,17 @@ def _sees_sweep(job: RunJob) -> bool:
 class RayPool:
     name = "ray"
 
-    def __init__(self, workers: int, address: str | None = None, cpus_per_run: float = 1) -> None:
+    def __init__(
+        self,
+        workers: int,
+        address: str | None = None,
+        cpus_per_run: float = 1,
+        configs: Mapping[str, Config] | None = None,
+    ) -> None:
         self.workers = workers
         self.address = address
         self.cpus_per_run = cpus_per_run
+        self.configs = dict(configs or {})  # the jobs' resolved configs, by job name
 
     def run(self, jobs: Sequence[RunJob], on_done: OnDone) -> list[RunOutcome]:
         ray = import_ray()
@@ -250,7 +258,7 @@ class RayPool:
             while pending or running:
                 while pending and len(running) < self.workers:
                     job = pending.pop(0)
-                    chosen = light if rollouts_on_ray(job) else task
+                    chosen = light if rollouts_on_ray(job, self.configs.get(job.name)) else task
                     running[chosen.remote(job.to_json())] = job
                 done, _ = ray.wait(list(running), num_returns=1)
                 for ref in done:
@@ -264,11 +272,13 @@ class RayPool:
         return outcomes
 
 
-def rollouts_on_ray(job: RunJob) -> bool:
-    """The run's config says ``hardware.executor: ray`` (a config that does not load is left to
-    the run itself to report)."""
+def rollouts_on_ray(job: RunJob, cfg: Config | None = None) -> bool:
+    """The run's config (``cfg``, else loaded) says ``hardware.executor: ray`` (a config that
+    does not load is left to the run itself to report)."""
     from skillgrad.config import load_config
 
+    if cfg is not None:
+        return cfg.hardware.executor == "ray"
     try:
         return load_config(job.config_path, list(job.overrides)).hardware.executor == "ray"
     except SkillgradError:

@@ -7,12 +7,12 @@ directory, so no model call is paid twice), and ``sweep_summary.json`` is rewrit
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from skillgrad.config import load_config
+from skillgrad.config import Config
 from skillgrad.errors import ConfigError
 from skillgrad.executors import import_ray
 from skillgrad.models.registry import check_models
@@ -37,7 +37,14 @@ class SweepResult:
         return [o for o in self.outcomes if not o.ok]
 
 
-def make_pool(name: str, workers: int, ray_address: str | None = None) -> Pool:
+def make_pool(
+    name: str,
+    workers: int,
+    ray_address: str | None = None,
+    configs: Mapping[str, Config] | None = None,
+) -> Pool:
+    """The ``local`` or ``ray`` pool; ``configs``: the jobs' resolved configs by job name
+    (``SweepPlan.run_configs``), so the driver does not load them again."""
     if workers < 1:
         raise ConfigError(f"--workers must be >= 1, got {workers}")
     if name == "local":
@@ -46,7 +53,7 @@ def make_pool(name: str, workers: int, ray_address: str | None = None) -> Pool:
         return LocalPool(workers)
     if name == "ray":
         import_ray()  # a missing extra is reported before anything runs
-        return RayPool(workers, ray_address)
+        return RayPool(workers, ray_address, configs=configs)
     raise ConfigError(f"--executor must be one of {', '.join(EXECUTORS)}, got {name!r}")
 
 
@@ -56,7 +63,7 @@ def check_plan_models(plan: SweepPlan) -> None:
     specs = []
     for job in plan.jobs:
         if not is_finished(Path(job.run_dir)):
-            specs += configured_specs(load_config(job.config_path, list(job.overrides)))
+            specs += configured_specs(plan.run_config(job))
     check_models(specs)
 
 

@@ -1,6 +1,7 @@
 """``skillgrad transfer``: every finished run of a sweep, its initial and its best skill scored
-zero-shot on other targets, each on the run's own data split, through ``evaluate_skill`` (the one
-code path of ``skillgrad eval``, which also adds the rows of the run's ``transfer.jsonl``).
+zero-shot on other targets, each on the run's own data split, through ``score_skill`` in one
+``eval_session`` per run and target (the code path of ``skillgrad eval``, which also adds the
+rows of the run's ``transfer.jsonl``).
 
 ``prepare_transfer`` checks everything before any call (the sweep, each run's config.json, skill
 files and data, the targets); ``run_transfer`` scores. A run's setup is its own config.json (under
@@ -23,7 +24,7 @@ from pydantic import ValidationError
 
 from skillgrad.config import Config, load_yaml, validate_config
 from skillgrad.errors import ConfigError, RunDirError
-from skillgrad.evaluate import evaluate_skill
+from skillgrad.evaluate import eval_session, score_skill
 from skillgrad.models.registry import check_models, parse_model_arg
 from skillgrad.models.spec import ModelSpec
 from skillgrad.plugins import resolve_object
@@ -245,13 +246,13 @@ def target_config(cfg: Config, target: ModelSpec, root: Path) -> Config:
 
 
 Results = dict[tuple[str, str], dict[str, dict[str, Any]]]
-"""``{(run name, target name): {"initial" | "best": evaluate_skill's result}}``."""
+"""``{(run name, target name): {"initial" | "best": score_skill's result}}``."""
 OnResult = Callable[[TransferRun, ModelSpec, str, dict[str, Any]], None]
 
 
 async def run_transfer(plan: TransferPlan, on_result: OnResult | None = None) -> Results:
     """Score each run's two skills on each target not its own; ``{(run, target): {kind:
-    evaluate_skill's result}}``. A run is locked while it is scored (we write into it)."""
+    score_skill's result}}``. A run is locked while it is scored (we write into it)."""
     results: Results = {}
     for run in plan.runs:
         pending = [t for r, t in plan.calls() if r is run]
@@ -261,11 +262,14 @@ async def run_transfer(plan: TransferPlan, on_result: OnResult | None = None) ->
         try:
             for target in pending:
                 cfg = target_config(run.cfg, target, run.root)
-                for kind in SKILLS:
-                    result = await evaluate_skill(cfg, run.skills[kind], plan.split)
-                    results.setdefault((run.name, target.name), {})[kind] = result
-                    if on_result is not None:
-                        on_result(run, target, kind, result)
+                skills = {kind: Skill.load(run.skills[kind]) for kind in SKILLS}
+                async with eval_session(cfg) as session:  # one per target: both skills in it
+                    for kind in SKILLS:
+                        path = run.skills[kind]
+                        result = await score_skill(session, skills[kind], path, plan.split)
+                        results.setdefault((run.name, target.name), {})[kind] = result
+                        if on_result is not None:
+                            on_result(run, target, kind, result)
         finally:
             lock.release()
     return results

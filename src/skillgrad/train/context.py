@@ -1,9 +1,11 @@
-"""RunContext: what every stage of a run needs, assembled once by ``skillgrad.session``.
+"""Session and RunContext: what every stage of a run needs, assembled once by
+``skillgrad.session``.
 
-It is the config, the task and its splits, the two metered backends (and the check targets'),
-the run directory, the call store, callbacks and progress. The training state is ``TrainState``;
-what the trust checks measure during the run (the noise floor, the control arms) is recorded
-here for the summary, and re-measured from the caches on a resume.
+The ``Session`` is the config, the task and its splits, the metered backends (and the check
+targets') and the call store: what ``train`` and ``eval`` both score with. The ``RunContext``
+holds the session, the run directory, callbacks and progress. The training state is
+``TrainState``; what the trust checks measure during the run (the noise floor, the control
+arms) is recorded on the context for the summary, and re-measured from the caches on a resume.
 """
 
 from __future__ import annotations
@@ -16,8 +18,10 @@ from typing import Any
 
 from skillgrad.callbacks import Callback, Control, describe_event
 from skillgrad.config import Config
-from skillgrad.models.base import ModelBackend, backend_name
-from skillgrad.models.wrappers.metering import PriceTable
+from skillgrad.executors import LOCAL, RolloutExecutor
+from skillgrad.models.base import ModelBackend, backend_name, token_counter
+from skillgrad.models.registry import aclose_backend
+from skillgrad.models.wrappers.metering import MeteredBackend, PriceTable
 from skillgrad.runs.cache import CallCache, ResultStore
 from skillgrad.runs.rundir import RunDir
 from skillgrad.skill.document import approx_tokens
@@ -47,21 +51,50 @@ class CheckTarget:
 
 
 @dataclass
-class RunContext:
+class Session:
+    """A command's assembled parts (no training state): task, splits, metered roles, store.
+    ``train`` and ``eval`` build one per command and score every skill with it."""
+
     cfg: Config
     task: Task
     items: dict[str, list[Item]]
-    optimizer: ModelBackend
-    target: ModelBackend
     store: CallCache
+    optimizer: MeteredBackend
+    target: MeteredBackend
+    prices: PriceTable
+    executor: RolloutExecutor = field(default=LOCAL)
+    check_targets: list[CheckTarget] = field(default_factory=list)
+
+    @property
+    def count_tokens(self) -> Callable[[str], int]:
+        """The target's own tokenizer, else the rough ``approx_tokens``."""
+        return token_counter(self.target) or approx_tokens
+
+    async def aclose(self) -> None:
+        """Close SDK connection pools while the event loop that used them is still alive, what
+        the task started (environment processes) and the executor (a Ray cluster it started)."""
+        backends = [self.optimizer, self.target, *(c.backend for c in self.check_targets)]
+        try:
+            for backend in {id(b): b for b in backends}.values():
+                await aclose_backend(backend)
+        finally:
+            try:
+                task_abilities(self.task).close()  # environment processes
+            finally:
+                self.executor.close()
+
+
+@dataclass
+class RunContext:
+    """One training run: its ``Session`` (read through the properties below), the run
+    directory, callbacks, progress, and what the trust checks measured."""
+
+    session: Session
     run: RunDir
     steps_per_epoch: int
     callbacks: Sequence[Callback] = ()
     progress: Progress = field(default_factory=NullProgress)
-    count_tokens: Callable[[str], int] = approx_tokens
     control: Control = field(default_factory=Control)
-    prices: PriceTable = field(default_factory=PriceTable)
-    check_targets: Sequence[CheckTarget] = ()
     noise_threshold: float = 0.0
     """The measured noise floor's threshold the gate refuses a mean difference at or below
     (``train/trust/noise.py``; 0 until measured, or with ``train.noise_gate`` off)."""
@@ -69,6 +102,42 @@ class RunContext:
     """The A/A measurement (``NoiseFloor.to_json``), for the summary and report."""
     controls: dict[str, Any] | None = None
     """The control arms on the test split (``train/trust/controls.py``; ``train.controls``)."""
+
+    @property
+    def cfg(self) -> Config:
+        return self.session.cfg
+
+    @property
+    def task(self) -> Task:
+        return self.session.task
+
+    @property
+    def items(self) -> dict[str, list[Item]]:
+        return self.session.items
+
+    @property
+    def optimizer(self) -> ModelBackend:
+        return self.session.optimizer
+
+    @property
+    def target(self) -> ModelBackend:
+        return self.session.target
+
+    @property
+    def store(self) -> CallCache:
+        return self.session.store
+
+    @property
+    def prices(self) -> PriceTable:
+        return self.session.prices
+
+    @property
+    def check_targets(self) -> Sequence[CheckTarget]:
+        return self.session.check_targets
+
+    @property
+    def count_tokens(self) -> Callable[[str], int]:
+        return self.session.count_tokens
 
     @property
     def schedule(self) -> Schedule:
@@ -157,4 +226,4 @@ class RunContext:
         }
 
 
-__all__ = ["CHECK_ROLE", "ROLES", "CheckTarget", "RunContext"]
+__all__ = ["CHECK_ROLE", "ROLES", "CheckTarget", "RunContext", "Session"]

@@ -99,14 +99,20 @@ def render_report(
         lines += ["", "## Warnings", "", *(f"- {w}" for w in s["warnings"])]
     if transfer:
         lines += ["", "## Transfer evaluations (zero-shot, other setups)", ""]
-        lines += ["| skill | setup | split | items | mean score | pass rate |"]
-        lines += ["|---|---|---|---:|---:|---:|"]
-        lines += [
-            f"| {Path(str(t['skill'])).name} | {t['setup']} | {t['split']} | {t['n']} | "
-            f"{t['mean_score']:.3f} | {t['pass_rate']:.3f} |"
-            for t in transfer
-        ]
+        lines += ["| skill | setup | split | items | missing | mean score | pass rate |"]
+        lines += ["|---|---|---|---:|---:|---:|---:|"]
+        lines += [_transfer_row(t) for t in transfer]
     return "\n".join(lines) + "\n"
+
+
+def _transfer_row(t: dict[str, Any]) -> str:
+    """One ``transfer.jsonl`` row of the report's table; ``missing`` (items left unscored) is
+    blank for a row written before it was recorded, and the scores are over the scored items."""
+    missing = t.get("missing", "")
+    return (
+        f"| {Path(str(t['skill'])).name} | {t['setup']} | {t['split']} | {t['n']} | {missing} | "
+        f"{t['mean_score']:.3f} | {t['pass_rate']:.3f} |"
+    )
 
 
 def _num(x: float | None, sign: bool = True) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from skillgrad.config import TrainConfig
 from skillgrad.models.base import ModelBackend
 from skillgrad.models.context import call_context
 from skillgrad.runs.cache import ResultStore
@@ -26,11 +27,16 @@ CHECK_STAGE = "check"
 
 
 def gate_rule(ctx: RunContext) -> GateRule:
-    """The run's gate rule (``train.gate_rule``, ``gate_confidence``, ``gate_min_delta``); the
-    measured noise floor raises the margin: a mean difference at or below the noise threshold
-    is refused (``train/trust/noise.py``; raising ``min_delta`` keeps early rejection lossless)."""
-    t = ctx.cfg.train
-    return GateRule(t.gate_rule, t.gate_confidence, max(t.gate_min_delta, ctx.noise_threshold))
+    """The run's gate rule (``configured_gate_rule``) with the noise it measured."""
+    return configured_gate_rule(ctx.cfg.train, ctx.noise_threshold)
+
+
+def configured_gate_rule(t: TrainConfig, noise_threshold: float) -> GateRule:
+    """The gate rule of ``train.gate_rule``, ``gate_confidence`` and ``gate_min_delta`` (training's
+    gate, ``eval --headroom``); the measured noise floor raises the margin: a mean difference at
+    or below ``noise_threshold`` is refused (``train/trust/noise.py``; raising ``min_delta``
+    keeps early rejection lossless)."""
+    return GateRule(t.gate_rule, t.gate_confidence, max(t.gate_min_delta, noise_threshold))
 
 
 def check_rule(ctx: RunContext) -> GateRule:
@@ -172,6 +178,7 @@ __all__ = [
     "CHECK_STAGE",
     "attribution_json",
     "check_rule",
+    "configured_gate_rule",
     "evaluate_candidate",
     "gate_json",
     "gate_rule",

@@ -10,7 +10,7 @@ from skillgrad.train.context import RunContext
 from skillgrad.train.rollout import ItemScore, cached_item_scores
 from skillgrad.train.state import TrainState
 from skillgrad.train.trust.headroom import NO_HEADROOM_HINT, headroom
-from skillgrad.train.trust.noise import measure_noise
+from skillgrad.train.trust.noise import gate_margin, measure_noise
 from skillgrad.train.trust.power import PowerCheck, power_check
 from skillgrad.train.validate import gate_rule
 
@@ -23,7 +23,7 @@ async def before_training(ctx: RunContext, state: TrainState) -> None:
     if t.noise_repeats >= 2:
         noise = await measure_noise(ctx, state.initial_skill, initial)
         ctx.noise_floor = {**noise.to_json(), "gate": t.noise_gate}
-        ctx.noise_threshold = noise.noise_threshold if t.noise_gate else 0.0
+        ctx.noise_threshold = gate_margin(noise, ctx.cfg)
         ctx.emit("noise_floor", **ctx.noise_floor, message=noise.note)
     if state.global_step or state.status != "running":
         return

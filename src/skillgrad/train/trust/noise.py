@@ -32,7 +32,7 @@ from skillgrad.models.base import ModelBackend
 from skillgrad.models.context import call_context
 from skillgrad.runs.cache import CallCache, ResultStore
 from skillgrad.tasks.base import Task
-from skillgrad.train.context import RunContext
+from skillgrad.train.context import RunContext, Session
 from skillgrad.train.rollout import ItemScore, rollout_item
 from skillgrad.types import Item, Trajectory
 
@@ -142,17 +142,17 @@ async def repeat_pass(
     return list(await asyncio.gather(*(one(i) for i in items)))
 
 
-def _pass(ctx: RunContext, skill: str, items: Sequence[Item], sample: int, mode: str) -> Any:
+def _pass(session: Session, skill: str, items: Sequence[Item], sample: int, mode: str) -> Any:
     return repeat_pass(
-        ctx.task,
+        session.task,
         items,
         skill,
-        ctx.target,
-        store=ctx.store,
+        session.target,
+        store=session.store,
         sample=sample,
         mode=mode,
-        seed=ctx.cfg.train.seed,
-        workers=ctx.cfg.hardware.rollout_workers,
+        seed=session.cfg.train.seed,
+        workers=session.cfg.hardware.rollout_workers,
     )
 
 
@@ -162,18 +162,40 @@ def target_calls(store: CallCache) -> int:
 
 
 async def measure_noise(ctx: RunContext, skill: str, baseline: Sequence[ItemScore]) -> NoiseFloor:
-    """The A/A test of ``skill`` (the initial skill; ``baseline``: its val scores) with
-    ``train.noise_repeats`` passes; under ``call_context("noise_floor")`` in the ledger."""
-    t = ctx.cfg.train
-    mode = noise_calls(ctx.cfg)
+    """The A/A test of ``skill`` (the initial skill; ``baseline``: its val scores, the first
+    pass) with ``train.noise_repeats`` passes."""
     first = {s.item_id: s.samples[0] for s in baseline if s.samples}  # missing: not cached
     items = [i for i in ctx.items["val"] if i.id in first]
-    passes: list[list[Trajectory]] = [[first[i.id] for i in items]]
-    before = target_calls(ctx.store)
+    first_pass = [first[i.id] for i in items]
+    noise, _ = await aa_test(ctx.session, skill, items, first_pass, ctx.cfg.train.noise_repeats)
+    return noise
+
+
+async def aa_test(
+    session: Session,
+    skill: str,
+    items: Sequence[Item],
+    first: Sequence[Trajectory],
+    repeats: int,
+) -> tuple[NoiseFloor, list[list[Trajectory]]]:
+    """The A/A test of ``skill`` on ``items`` (training's noise floor, ``eval --repeat``):
+    ``first`` is its first pass (one trajectory per item), then ``repeats - 1`` more passes
+    sent ``train.noise_calls``, under ``call_context("noise_floor")`` in the ledger. The noise
+    floor, with the target calls the repeats paid, and the passes."""
+    mode = noise_calls(session.cfg)
+    passes: list[list[Trajectory]] = [list(first)]
+    before = target_calls(session.store)
     with call_context("noise_floor", 0):
-        for r in range(1, t.noise_repeats):
-            passes.append(await _pass(ctx, skill, items, REPEAT_SAMPLE_BASE + r, mode))
-    return noise_floor_of(passes, mode, t.gate_confidence, target_calls(ctx.store) - before)
+        for r in range(1, repeats):
+            passes.append(await _pass(session, skill, items, REPEAT_SAMPLE_BASE + r, mode))
+    paid = target_calls(session.store) - before
+    return noise_floor_of(passes, mode, session.cfg.train.gate_confidence, paid), passes
+
+
+def gate_margin(noise: NoiseFloor, cfg: Config) -> float:
+    """What the measured noise adds to the gate's margin: its threshold under
+    ``train.noise_gate``, else nothing."""
+    return noise.noise_threshold if cfg.train.noise_gate else 0.0
 
 
 def noise_floor_of(
@@ -202,7 +224,7 @@ async def remeasured_incumbent(
     as the candidate (fresh calls, kept per step), its other samples as ``cached`` has them, so
     both skills face the target's noise of the moment."""
     sample = REMEASURE_SAMPLE_BASE + step
-    trajs = await _pass(ctx, skill, ctx.items["val"], sample, "fresh")
+    trajs = await _pass(ctx.session, skill, ctx.items["val"], sample, "fresh")
     rest = {s.item_id: s.samples[1:] for s in cached}
     return [ItemScore(t.item_id, (t, *rest.get(t.item_id, ()))) for t in trajs]
 
@@ -213,6 +235,8 @@ __all__ = [
     "REPEAT_SAMPLE_BASE",
     "NoiseCalls",
     "NoiseFloor",
+    "aa_test",
+    "gate_margin",
     "measure_noise",
     "noise_calls",
     "noise_floor_of",
