@@ -88,3 +88,50 @@ def test_an_old_run_resumes_to_what_the_old_version_wrote(old_run: Path) -> None
     assert "noise floor" in report.output
     expected = (EXPECTED / "report_after.txt").read_text(encoding="utf-8")
     assert _without_noise_floor(report.output) == expected
+
+
+# -- an environment run with worked examples, written at c28278c ---------------------------------
+
+ENV_FIXTURE = Path(__file__).parent / "fixtures" / "old_run_c28278c_env"
+ENV_EXPECTED = ENV_FIXTURE / "expected"
+# What later versions add to a run's records and summary: c28278c did not write them.
+ENV_NEW_RECORD_KEYS = {"pruned"}
+ENV_NEW_SUMMARY_KEYS: set[str] = set()
+
+
+@pytest.fixture
+def old_env_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    shutil.copytree(ENV_FIXTURE / "old_run", tmp_path / "old_env_run")
+    shutil.copy(ENV_FIXTURE / "config.yaml", tmp_path / "config.yaml")
+    monkeypatch.chdir(tmp_path)  # env.output_root is "."
+    return tmp_path / "old_env_run"
+
+
+def test_an_old_environment_run_reports_as_it_did(old_env_run: Path) -> None:
+    out = CliRunner().invoke(app, ["report", old_env_run.name], env=WIDTH)
+    assert out.exit_code == 0, out.output
+    assert out.output == (ENV_EXPECTED / "report_before.txt").read_text(encoding="utf-8")
+
+
+def test_an_old_environment_run_resumes_to_what_the_old_version_wrote(old_env_run: Path) -> None:
+    """Episodes (their steps as c28278c stored them) and worked examples resume: a second epoch
+    gives the history, summary, best skill, files and report c28278c wrote."""
+    config = Path("config.yaml")
+    config.write_text(config.read_text().replace("num_epochs: 1", "num_epochs: 2"))
+    runner = CliRunner()
+    trained = runner.invoke(app, ["train", str(config), "--quiet"], env=WIDTH)
+    assert trained.exit_code == 0, trained.output
+    history = json.loads((old_env_run / "history.json").read_text())
+    drop = {"timings", *ENV_NEW_RECORD_KEYS}
+    history = [{k: v for k, v in r.items() if k not in drop} for r in history]
+    assert history == json.loads((ENV_EXPECTED / "history_after.json").read_text())
+    summary = json.loads((old_env_run / "summary.json").read_text())
+    summary = {k: v for k, v in summary.items() if k not in ENV_NEW_SUMMARY_KEYS}
+    assert summary == json.loads((ENV_EXPECTED / "summary_after.json").read_text())
+    best = (old_env_run / "best_skill.md").read_text()
+    assert best == (ENV_EXPECTED / "best_skill_after.md").read_text()
+    files = sorted(f"./{p.relative_to(old_env_run)}" for p in old_env_run.rglob("*") if p.is_file())
+    assert files == (ENV_EXPECTED / "files_after.txt").read_text().split()
+    report = runner.invoke(app, ["report", old_env_run.name], env=WIDTH)
+    assert report.exit_code == 0, report.output
+    assert report.output == (ENV_EXPECTED / "report_after.txt").read_text(encoding="utf-8")
