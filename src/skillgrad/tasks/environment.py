@@ -1,7 +1,8 @@
 """``EnvironmentTask``: the target acts in a multi-turn environment (gymnasium's protocol).
 
 The skill is the system prompt, each observation a user turn, each reply one action (its first
-line, cleaned and bounded), until the episode ends or ``max_steps``. An item is one episode: a
+line, cleaned and bounded, or the first match of ``action_pattern``), until the episode ends or
+``max_steps``. An item is one episode: a
 reset seed (and reset options). The score is the environment's, normalised to [0, 1] (partial
 credit where the game gives it); the feedback says what happened. Environments run in their own
 processes (``tasks/env_pool.py``): a crash or hang is the item's ``infra_error``, not a zero.
@@ -49,9 +50,35 @@ def check_action(action: str, listed: Any) -> tuple[bool | None, str | None]:
     return False, by_case.get(said.lower())
 
 
-def parse_action(reply: str, limit: int = 120) -> str:
-    """The action in a reply: its first line with text, list marks, quotes and an
-    ``Action:`` label stripped, a final period dropped, at most ``limit`` characters."""
+MAX_PATTERN_CHARS = 200
+
+
+def compile_action_pattern(pattern: Any) -> re.Pattern[str] | None:
+    """``env.options.action_pattern`` checked at config time: a regular expression of at most
+    ``MAX_PATTERN_CHARS`` characters that compiles, or None (the first-line rule)."""
+    if pattern is None:
+        return None
+    where = "env.options.action_pattern"
+    if not isinstance(pattern, str) or not pattern:
+        raise ConfigError(f"{where} must be a non-empty regular expression; got {pattern!r}")
+    if len(pattern) > MAX_PATTERN_CHARS:
+        raise ConfigError(f"{where} has {len(pattern)} characters; at most {MAX_PATTERN_CHARS}")
+    try:
+        return re.compile(pattern)
+    except re.error as exc:
+        raise ConfigError(
+            f"{where} {pattern!r} is not a regular expression: {exc}. In YAML, single-quote "
+            "it (a backslash then stays a backslash)"
+        ) from None
+
+
+def parse_action(reply: str, limit: int = 120, pattern: re.Pattern[str] | None = None) -> str:
+    """The action in a reply: the first match of ``pattern`` anywhere in it when one is given
+    and matches; else its first line with text, list marks, quotes and an ``Action:`` label
+    stripped, a final period dropped. At most ``limit`` characters, spaces normalised."""
+    found = pattern.search(reply) if pattern is not None else None
+    if found is not None and found.group(0).strip():
+        return " ".join(found.group(0).split())[:limit]
     for line in reply.splitlines():
         text = line.strip()
         if text.startswith("```"):
@@ -102,7 +129,9 @@ class EnvironmentTask:
         max_observation_chars: int = 1500,
         max_action_chars: int = 120,
         base_dir: Path | None = None,
+        action_pattern: str | None = None,
     ) -> None:
+        self.action_pattern = compile_action_pattern(action_pattern)
         if actions not in ("free", "listed"):
             raise ConfigError(f"env option actions must be 'free' or 'listed'; got {actions!r}")
         if max_steps < 1 or max_reward <= 0 or step_timeout <= 0:
@@ -151,6 +180,29 @@ class EnvironmentTask:
         if self._pool is None:
             self._pool = EnvPool(self.spec())
         return self._pool
+
+    install_hint = (
+        "Install the package that provides it into this Python (the built-in environments: "
+        "pip install 'skillgrad[env]')"
+    )
+
+    def check_ready(self) -> None:
+        """Build the environment once before any episode (the session does, at start): one that
+        cannot be built (a missing package, an unknown game id) is one located ``ConfigError``
+        naming ``install_hint``, not an infra error per episode. The process built serves the
+        first episode."""
+        process = self.pool.acquire()
+        healthy = False
+        try:
+            process.start()
+            healthy = True
+        except EnvFailure as exc:
+            raise ConfigError(
+                f"env.task {self.name!r}: the environment {self.env!r} cannot be built ({exc}). "
+                f"{self.install_hint}"
+            ) from None
+        finally:
+            self.pool.release(process, healthy)
 
     def close(self) -> None:
         """Kill every environment process (the session calls this when it closes)."""
@@ -302,7 +354,7 @@ class _Episode:
 
     async def act(self, process: EnvProcess, number: int, reply: str) -> bool:
         """Play one reply; True when the episode is over."""
-        action = parse_action(reply, self.task.max_action_chars)
+        action = parse_action(reply, self.task.max_action_chars, self.task.action_pattern)
         valid_before = self.info.get("valid_actions")
         cut = bool(self.info.get("valid_actions_total"))
         out = await self.task.call_env(process, {"op": "step", "action": action})
@@ -310,6 +362,9 @@ class _Episode:
         self.reward += float(out.get("reward") or 0.0)
         # a list cut to its first entries cannot say an action was not accepted: unknown
         valid, listed_as = (None, None) if cut else check_action(action, valid_before)
+        rejected = self.info.get("invalid_action")  # the environment's own word wins
+        if rejected:
+            valid = False
         step: dict[str, Any] = {
             "type": "env_step",
             "step": number,
@@ -323,6 +378,8 @@ class _Episode:
         }
         if listed_as is not None:
             step["listed_as"] = listed_as
+        if isinstance(rejected, str):
+            step["invalid_reason"] = rejected
         self.steps.append(step)
         self.messages.append(Message("assistant", action))
         if out.get("terminated") or out.get("truncated"):
