@@ -25,7 +25,7 @@ ACTION_PATTERN = r"\[[^\[\]\n]{1,80}\]"  # the first [token] anywhere in the rep
 # no downloaded data (checked one by one: docs/environments.md). Left out: Hangman, Wordle,
 # WordLadder, WordSearch (NLTK's word lists), GuessWho and TwentyQuestions (an OpenRouter judge),
 # Klondike and UltimateTexasHoldem (do not import on Python 3.11), Sokoban-v0-medium (generating
-# a level takes over 40 s), BabyAiText (no raw id).
+# a level took over 40 s for some seeds), BabyAiText (no raw id).
 VARIANTS: dict[str, tuple[str, ...]] = {
     "2048": (
         "v0", "v0-ultra-easy", "v0-mega-easy", "v0-super-easy", "v0-very-easy", "v0-easy",
