@@ -422,6 +422,7 @@ __all__ = [
     "ActionMode",
     "EnvironmentTask",
     "check_action",
+    "compile_action_pattern",
     "loop_erased",
     "parse_action",
 ]
