@@ -2,11 +2,11 @@
 
 The skill is the system prompt, each observation a user turn, each reply one action (its first
 line, cleaned and bounded, or the first match of ``action_pattern``), until the episode ends or
-``max_steps``. An item is one episode: a
-reset seed (and reset options). The score is the environment's, normalised to [0, 1] (partial
-credit where the game gives it); the feedback says what happened. Environments run in their own
-processes (``tasks/env_pool.py``): a crash or hang is the item's ``infra_error``, not a zero.
-Gold action sequences are kept for train episodes only (the optimizer's hidden reference).
+``max_steps``. An item is one episode: a reset seed (and reset options). The score is the
+environment's, normalised to [0, 1] (partial credit where the game gives it); the feedback says
+what happened. Environments run in their own processes (``tasks/env_pool.py``): a crash or hang is
+the item's ``infra_error``, not a zero. Gold action sequences are kept for train episodes only (the
+optimizer's hidden reference).
 """
 
 from __future__ import annotations
@@ -111,6 +111,11 @@ class EnvironmentTask:
     name = "environment"
     deterministic = True
     temperature = 0.0
+    # what a start check that cannot build the environment tells the user to run
+    install_hint = (
+        "Install the package that provides it into this Python (the built-in environments: "
+        "pip install 'skillgrad[env]')"
+    )
 
     def __init__(
         self,
@@ -180,11 +185,6 @@ class EnvironmentTask:
         if self._pool is None:
             self._pool = EnvPool(self.spec())
         return self._pool
-
-    install_hint = (
-        "Install the package that provides it into this Python (the built-in environments: "
-        "pip install 'skillgrad[env]')"
-    )
 
     def check_ready(self) -> None:
         """Build the environment once before any episode (the session does, at start): one that
