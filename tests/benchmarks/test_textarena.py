@@ -54,7 +54,7 @@ def test_a_scripted_player_solves_tower_of_hanoi_with_the_action_on_line_two() -
     actions = [s["action"] for s in t.steps if s["type"] == "env_step"]
     assert actions == [f"[{m}]" for m in HANOI]
     assert "solved in 7 steps" in t.score.feedback
-    assert "Congratulations" in t.steps[-1]["observation"]
+    assert t.steps[-1]["observation"].startswith("Game over: Congratulations! You solved")
 
 
 def test_an_episode_cut_by_max_steps_keeps_the_games_partial_credit() -> None:

@@ -115,7 +115,8 @@ class TextArenaEnvironment:
         if ending.get("invalid_move"):
             info["invalid_action"] = reason.removeprefix("Invalid Move: ") or True
         info |= {"score": max(0.0, min(1.0, reward)), "success": reward >= 1.0}
-        return f"{obs}\n\nGame over: {reason}".strip(), max(0.0, reward), True, False, info
+        # the ending first: feedback and the optimizer's view clip the last observation
+        return f"Game over: {reason}\n\n{obs}".strip(), max(0.0, reward), True, False, info
 
     def _progress(self) -> float:
         measure = getattr(self.env, "_get_percentage_completion", None)
