@@ -1,13 +1,14 @@
 """THE one place a run is assembled from a config: used by ``train``, ``eval``, ``sweep``, ``fit``.
 
 ``open_session`` builds, in this order: the task (registry), its splits (``load_splits``: checked
-before any model call), the two roles' backends and, for training, the check targets'
-(``train.check_targets``; each provider's declared ability decides the wrappers: remote ->
-``retry(limit(raw))`` with one limiter registry per run shared by all roles, in-process ->
-called directly), metering into the call store (prices and budget, shared by all), the
-judge binding (an LLM-judge scorer uses the optimizer, metered as such), the token counter and,
-for a task with heavy rollouts (code, agents), the ``hardware.executor`` that runs their heavy
-part (``skillgrad.executors``; closed by ``Session.aclose``). Other tasks ignore the executor.
+before any model call), the task's start check (``check_ready``: an environment is built once), the
+two roles' backends and, for training, the check targets' (``train.check_targets``; each provider's
+declared ability decides the wrappers: remote -> ``retry(limit(raw))`` with one limiter registry
+per run shared by all roles, in-process -> called directly), metering into the call store (prices
+and budget, shared by all), the judge binding (an LLM-judge scorer uses the optimizer, metered as
+such), the token counter and, for a task with heavy rollouts (code, agents), the
+``hardware.executor`` that runs their heavy part (``skillgrad.executors``; closed by
+``Session.aclose``). Other tasks ignore the executor.
 
 ``run_training`` trains (or resumes) one run on top of it: re-running on an existing run
 directory resumes; ``fresh=True`` starts over in a new directory. Budget, endpoint and systemic
@@ -195,6 +196,7 @@ def open_session(
     task = task or load_task(cfg.env.task, dict(cfg.env.options), Path(cfg.base_dir))
     if items is None:
         items = load_splits(task, require_test=require_test)
+    task_abilities(task).check_ready()  # an environment that cannot be built: once, here
     checks = cfg.train.check_targets if with_check_targets else []
     if checks and (problems := check_target_problems(cfg)):  # before any backend is built
         raise ConfigError("\n".join(["train.check_targets: invalid configuration", *problems]))

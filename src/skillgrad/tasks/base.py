@@ -56,6 +56,9 @@ class Task(Protocol):
     - ``example_context(item) -> str`` (default: none): one line a worked example built from
       ``item`` shows before its input — what the right reply depended on besides the user's
       words (BFCL: the functions the question was asked with). Never the reference.
+    - ``check_ready()`` (default: no-op): raise ``ConfigError`` when the task cannot run at all
+      (an environment that cannot be built: a missing package, an unknown id), saying how to
+      fix it; the session calls it once, at start, before any model call.
     """
 
     name: str
@@ -78,6 +81,7 @@ class TaskAbilities:
     executor_binder: Callable[[RolloutExecutor], None] | None = None
     closer: Callable[[], None] | None = None
     example_context: Callable[[Item], str] | None = None
+    ready_check: Callable[[], None] | None = None
 
     def bind_judge(self, backend: ModelBackend) -> None:
         """Hand ``backend`` to the task's judge; a no-op when it has none."""
@@ -93,6 +97,11 @@ class TaskAbilities:
         """Hand ``executor`` to a heavy task; a no-op for the others (they ignore it)."""
         if self.executor_binder is not None:
             self.executor_binder(executor)
+
+    def check_ready(self) -> None:
+        """The task's own start check (``Task``: ``check_ready``); a no-op when it has none."""
+        if self.ready_check is not None:
+            self.ready_check()
 
     def close(self) -> None:
         """Release what the task started; a no-op for tasks that start nothing."""
@@ -111,6 +120,7 @@ def task_abilities(task: Task) -> TaskAbilities:
     executor_binder = getattr(task, "bind_executor", None)
     closer = getattr(task, "close", None)
     context = getattr(task, "example_context", None)
+    ready = getattr(task, "check_ready", None)
     return TaskAbilities(
         deterministic=deterministic,
         max_tokens=int(getattr(task, "max_tokens", DEFAULT_MAX_TOKENS)),
@@ -118,6 +128,7 @@ def task_abilities(task: Task) -> TaskAbilities:
         executor_binder=executor_binder if callable(executor_binder) else None,
         closer=closer if callable(closer) else None,
         example_context=context if callable(context) else None,
+        ready_check=ready if callable(ready) else None,
     )
 
 

@@ -9,6 +9,8 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from skillgrad.errors import ConfigError
+
 _LEAD = re.compile(r"^(?:>|[-*•]|\d+[.)]|(?:next\s+)?(?:action|command)\s*:)\s*", re.IGNORECASE)
 _QUOTES = "`*\"' "
 
@@ -29,9 +31,35 @@ def check_action(action: str, listed: Any) -> tuple[bool | None, str | None]:
     return False, by_case.get(said.lower())
 
 
-def parse_action(reply: str, limit: int = 120) -> str:
-    """The action in a reply: its first line with text, list marks, quotes and an
-    ``Action:`` label stripped, a final period dropped, at most ``limit`` characters."""
+MAX_PATTERN_CHARS = 200
+
+
+def compile_action_pattern(pattern: Any) -> re.Pattern[str] | None:
+    """``env.options.action_pattern`` checked at config time: a regular expression of at most
+    ``MAX_PATTERN_CHARS`` characters that compiles, or None (the first-line rule)."""
+    if pattern is None:
+        return None
+    where = "env.options.action_pattern"
+    if not isinstance(pattern, str) or not pattern:
+        raise ConfigError(f"{where} must be a non-empty regular expression; got {pattern!r}")
+    if len(pattern) > MAX_PATTERN_CHARS:
+        raise ConfigError(f"{where} has {len(pattern)} characters; at most {MAX_PATTERN_CHARS}")
+    try:
+        return re.compile(pattern)
+    except re.error as exc:
+        raise ConfigError(
+            f"{where} {pattern!r} is not a regular expression: {exc}. In YAML, single-quote "
+            "it (a backslash then stays a backslash)"
+        ) from None
+
+
+def parse_action(reply: str, limit: int = 120, pattern: re.Pattern[str] | None = None) -> str:
+    """The action in a reply: the first match of ``pattern`` anywhere in it when one is given
+    and matches; else its first line with text, list marks, quotes and an ``Action:`` label
+    stripped, a final period dropped. At most ``limit`` characters, spaces normalised."""
+    found = pattern.search(reply) if pattern is not None else None
+    if found is not None and found.group(0).strip():
+        return " ".join(found.group(0).split())[:limit]
     for line in reply.splitlines():
         text = line.strip()
         if text.startswith("```"):
@@ -65,4 +93,10 @@ def loop_erased(actions: Sequence[str], after: Sequence[str], start: str) -> lis
     return kept
 
 
-__all__ = ["check_action", "loop_erased", "parse_action"]
+__all__ = [
+    "MAX_PATTERN_CHARS",
+    "check_action",
+    "compile_action_pattern",
+    "loop_erased",
+    "parse_action",
+]

@@ -84,13 +84,24 @@ class EnvProcess:
         except (OSError, ValueError) as exc:  # a pipe closed under us (the run is closing)
             raise self._failed(f"the environment process is gone ({exc})") from None
 
-    def _request(self, message: dict[str, Any], timeout: float) -> dict[str, Any]:
+    def start(self) -> None:
+        """Build the environment now (otherwise the first request does); ``EnvFailure`` when it
+        cannot be built."""
+        try:
+            self._start()
+        except (OSError, ValueError) as exc:
+            raise self._failed(f"the environment process is gone ({exc})") from None
+
+    def _start(self) -> None:
         if not self.made:
             self.made = True
             make: dict[str, Any] = {"op": "make", "env": self.spec.env}
             make |= {"options": self.spec.options, "base_dir": self.spec.base_dir}
             make["max_chars"] = self.spec.max_chars
             self._exchange(make, self.spec.make_timeout, "starting the environment")
+
+    def _request(self, message: dict[str, Any], timeout: float) -> dict[str, Any]:
+        self._start()
         return self._exchange(message, timeout, str(message.get("op")))
 
     def _exchange(self, message: dict[str, Any], timeout: float, what: str) -> dict[str, Any]:

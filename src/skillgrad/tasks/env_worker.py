@@ -66,7 +66,8 @@ def _number(value: Any) -> float | None:
 def canonical_info(info: Any, max_chars: int) -> dict[str, Any]:
     """The protocol's fields of an environment's ``info`` (aliases read, sizes bounded):
     ``valid_actions``, ``task``, ``gold_actions``, ``success``, ``score`` (normalised to [0, 1]
-    with ``max_score`` when the info gives one); ``valid_actions_total`` when the list was cut
+    with ``max_score`` when the info gives one), ``invalid_action`` (True or the reason the
+    environment rejected the step's action); ``valid_actions_total`` when the list was cut
     to ``MAX_LIST`` (ScienceWorld lists up to ~3,000)."""
     if not isinstance(info, Mapping):
         return {}
@@ -86,6 +87,9 @@ def canonical_info(info: Any, max_chars: int) -> dict[str, Any]:
             out[name] = _bounded(found, max_chars)
         elif (flag := _number(found)) is not None:  # success: True, 1, numpy.bool_(True)
             out[name] = flag != 0
+    rejected = info.get("invalid_action")
+    if isinstance(rejected, bool) or (isinstance(rejected, str) and rejected.strip()):
+        out["invalid_action"] = rejected if isinstance(rejected, bool) else _bounded(rejected, 300)
     score = _number(info.get("score_normalized", info.get("score")))
     top = _number(info.get("max_score"))
     if score is not None:

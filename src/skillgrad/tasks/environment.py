@@ -1,13 +1,14 @@
 """``EnvironmentTask``: the target acts in a multi-turn environment (gymnasium's protocol).
 
 The skill is the system prompt, each observation a user turn, each reply one action (its first
-line, cleaned and bounded), until the episode ends or ``max_steps``. An item is one episode: a
-reset seed (and reset options). The score is the environment's, normalised to [0, 1] (partial
-credit where the game gives it); the feedback says what happened. Environments run in their own
-processes (``tasks/env_pool.py``). A ``step`` that raises on an action or hangs ends the episode,
-scored as it stands (the reply caused it); a process that cannot be built, fails its ``reset`` or
-dies is the item's ``infra_error`` (missing data), not a zero. Gold action sequences are kept for
-train episodes only (the optimizer's hidden reference).
+line, cleaned and bounded, or the first match of ``action_pattern``), until the episode ends or
+``max_steps``. An item is one episode: a reset seed (and reset options). The score is the
+environment's, normalised to [0, 1] (partial credit where the game gives it); the feedback says
+what happened. Environments run in their own processes (``tasks/env_pool.py``). A ``step`` that
+raises on an action or hangs ends the episode, scored as it stands (the reply caused it); a
+process that cannot be built, fails its ``reset`` or dies is the item's ``infra_error`` (missing
+data), not a zero. Gold action sequences are kept for train episodes only (the optimizer's hidden
+reference).
 """
 
 from __future__ import annotations
@@ -23,7 +24,12 @@ from skillgrad.prompts import render_prompt
 from skillgrad.skill import skill_hash
 from skillgrad.skill.package import prompt_text
 from skillgrad.tasks.base import ENVIRONMENT, SPLITS, Split
-from skillgrad.tasks.env_actions import check_action, loop_erased, parse_action
+from skillgrad.tasks.env_actions import (
+    check_action,
+    compile_action_pattern,
+    loop_erased,
+    parse_action,
+)
 from skillgrad.tasks.env_options import check_options, split_seeds
 from skillgrad.tasks.env_pool import EnvFailure, EnvPool, EnvProcess, EnvSpec, EnvStepFailure
 from skillgrad.tasks.episode import MAX_DEMO_ACTIONS, episode_feedback
@@ -53,6 +59,11 @@ class EnvironmentTask:
     name = "environment"
     deterministic = True
     temperature = 0.0
+    # what a start check that cannot build the environment tells the user to run
+    install_hint = (
+        "Install the package that provides it into this Python (the built-in environments: "
+        "pip install 'skillgrad[env]')"
+    )
 
     def __init__(
         self,
@@ -72,7 +83,9 @@ class EnvironmentTask:
         max_action_chars: int = 120,
         pass_env: Sequence[str] = (),
         base_dir: Path | None = None,
+        action_pattern: str | None = None,
     ) -> None:
+        self.action_pattern = compile_action_pattern(action_pattern)
         if actions not in ("free", "listed"):
             raise ConfigError(f"env option actions must be 'free' or 'listed'; got {actions!r}")
         check_options(
@@ -137,6 +150,24 @@ class EnvironmentTask:
         if self._pool is None:
             self._pool = EnvPool(self.spec())
         return self._pool
+
+    def check_ready(self) -> None:
+        """Build the environment once before any episode (the session does, at start): one that
+        cannot be built (a missing package, an unknown game id) is one located ``ConfigError``
+        naming ``install_hint``, not an infra error per episode. The process built serves the
+        first episode."""
+        process = self.pool.acquire()
+        healthy = False
+        try:
+            process.start()
+            healthy = True
+        except EnvFailure as exc:
+            raise ConfigError(
+                f"env.task {self.name!r}: the environment {self.env!r} cannot be built ({exc}). "
+                f"{self.install_hint}"
+            ) from None
+        finally:
+            self.pool.release(process, healthy)
 
     def close(self) -> None:
         """Kill every environment process (the session calls this when it closes)."""
@@ -268,7 +299,7 @@ class _Episode:
 
     async def act(self, process: EnvProcess, number: int, reply: str) -> bool:
         """Play one reply; True when the episode is over."""
-        action = parse_action(reply, self.task.max_action_chars)
+        action = parse_action(reply, self.task.max_action_chars, self.task.action_pattern)
         valid_before = self.info.get("valid_actions")
         cut = bool(self.info.get("valid_actions_total"))
         try:
@@ -280,6 +311,9 @@ class _Episode:
             self.reward += float(out.get("reward") or 0.0)
         # a list cut to its first entries cannot say an action was not accepted: unknown
         valid, listed_as = (None, None) if cut else check_action(action, valid_before)
+        rejected = self.info.get("invalid_action")  # the environment's own word wins
+        if rejected:
+            valid = False
         step: dict[str, Any] = {
             "type": "env_step",
             "step": number,
@@ -295,6 +329,8 @@ class _Episode:
             step["listed_as"] = listed_as
         if self.failed is not None:
             step["env_error"] = self.failed
+        if isinstance(rejected, str):
+            step["invalid_reason"] = rejected
         self.steps.append(step)
         self.messages.append(Message("assistant", action))
         if self.failed is not None:
@@ -347,6 +383,7 @@ __all__ = [
     "ActionMode",
     "EnvironmentTask",
     "check_action",
+    "compile_action_pattern",
     "loop_erased",
     "parse_action",
 ]

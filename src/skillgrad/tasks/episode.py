@@ -2,10 +2,11 @@
 
 ``episode_feedback`` sums an episode up (solved, or how it ended, its score, actions the
 environment did not accept, repeated actions). ``episode_view`` is the compact rendering the
-optimizer reads: the task, the first steps and the steps around where it went wrong, the
-commands the environment accepted there (also in free mode, where the target never saw them),
-the gold action sequence of a train episode, the result. Long episodes are cut, and the cut is
-said, so the optimizer never mistakes a cut for the agent's behaviour.
+optimizer reads: the task, the first observation whole (a board game's board), the first steps and
+the steps around where it went wrong, the commands the environment accepted there (also in free
+mode, where the target never saw them), the gold action sequence of a train episode, the result.
+Long episodes are cut, and the cut is said, so the optimizer never mistakes a cut for the agent's
+behaviour.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ from typing import Any
 HEAD_STEPS = 3  # first steps always shown
 AROUND = (1, 2)  # steps shown before / after the failing step
 OBS_CHARS = 180  # per step observation
-START_CHARS = 400  # the first observation
 LIST_CHARS = 500  # accepted commands / reference sequence
 
 
@@ -65,7 +65,8 @@ def episode_feedback(steps: Sequence[dict[str, Any]], score: float, passed: bool
         first = rejected[0]
         parts.append(
             f"{len(rejected)} of {n} actions were not commands the environment accepts "
-            f"(first at step {first['step']}: {first['action']!r}{_as_listed(first)})"
+            f"(first at step {first['step']}: {first['action']!r}{_as_listed(first)}"
+            f"{_why(first)})"
         )
     action, repeats = _longest_repeat([s["action"] for s in played])
     if repeats >= 3:
@@ -91,6 +92,26 @@ def _as_listed(step: dict[str, Any]) -> str:
     """ ", listed as 'x'" for an action that differs from a listed command only in letter case."""
     form = step.get("listed_as")
     return f", listed as {_clip(form, 120)!r}" if isinstance(form, str) and form else ""
+
+
+def _why(step: dict[str, Any]) -> str:
+    """ ": reason" the environment gave for not accepting a step's action (``invalid_action``)."""
+    reason = step.get("invalid_reason")
+    return f": {_clip(reason, 160)}" if isinstance(reason, str) and reason.strip() else ""
+
+
+def _start(observation: Any) -> list[str]:
+    """The first observation whole (the environment process bounded it to the task's
+    ``max_observation_chars``), its line breaks kept: a board is read by its rows."""
+    rows = [line.rstrip() for line in str(observation or "").splitlines()]
+    kept = [r for i, r in enumerate(rows) if r or (i and rows[i - 1])]  # no blank runs
+    while kept and not kept[-1]:
+        kept.pop()
+    while kept and not kept[0]:
+        kept.pop(0)
+    if len(kept) <= 1:
+        return [f"Start: {kept[0].strip() if kept else ''}"]
+    return ["Start:", *(f"  {r}" if r else "" for r in kept)]
 
 
 def failing_step(played: Sequence[dict[str, Any]]) -> int | None:
@@ -141,7 +162,8 @@ def _step_lines(played: list[dict[str, Any]], fail: int | None) -> list[str]:
             lines.append(f"  …[{cut} steps cut]…")
         first, end = runs[r]
         s = played[first]
-        mark = f" [not an accepted command{_as_listed(s)}]" if s.get("valid") is False else ""
+        rejected = s.get("valid") is False
+        mark = f" [not an accepted command{_as_listed(s)}{_why(s)}]" if rejected else ""
         number = str(s["step"]) if first == end else f"{s['step']}-{played[end]['step']}"
         again = f" (the same {end - first + 1} times)" if end > first else ""
         lines.append(f"  {number}. > {_clip(s['action'], 120)!r}{mark}{again}")
@@ -169,7 +191,7 @@ def episode_view(
     lines = []
     if reset.get("task"):
         lines.append(f"Task: {_clip(reset['task'], 300)}")
-    lines.append(f"Start: {_clip(reset.get('observation'), START_CHARS)}")
+    lines += _start(reset.get("observation"))
     lines.append(f"Steps ({len(played)}):")
     lines += _step_lines(played, fail) or ["  (none)"]
     if fail is not None:
