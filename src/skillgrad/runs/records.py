@@ -281,6 +281,10 @@ class StepRecord:
     example_alone: bool = False
     """The gate rejected the step's rules beside its worked example, and the example was then
     gated alone (``train.example_alone``): the gate fields above are that second gate's."""
+    explore_attempts: int = 0
+    """Exploration attempts at the step's failed train items (``train.explore``)."""
+    explore_found: int = 0
+    """Failed train items of the step an exploration attempt solved (``train.explore``)."""
 
     @property
     def verdict(self) -> str:

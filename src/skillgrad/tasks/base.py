@@ -56,6 +56,10 @@ class Task(Protocol):
     - ``example_context(item) -> str`` (default: none): one line a worked example built from
       ``item`` shows before its input — what the right reply depended on besides the user's
       words (BFCL: the functions the question was asked with). Never the reference.
+    - ``exploration_task() -> Task`` (default: the task itself): the variant of the task that
+      train-time exploration runs (``train/explore.py``), with what a trainer may use on train
+      items and never at val/test (an environment shows its valid actions each turn). Its
+      rollouts score exactly as the task's own.
     """
 
     name: str
@@ -78,6 +82,11 @@ class TaskAbilities:
     executor_binder: Callable[[RolloutExecutor], None] | None = None
     closer: Callable[[], None] | None = None
     example_context: Callable[[Item], str] | None = None
+    exploration: Callable[[], Task] | None = None
+
+    def exploration_task(self, task: Task) -> Task:
+        """The task exploration runs: the task's ``exploration_task()``, else ``task`` itself."""
+        return self.exploration() if self.exploration is not None else task
 
     def bind_judge(self, backend: ModelBackend) -> None:
         """Hand ``backend`` to the task's judge; a no-op when it has none."""
@@ -111,6 +120,7 @@ def task_abilities(task: Task) -> TaskAbilities:
     executor_binder = getattr(task, "bind_executor", None)
     closer = getattr(task, "close", None)
     context = getattr(task, "example_context", None)
+    exploration = getattr(task, "exploration_task", None)
     return TaskAbilities(
         deterministic=deterministic,
         max_tokens=int(getattr(task, "max_tokens", DEFAULT_MAX_TOKENS)),
@@ -118,6 +128,7 @@ def task_abilities(task: Task) -> TaskAbilities:
         executor_binder=executor_binder if callable(executor_binder) else None,
         closer=closer if callable(closer) else None,
         example_context=context if callable(context) else None,
+        exploration=exploration if callable(exploration) else None,
     )
 
 

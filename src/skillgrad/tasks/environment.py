@@ -5,12 +5,14 @@ line, cleaned and bounded), until the episode ends or ``max_steps``. An item is 
 reset seed (and reset options). The score is the environment's, normalised to [0, 1] (partial
 credit where the game gives it); the feedback says what happened. Environments run in their own
 processes (``tasks/env_pool.py``): a crash or hang is the item's ``infra_error``, not a zero.
-Gold action sequences are kept for train episodes only (the optimizer's hidden reference).
+Gold action sequences are kept for train episodes only (the optimizer's hidden reference), and
+never read with ``use_gold: false`` (a run measured without any expert trajectory).
 """
 
 from __future__ import annotations
 
 import asyncio
+import copy
 import random
 import re
 from collections.abc import Sequence
@@ -101,12 +103,15 @@ class EnvironmentTask:
         step_timeout: float = 30.0,
         max_observation_chars: int = 1500,
         max_action_chars: int = 120,
+        use_gold: bool = True,
         base_dir: Path | None = None,
     ) -> None:
         if actions not in ("free", "listed"):
             raise ConfigError(f"env option actions must be 'free' or 'listed'; got {actions!r}")
         if max_steps < 1 or max_reward <= 0 or step_timeout <= 0:
             raise ConfigError("env options max_steps, max_reward and step_timeout must be > 0")
+        if not isinstance(use_gold, bool):
+            raise ConfigError(f"env option use_gold must be true or false; got {use_gold!r}")
         unknown = set(reset_options or {}) - set(SPLITS)
         if unknown:
             raise ConfigError(f"reset_options has keys {sorted(unknown)}: use train, val, test")
@@ -117,6 +122,7 @@ class EnvironmentTask:
         self.max_reward, self.step_timeout = max_reward, step_timeout
         self.max_chars, self.max_action_chars = max_observation_chars, max_action_chars
         self.base_dir = str(base_dir) if base_dir is not None else None
+        self.use_gold = use_gold
         self._pool: EnvPool | None = None
 
     # -- splits ---------------------------------------------------------------------------
@@ -156,6 +162,14 @@ class EnvironmentTask:
         """Kill every environment process (the session calls this when it closes)."""
         if self._pool is not None:
             self._pool.close()
+
+    def exploration_task(self) -> EnvironmentTask:
+        """The task train-time exploration plays (``train/explore.py``): the same episodes
+        with the valid actions listed each turn, on the same environment processes."""
+        listed = copy.copy(self)
+        listed.actions = "listed"
+        listed._pool = self.pool  # one pool: the session closes it once
+        return listed
 
     # -- one episode ----------------------------------------------------------------------
     async def rollout(self, item: Item, skill: str, backend: ModelBackend) -> Trajectory:
@@ -230,7 +244,8 @@ class _Episode:
         task, data = self.task, self.item.input
         first = await task.call_env(process, reset_message(data))
         self.info = first.get("info") or {}
-        if self.item.meta.get("split", "train") == "train":  # never a val/test reference
+        # never a val/test reference; none at all with use_gold off
+        if task.use_gold and self.item.meta.get("split", "train") == "train":
             self.gold = self.info.get("gold_actions")
         self.steps.append(
             {

@@ -1,9 +1,10 @@
-"""One training step: rollout -> reflect -> aggregate -> select -> update -> gate.
+"""One training step: rollout -> (explore) -> reflect -> aggregate -> select -> update -> gate.
 
 Each phase is a function in its own module; this file wires them in method.md order, writes the
 step's artifacts, and returns the outcome (``loop.commit`` advances the state with it). The
 candidate's own phases
-(reflect -> update, then leak check, gate and check targets) are in ``train/candidate.py``.
+(reflect -> update, then leak check, gate and check targets) are in ``train/candidate.py``;
+exploration of the failed train items (``train.explore``) is ``train/explore.py``.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from skillgrad.train.candidate import (
     propose_candidate,
 )
 from skillgrad.train.context import RunContext
+from skillgrad.train.explore import Exploration, explore
 from skillgrad.train.rollout import mean_score
 from skillgrad.train.select import edits_allowed, effective_lr
 from skillgrad.train.state import StepOutcome, TrainState, rejected_entry
@@ -50,15 +52,21 @@ async def training_step(ctx: RunContext, state: TrainState) -> StepOutcome:
     with call_context("rollout", step):
         trajs = await ctx.rollout(batch, state.skill)
     clock.lap("rollout")
-    shown = await propose_candidate(ctx, state, step, k, trajs)  # reflect ... update
+    explored = None
+    if t.explore == "on":  # the target retries its failed train items
+        with call_context("explore", step):
+            explored = await explore(ctx, state, step, trajs)
+        clock.lap("explore")
+    shown = await propose_candidate(ctx, state, step, k, trajs, explored)  # reflect ... update
     clock.lap("reflect")
     await judge_candidate(ctx, state, step, shown)
     if t.example_alone and (alone := example_alone(state, shown)) is not None:
         await judge_candidate(ctx, state, step, alone)
         shown = alone
     clock.lap("gate")
-    write_step(ctx, step, lr, k, trajs, shown)
+    write_step(ctx, step, lr, k, trajs, shown, explored)
     refl, outcome = shown.proposal.reflection, shown.outcome
+    _, attempts, solved = explored.counts() if explored else (0, 0, 0)
     return StepOutcome(
         kind="step",
         lr=lr,
@@ -85,6 +93,8 @@ async def training_step(ctx: RunContext, state: TrainState) -> StepOutcome:
         checks=shown.checks,
         stall=shown.stall,
         split=_split_entry(step, shown.split, state.current_score),
+        explore_attempts=attempts,
+        explore_found=solved,
     )
 
 
@@ -103,9 +113,13 @@ def write_step(
     k: int,
     trajs: Sequence[Any],
     cand: Candidate,
+    explored: Exploration | None = None,
 ) -> None:
-    """The step directory: the trajectories and the candidate's files."""
+    """The step directory: the trajectories, the exploration attempts (``train.explore``) and
+    the candidate's files."""
     files = {"trajectories.jsonl": trajs, **cand.files(lr, k)}
+    if explored is not None:
+        files["exploration.jsonl"] = [a.to_json() for a in explored.attempts]
     ctx.run.write_artifacts(ctx.run.paths.step_dir(step), files)
 
 
