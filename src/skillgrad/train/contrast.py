@@ -40,16 +40,10 @@ PAIR_CHARS = 300  # each attempt's input, reply and feedback in the prompt: it i
 
 
 def render_pairs(pairs: Sequence[tuple[Trajectory, Attempt]], show_reference: bool) -> str:
-    """The pairs as the optimizer reads them (``prompts/contrast_pair.md``)."""
-    return "\n\n".join(
-        render_prompt(
-            "contrast_pair",
-            number=n,
-            failed=render_trajectories([failed], PAIR_CHARS, show_reference),
-            passed=render_trajectories([found.trajectory], PAIR_CHARS, show_reference),
-        )
-        for n, (failed, found) in enumerate(pairs, start=1)
-    )
+    """The pairs as the optimizer reads them: each failed trajectory, then its passing attempt
+    (both carry the item's id and their status)."""
+    shown = [t for failed, found in pairs for t in (failed, found.trajectory)]
+    return render_trajectories(shown, PAIR_CHARS, show_reference)
 
 
 async def contrast(
