@@ -142,6 +142,17 @@ def test_an_exploration_success_becomes_a_gated_self_found_example(tmp_path: Pat
     assert [r["mode"] for r in records] == ["shallow", "contrast"]
     assert records[1]["attempts"] == [r["cache_id"] for r in rows]
     assert CONTRAST_RULE in (run / "steps/step_0001/candidate.md").read_text()
+    report = (run / "report.md").read_text()
+    assert "- step 1: 2 failed train items solved in 2 attempts" in report
+    assert f"self-found: exploration attempt `{shown[0]['attempt']}`" in report
+
+
+def test_use_gold_must_be_a_boolean() -> None:
+    from skillgrad.errors import ConfigError
+    from skillgrad.tasks.environment import EnvironmentTask
+
+    with pytest.raises(ConfigError, match="use_gold must be true or false"):
+        EnvironmentTask("skillgrad.testing:TinyEnv", use_gold="no")  # type: ignore[arg-type]
 
 
 def request_text(request: ChatRequest) -> str:
