@@ -30,7 +30,7 @@ def old_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 # What later versions add to a run's records (issues 26 and 27): the old version did not write them.
-NEW_RECORD_KEYS = {"stall_reason", "example_alone", "pruned"}
+NEW_RECORD_KEYS = {"stall_reason", "example_alone", "pruned", "explore_attempts", "explore_found"}
 NEW_SUMMARY_KEYS = {
     "noise_floor",
     "controls",

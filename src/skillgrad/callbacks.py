@@ -71,6 +71,11 @@ def describe_event(event: dict[str, Any]) -> tuple[int, str] | None:
         return logging.INFO, f"slow update epoch {event['epoch']}: {event['categories']}"
     if name == "meta_skill":
         return logging.INFO, f"meta skill epoch {event['epoch']} ({len(event['memo'])} chars)"
+    if name == "explore":  # train/explore.py
+        return logging.INFO, (
+            f"step {event['step']} exploration: {event['found']} of {event['items']} failed "
+            f"train items solved in {event['attempts']} attempts"
+        )
     if name == "warning":
         return logging.WARNING, str(event["message"])
     if name == "stopped":

@@ -174,6 +174,25 @@ class TrainConfig(_Section):
         "step's rules, gate the example alone (one more gate; the rules go to the rejected "
         "buffer): rules a small optimizer writes beside a demonstration can contradict it",
     )
+    explore: Literal["off", "on"] = Field(
+        "off",
+        description="exploration: for each failed train item of a step, the target tries again "
+        "(train.explore_attempts times at most, stopping at the first pass) with sampling, a "
+        "retry that sees its own failed attempt and the scorer's feedback, and what the task "
+        "offers only at train time (an environment's valid actions); a passing attempt is "
+        "offered as a worked example (train.examples) and shown to the optimizer beside the "
+        "failed one (train/explore.py, train/contrast.py); never on val/test items",
+    )
+    explore_attempts: int = Field(
+        2, ge=1, le=8, description="most exploration attempts per failed train item and step"
+    )
+    explore_temperature: float = Field(
+        0.7,
+        ge=0,
+        le=2,
+        description="the target's sampling temperature during exploration (each attempt has its "
+        "own seed derived from train.seed, the step, the item and the attempt)",
+    )
     revise: bool = Field(
         True,
         description="revise mode: when a step's rules only repeat lines the skill has, ask the "
@@ -259,7 +278,7 @@ class TrainConfig(_Section):
         "default: it costs one optimizer call per step",
     )
 
-    @field_validator("examples", "prune", "adherence", mode="before")
+    @field_validator("examples", "prune", "adherence", "explore", mode="before")
     @classmethod
     def _on_off(cls, v: Any) -> Any:
         # YAML reads a bare on / off as a boolean

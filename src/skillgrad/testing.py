@@ -52,6 +52,7 @@ OPTIMIZER_CALL_KINDS = (
     "reflect",
     "deep_reflect",
     "revise",
+    "contrast",
     "merge",
     "rank",
     "slow_update",

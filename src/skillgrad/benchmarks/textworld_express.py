@@ -141,7 +141,8 @@ def check_params(game: str, params: dict[str, Any] | str | None) -> None:
 class TextWorldExpressTask(EnvironmentTask):
     """``env.task: textworld_express``; options ``game`` (one of ``GAMES``), ``params`` (the
     game's difficulty options, e.g. ``{numLocations: 3}``), ``actions: free | listed``,
-    ``max_steps``, ``n_train`` / ``n_val`` / ``n_test``, ``seed`` (which fold episodes)."""
+    ``max_steps``, ``n_train`` / ``n_val`` / ``n_test``, ``seed`` (which fold episodes),
+    ``use_gold`` (false: no gold action sequence is generated or read)."""
 
     name = "textworld_express"
 
@@ -158,6 +159,7 @@ class TextWorldExpressTask(EnvironmentTask):
         max_tokens: int = 40,
         step_timeout: float = 30.0,
         max_observation_chars: int = 1500,
+        use_gold: bool = True,
         base_dir: Path | None = None,
     ) -> None:
         if game not in GAMES:
@@ -183,6 +185,7 @@ class TextWorldExpressTask(EnvironmentTask):
             max_tokens=max_tokens,
             step_timeout=step_timeout,
             max_observation_chars=max_observation_chars,
+            use_gold=use_gold,
             base_dir=base_dir,
         )
         self.game = game
@@ -190,7 +193,8 @@ class TextWorldExpressTask(EnvironmentTask):
     def episode(self, split: Split, index: int) -> tuple[int, dict[str, Any]]:
         """The ``index``-th of ``n`` distinct fold seeds drawn with ``seed``."""
         picks = random.Random(f"{self.seed}:{split}").sample(range(FOLD_SIZE), self.sizes[split])
-        return picks[index], {"fold": FOLDS[split], "gold": split == "train"}
+        gold = split == "train" and self.use_gold  # the game never computes it otherwise
+        return picks[index], {"fold": FOLDS[split], "gold": gold}
 
     def item_id(self, split: Split, index: int, seed: int) -> str:
         return f"{self.game}-{FOLDS[split]}-{seed}"

@@ -284,6 +284,10 @@ class StepRecord:
     pruned: tuple[str, ...] = ()
     """Lines of the accepted candidate removed after the gate because no val item it fixed
     depends on them (``train/prune.py``); the skill in force is the candidate without them."""
+    explore_attempts: int = 0
+    """Exploration attempts at the step's failed train items (``train.explore``)."""
+    explore_found: int = 0
+    """Failed train items of the step an exploration attempt solved (``train.explore``)."""
 
     @property
     def verdict(self) -> str:

@@ -59,6 +59,10 @@ class Task(Protocol):
     - ``check_ready()`` (default: no-op): raise ``ConfigError`` when the task cannot run at all
       (an environment that cannot be built: a missing package, an unknown id), saying how to
       fix it; the session calls it once, at start, before any model call.
+    - ``exploration_task() -> Task`` (default: the task itself): the variant of the task that
+      train-time exploration runs (``train/explore.py``), with what a trainer may use on train
+      items and never at val/test (an environment shows its valid actions each turn). Its
+      rollouts score exactly as the task's own.
     """
 
     name: str
@@ -82,6 +86,11 @@ class TaskAbilities:
     closer: Callable[[], None] | None = None
     example_context: Callable[[Item], str] | None = None
     ready_check: Callable[[], None] | None = None
+    exploration: Callable[[], Task] | None = None
+
+    def exploration_task(self, task: Task) -> Task:
+        """The task exploration runs: the task's ``exploration_task()``, else ``task`` itself."""
+        return self.exploration() if self.exploration is not None else task
 
     def bind_judge(self, backend: ModelBackend) -> None:
         """Hand ``backend`` to the task's judge; a no-op when it has none."""
@@ -121,6 +130,7 @@ def task_abilities(task: Task) -> TaskAbilities:
     closer = getattr(task, "close", None)
     context = getattr(task, "example_context", None)
     ready = getattr(task, "check_ready", None)
+    exploration = getattr(task, "exploration_task", None)
     return TaskAbilities(
         deterministic=deterministic,
         max_tokens=int(getattr(task, "max_tokens", DEFAULT_MAX_TOKENS)),
@@ -129,6 +139,7 @@ def task_abilities(task: Task) -> TaskAbilities:
         closer=closer if callable(closer) else None,
         example_context=context if callable(context) else None,
         ready_check=ready if callable(ready) else None,
+        exploration=exploration if callable(exploration) else None,
     )
 
 

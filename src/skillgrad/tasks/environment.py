@@ -8,12 +8,14 @@ what happened. Environments run in their own processes (``tasks/env_pool.py``). 
 raises on an action or hangs ends the episode, scored as it stands (the reply caused it); a
 process that cannot be built, fails its ``reset`` or dies is the item's ``infra_error`` (missing
 data), not a zero. Gold action sequences are kept for train episodes only (the optimizer's hidden
-reference).
+reference), and never read with ``use_gold: false`` (a run measured without any expert
+trajectory).
 """
 
 from __future__ import annotations
 
 import asyncio
+import copy
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -82,6 +84,7 @@ class EnvironmentTask:
         max_observation_chars: int = 1500,
         max_action_chars: int = 120,
         pass_env: Sequence[str] = (),
+        use_gold: bool = True,
         base_dir: Path | None = None,
         action_pattern: str | None = None,
     ) -> None:
@@ -101,6 +104,8 @@ class EnvironmentTask:
                 "pass_env": pass_env,
             },
         )
+        if not isinstance(use_gold, bool):
+            raise ConfigError(f"env option use_gold must be true or false; got {use_gold!r}")
         unknown = set(reset_options or {}) - set(SPLITS)
         if unknown:
             raise ConfigError(f"reset_options has keys {sorted(unknown)}: use train, val, test")
@@ -112,6 +117,7 @@ class EnvironmentTask:
         self.max_chars, self.max_action_chars = max_observation_chars, max_action_chars
         self.base_dir = str(base_dir) if base_dir is not None else None
         self.pass_env = tuple(pass_env)
+        self.use_gold = use_gold
         self._pool: EnvPool | None = None
         self._seeds: dict[str, list[int]] = {}
 
@@ -174,6 +180,14 @@ class EnvironmentTask:
         if self._pool is not None:
             self._pool.close()
 
+    def exploration_task(self) -> EnvironmentTask:
+        """The task train-time exploration plays (``train/explore.py``): the same episodes
+        with the valid actions listed each turn, on the same environment processes."""
+        listed = copy.copy(self)
+        listed.actions = "listed"
+        listed._pool = self.pool  # one pool: the session closes it once
+        return listed
+
     # -- one episode ----------------------------------------------------------------------
     async def rollout(self, item: Item, skill: str, backend: ModelBackend) -> Trajectory:
         process = self.pool.acquire()
@@ -227,7 +241,8 @@ class _Episode:
         task, data = self.task, self.item.input
         first = await task.call_env(process, reset_message(data))
         self.info = first.get("info") or {}
-        if self.item.meta.get("split", "train") == "train":  # never a val/test reference
+        # never a val/test reference; none at all with use_gold off
+        if task.use_gold and self.item.meta.get("split", "train") == "train":
             self.gold = self.info.get("gold_actions")
         self.steps.append(
             {

@@ -22,7 +22,9 @@ from skillgrad.tasks.base import task_abilities
 from skillgrad.train.aggregate import Aggregated, aggregate
 from skillgrad.train.check_targets import gate_candidate
 from skillgrad.train.context import RunContext
+from skillgrad.train.contrast import contrast
 from skillgrad.train.examples import ExampleChoice, choose_example
+from skillgrad.train.explore import Exploration
 from skillgrad.train.gate import GateOutcome
 from skillgrad.train.merge import semantic_merge
 from skillgrad.train.reflect import ReflectConfig, ReflectResult, feedback_summary, reflect
@@ -180,10 +182,12 @@ async def propose_candidate(
     k: int,
     trajs: list[Trajectory],
     ignored: Sequence[str] = (),
+    explored: Exploration | None = None,
 ) -> Candidate:
-    """Reflect on the step's trajectories, aggregate the edits, select the top ``k`` and apply
-    them to a copy of the skill in force (update). ``ignored``: skill lines the target breaks
-    most (``train/adherence.py``), for revise mode."""
+    """Reflect on the step's trajectories (and, after exploration, contrast each failed item
+    with its passing attempt: ``train/contrast.py``), aggregate the edits, select the top ``k``
+    and apply them to a copy of the skill in force (update). ``ignored``: skill lines the target
+    breaks most (``train/adherence.py``), for revise mode."""
     t = ctx.cfg.train
     with call_context("reflect", step):
         refl = await reflect(
@@ -196,6 +200,10 @@ async def propose_candidate(
             rejected=state.rejected_buffer,
             progress=ctx.progress,
         )
+    if explored is not None:  # contrast rules join the reflection's: screened and gated alike
+        contrasted = await contrast(ctx, state, step, explored.pairs(trajs))
+        refl.edits += contrasted.edits
+        refl.records += contrasted.records
     kept = drop_copies(ctx, state, step, refl.edits)
     lines = screen_specific(ctx, state, step, kept)
     agg = aggregate(lines.kept, t.merge_similarity, step=step)
@@ -224,7 +232,7 @@ async def propose_candidate(
         sel.dropped += [{"edit": e, "reason": why} for e in sel.selected]
         sel.selected = []
     revision = await _revise(ctx, state, step, k, sel, trajs, ignored)
-    example = _example(ctx, state, step, trajs)
+    example = _example(ctx, state, step, trajs, explored)
     if example is not None and example.edit is not None:
         sel.selected.append(example.edit)
     skill, report = Skill(state.skill).apply(sel.selected)
@@ -334,9 +342,14 @@ def _most_pressing(rules: list[str], repeated: list[str], revision: Revision) ->
 
 
 def _example(
-    ctx: RunContext, state: TrainState, step: int, trajs: list[Trajectory]
+    ctx: RunContext,
+    state: TrainState,
+    step: int,
+    trajs: list[Trajectory],
+    explored: Exploration | None = None,
 ) -> ExampleChoice | None:
-    """One worked example from the step's train trajectories (``train.examples: on``)."""
+    """One worked example from the step's train trajectories (``train.examples: on``), the
+    passing exploration attempts first (self-found)."""
     t = ctx.cfg.train
     if t.examples != "on" or is_package_text(state.skill):
         return None
@@ -354,6 +367,7 @@ def _example(
         count=ctx.count_tokens,
         guard=ExampleGuard.build(ctx.items, t.leak_ngram),
         context=task_abilities(ctx.task).example_context,
+        found=[(a.trajectory, a.cache_id) for a in explored.found] if explored else (),
     )
 
 

@@ -15,7 +15,8 @@ environment's gold sequence (its reference, which the environment rollout keeps 
 episodes only) — with what the environment said before each command when that fits the budget
 (for a failed episode, the answers to its gold sequence replayed: ``env_gold``). Val and test
 items never appear: an example whose text copies one (the leak check over val and test,
-``ExampleGuard``) is refused before it is proposed.
+``ExampleGuard``) is refused before it is proposed. With ``train.explore: on`` the target's own
+passing exploration attempts at train items come first ("self-found": no reference needed).
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ from skillgrad.types import Edit, Item, Trajectory
 EXAMPLES_HEADING = "Examples"
 SOURCE = "example"
 """``Edit.source`` of an example edit (an ``add`` to the Examples section)."""
+SELF_FOUND = "self-found"
+"""The origin of an example built from the target's own passing exploration attempt."""
 
 ExampleRenderer = Callable[[Trajectory, str, int], str]
 """(trajectory, the reply to show, max characters of the input) -> the example's text."""
@@ -273,23 +276,20 @@ def choose_example(
     count: Callable[[str], int],
     guard: ExampleGuard,
     context: Callable[[Item], str] | None = None,
+    found: Sequence[tuple[Trajectory, str]] = (),
 ) -> ExampleChoice:
-    """One demonstration from the step's TRAIN trajectories: failed items whose reference the
-    scorer passes come first (they show the form the target got wrong), then passing items;
-    among those the shortest; items already shown or ``tried`` (refused or rejected before)
-    are skipped. None once the skill holds ``max_examples`` examples. ``context`` (the task's
-    ``example_context``) gives the line that shows what the reply depended on besides the
-    input, e.g. the functions a question was asked with."""
+    """One demonstration from the step's TRAIN trajectories: the target's own passing
+    exploration attempts (``found``: (trajectory, attempt id), ``train/explore.py``) first,
+    then failed items whose reference the scorer passes (they show the form the target got
+    wrong), then passing items; among those the shortest; items already shown or ``tried``
+    (refused or rejected before) are skipped. None once the skill holds ``max_examples``
+    examples. ``context`` (the task's ``example_context``) gives the line that shows what the
+    reply depended on besides the input, e.g. the functions a question was asked with."""
     shown = example_blocks(skill)
     if len(shown) >= max_examples:
         return ExampleChoice(None, f"the skill already holds {len(shown)} examples")
-    skip = set(tried)
     refused: list[tuple[str, str]] = []
-    ranked = sorted(
-        (t for t in trajs if t.item_id in items and t.item_id not in skip),
-        key=lambda t: (t.score.passed, len(_user_input(t)), t.item_id),
-    )
-    for t in ranked:
+    for t, attempt in _candidates(trajs, found, items, set(tried)):
         item = items.get(t.item_id)
         reply = example_reply(t, item, scorer)
         if reply is None or "\n\n" in reply.strip():
@@ -300,17 +300,46 @@ def choose_example(
         if why := guard.refusal(text):
             refused.append((t.item_id, why))
             continue
-        edit = Edit(
-            op="add",
-            section=EXAMPLES_HEADING,
-            content=text,
-            rationale=f"worked example from train item {t.item_id} "
-            + ("(its reference, scored as passing)" if not t.score.passed else "(its reply)"),
-            trajectory_ids=(f"step_{step:04d}/{t.item_id}",),
-            source=SOURCE,
-        )
-        return ExampleChoice(edit, refused=tuple(refused))
+        return ExampleChoice(_example_edit(t, text, step, attempt), refused=tuple(refused))
     return ExampleChoice(None, "no train trajectory gives a demonstration", tuple(refused))
+
+
+def _candidates(
+    trajs: Sequence[Trajectory],
+    found: Sequence[tuple[Trajectory, str]],
+    items: Mapping[str, Item],
+    skip: set[str],
+) -> list[tuple[Trajectory, str]]:
+    """The trajectories a demonstration may come from, in order of preference, each with its
+    exploration attempt's id ('' for the step's own rollout): self-found first (shortest
+    input first), then the batch's failed items, then its passing ones."""
+    own = sorted(
+        ((t, a) for t, a in found if t.item_id in items and t.item_id not in skip),
+        key=lambda p: (len(_user_input(p[0])), p[0].item_id),
+    )
+    ranked = sorted(
+        (t for t in trajs if t.item_id in items and t.item_id not in skip),
+        key=lambda t: (t.score.passed, len(_user_input(t)), t.item_id),
+    )
+    return [*own, *((t, "") for t in ranked)]
+
+
+def _example_edit(t: Trajectory, text: str, step: int, attempt: str) -> Edit:
+    """The example edit of a demonstration: its train item first in ``trajectory_ids``; a
+    self-found one also names the exploration attempt it shows (``example_attempt``)."""
+    if attempt:
+        why = f"({SELF_FOUND}: its exploration attempt {attempt} passed)"
+    else:
+        why = "(its reference, scored as passing)" if not t.score.passed else "(its reply)"
+    ids = (f"step_{step:04d}/{t.item_id}",)
+    return Edit(
+        op="add",
+        section=EXAMPLES_HEADING,
+        content=text,
+        rationale=f"worked example from train item {t.item_id} {why}",
+        trajectory_ids=(*ids, f"step_{step:04d}/{attempt}") if attempt else ids,
+        source=SOURCE,
+    )
 
 
 CONTEXT_CHARS = 200
@@ -359,10 +388,17 @@ def example_item(edit: Edit) -> str:
     return edit.trajectory_ids[0].split("/", 1)[-1] if edit.trajectory_ids else ""
 
 
+def example_attempt(edit: Edit) -> str:
+    """The exploration attempt a self-found example shows (its cache id), or ''."""
+    ids = edit.trajectory_ids
+    return ids[1].split("/", 1)[-1] if edit.source == SOURCE and len(ids) > 1 else ""
+
+
 __all__ = [
     "EXAMPLES_HEADING",
     "FALLBACKS",
     "RENDERERS",
+    "SELF_FOUND",
     "SOURCE",
     "ExampleChoice",
     "ExampleGuard",
@@ -370,6 +406,7 @@ __all__ = [
     "choose_example",
     "episode_actions",
     "episode_observations",
+    "example_attempt",
     "example_blocks",
     "example_item",
     "example_lines",

@@ -8,7 +8,10 @@
         for step in the epoch:  rollout -> reflect -> aggregate -> select -> update -> gate
                                 -> prune (train/step.py; one file per phase; what may enter
                                 the skill is screened in train/screens/; an accepted
-                                candidate's new lines no fixed item needs are pruned)
+                                candidate's new lines no fixed item needs are pruned); with
+                                train.explore, the target first retries its failed train
+                                items (train/explore.py) and each solved one is contrasted
+                                with its failure (train/contrast.py)
         epoch boundary:         slow update (from epoch 2), meta skill  (train/boundary.py)
     finally:    the test split, initial skill vs best skill (and each check target); with
                 ``train.controls`` the empty and placebo arms (trust/controls.py); summary, report

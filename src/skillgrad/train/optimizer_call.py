@@ -1,10 +1,10 @@
 """One optimizer call of a given kind: its own system prompt and user template, one schema.
 
-Call kinds: ``reflect``, ``deep_reflect``, ``revise``, ``merge``, ``rank``, ``slow_update``,
-``meta_skill``, ``adherence``; the prompts are ``skillgrad/prompts/<kind>_system.md`` and
-``<kind>_user.md``.
-Validation and the single re-ask are ``models.structured.ask_structured``: a reply still invalid
-comes back with ``error`` set and is recorded as failed by the caller, never replaced.
+Call kinds: ``reflect``, ``deep_reflect``, ``revise``, ``contrast``, ``merge``, ``rank``,
+``slow_update``, ``meta_skill``, ``adherence``; the prompts are
+``skillgrad/prompts/<kind>_system.md`` and ``<kind>_user.md``. Validation and the single re-ask
+are ``models.structured.ask_structured``: a reply still invalid comes back with ``error`` set and
+is recorded as failed by the caller, never replaced.
 """
 
 from __future__ import annotations
@@ -17,7 +17,15 @@ from skillgrad.models.structured import M, StructuredReply, ask_structured
 from skillgrad.prompts import render_prompt
 
 CallKind = Literal[
-    "reflect", "deep_reflect", "revise", "merge", "rank", "slow_update", "meta_skill", "adherence"
+    "reflect",
+    "deep_reflect",
+    "revise",
+    "contrast",
+    "merge",
+    "rank",
+    "slow_update",
+    "meta_skill",
+    "adherence",
 ]
 
 

@@ -92,6 +92,7 @@ def render_report(
     lines += adherence_lines(s)
     lines += control_lines(s.get("controls"))
     lines += example_report_lines(s)
+    lines += exploration_lines(history)
     lines += ["", "## Persistent failures", "", persistent_failures_text(s)]
     if s.get("nondeterministic_scorers"):
         lines += ["", "Note: a scorer of this task is an LLM judge (non-deterministic)."]
@@ -395,7 +396,11 @@ def example_report_lines(summary: Mapping[str, Any]) -> list[str]:
     x = summary.get("examples")
     if not x or (x["mode"] == "off" and not x["best_skill"]):
         return []
-    rows = [f"- from train item `{r['item_id']}` (step {r['step']})" for r in x["best_skill"]]
+    rows = [
+        f"- from train item `{r['item_id']}` (step {r['step']}"
+        + (f"; self-found: exploration attempt `{r['attempt']}`)" if r.get("attempt") else ")")
+        for r in x["best_skill"]
+    ]
     return [
         "",
         "## Worked examples",
@@ -406,12 +411,27 @@ def example_report_lines(summary: Mapping[str, Any]) -> list[str]:
     ]
 
 
+def exploration_lines(history: Sequence[StepRecord]) -> list[str]:
+    """The report's exploration section (``train.explore``; absent when nothing was explored):
+    per step, the attempts and the failed train items they solved."""
+    steps = [r for r in history if r.explore_attempts]
+    if not steps:
+        return []
+    rows = [
+        f"- step {r.step}: {r.explore_found} failed train items solved in "
+        f"{r.explore_attempts} attempts"
+        for r in steps
+    ]
+    return ["", "## Exploration", "", *rows]
+
+
 __all__ = [
     "adherence_lines",
     "check_lines",
     "control_lines",
     "example_report_lines",
     "excerpt_lines",
+    "exploration_lines",
     "gate_lines",
     "leak_lines",
     "noise_lines",

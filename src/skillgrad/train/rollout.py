@@ -94,10 +94,13 @@ async def rollout_item(
     sample: int = 0,
     seed: int = 0,
     temperature: float | None = None,
+    cache_id: str | None = None,
 ) -> Trajectory:
     """One sample of one item: from the cache, else rolled out (an infrastructure failure is
-    retried ``INFRA_RETRIES`` times); cached when it has no error."""
-    key, cache_id = skill_hash(skill), sample_key(item.id, sample)
+    retried ``INFRA_RETRIES`` times); cached when it has no error. ``cache_id`` (default: the
+    sample's ``sample_key``) names the result in the store, e.g. an exploration attempt's."""
+    key = skill_hash(skill)
+    cache_id = cache_id or sample_key(item.id, sample)
     cached = store.get_result(key, cache_id) if store else None
     if cached is not None:
         return replace(cached, item_id=item.id)

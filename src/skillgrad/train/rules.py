@@ -97,6 +97,7 @@ OPTIMIZER_INSTRUCTIONS = (
     "reflect_system",
     "deep_reflect_system",
     "revise_system",
+    "contrast_system",
     "reflect_repeated",
     "reflect_copied",
     "reflect_cut",

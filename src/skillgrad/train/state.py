@@ -21,6 +21,7 @@ from skillgrad.runs.records import (
     StepKind,
     StepRecord,
 )
+from skillgrad.train.examples import SELF_FOUND, example_attempt, example_item
 from skillgrad.train.screens.dedup import edit_key
 from skillgrad.types import Edit, EditResult, Trajectory, to_json
 
@@ -51,7 +52,8 @@ class TrainState:
     """``dedup.edit_key`` of every edit the gate rejected or refused (unbounded, unlike the
     buffer): revise mode and examples never propose one again."""
     examples: tuple[dict[str, Any], ...] = ()
-    """Accepted worked examples: ``{"item_id", "step", "content"}`` (``train/examples.py``)."""
+    """Accepted worked examples: ``{"item_id", "step", "content"}``, and ``origin`` and
+    ``attempt`` for a self-found one (``train/examples.py``)."""
     adherence: dict[str, dict[str, int]] = field(default_factory=dict)
     """Per rule text: how many judged train tasks it applied to and broke, summed over steps
     (``train/adherence.py``; empty with ``train.adherence`` off)."""
@@ -128,6 +130,10 @@ class StepOutcome:
     adherence: tuple[dict[str, Any], ...] = ()
     """Each rule's applications and breaks on the step's train trajectories
     (``train/adherence.py``; empty with ``train.adherence`` off)."""
+    explore_attempts: int = 0
+    """Exploration attempts of the step (``train.explore``)."""
+    explore_found: int = 0
+    """Train items of the step's batch an exploration attempt solved."""
 
 
 def advance(state: TrainState, out: StepOutcome, *, patience: int, buffer_size: int) -> TrainState:
@@ -196,12 +202,17 @@ def accumulate(
 
 
 def _examples(edits: list[Edit], step: int) -> list[dict[str, Any]]:
-    """The accepted worked examples of a step, with the train item each came from."""
-    return [
-        {"item_id": e.trajectory_ids[0].split("/", 1)[-1], "step": step, "content": e.content}
-        for e in edits
-        if e.source == "example" and e.trajectory_ids
-    ]
+    """The accepted worked examples of a step, with the train item each came from (and, for a
+    self-found one, ``origin`` and the exploration ``attempt`` it shows)."""
+    rows = []
+    for e in edits:
+        if e.source != "example" or not e.trajectory_ids:
+            continue
+        row = {"item_id": example_item(e), "step": step, "content": e.content}
+        if attempt := example_attempt(e):
+            row |= {"origin": SELF_FOUND, "attempt": attempt}
+        rows.append(row)
+    return rows
 
 
 def rejected_entry(
@@ -285,6 +296,8 @@ def _record(
         stall_reason=out.stall,
         example_alone=out.split is not None,
         pruned=out.pruned,
+        explore_attempts=out.explore_attempts,
+        explore_found=out.explore_found,
     )
 
 

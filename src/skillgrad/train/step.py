@@ -1,9 +1,11 @@
-"""One training step: rollout -> reflect -> aggregate -> select -> update -> gate -> prune.
+"""One training step: rollout -> (explore) -> reflect -> aggregate -> select -> update -> gate
+-> prune.
 
 Each phase is a function in its own module; this file wires them in method.md order, writes the
 step's artifacts, and returns the outcome (``loop.commit`` advances the state with it). The
 candidate's own phases
-(reflect -> update, then leak check, gate and check targets) are in ``train/candidate.py``.
+(reflect -> update, then leak check, gate and check targets) are in ``train/candidate.py``;
+exploration of the failed train items (``train.explore``) is ``train/explore.py``.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from skillgrad.train.candidate import (
     propose_candidate,
 )
 from skillgrad.train.context import RunContext
+from skillgrad.train.explore import Exploration, explore
 from skillgrad.train.prune import Pruned, prune
 from skillgrad.train.rollout import mean_score
 from skillgrad.train.select import edits_allowed, effective_lr
@@ -52,9 +55,14 @@ async def training_step(ctx: RunContext, state: TrainState) -> StepOutcome:
     with call_context("rollout", step):
         trajs = await ctx.rollout(batch, state.skill)
     clock.lap("rollout")
+    explored = None
+    if t.explore == "on":  # the target retries its failed train items
+        with call_context("explore", step):
+            explored = await explore(ctx, state, step, trajs)
+        clock.lap("explore")
     kept_to = await judge_adherence(ctx, step, state.skill, trajs)  # train.adherence
     ignored = kept_to.ignored() if kept_to else []
-    shown = await propose_candidate(ctx, state, step, k, trajs, ignored)  # reflect ... update
+    shown = await propose_candidate(ctx, state, step, k, trajs, ignored, explored)  # reflect ...
     clock.lap("reflect")
     await judge_candidate(ctx, state, step, shown)
     if t.example_alone and (alone := example_alone(state, shown)) is not None:
@@ -62,8 +70,9 @@ async def training_step(ctx: RunContext, state: TrainState) -> StepOutcome:
         shown = alone
     pruned = await prune(ctx, step, state.skill, shown.text, shown.outcome)
     clock.lap("gate")
-    write_step(ctx, step, lr, k, trajs, shown, pruned, kept_to)
+    write_step(ctx, step, lr, k, trajs, shown, pruned, kept_to, explored)
     refl, outcome = shown.proposal.reflection, shown.outcome
+    _, attempts, solved = explored.counts() if explored else (0, 0, 0)
     return StepOutcome(
         kind="step",
         lr=lr,
@@ -92,6 +101,8 @@ async def training_step(ctx: RunContext, state: TrainState) -> StepOutcome:
         split=_split_entry(step, shown.split, state.current_score),
         pruned=pruned.removed,
         adherence=tuple(kept_to.rows) if kept_to else (),
+        explore_attempts=attempts,
+        explore_found=solved,
     )
 
 
@@ -112,10 +123,14 @@ def write_step(
     cand: Candidate,
     pruned: Pruned | None = None,
     adherence: Adherence | None = None,
+    explored: Exploration | None = None,
 ) -> None:
-    """The step directory: the trajectories, the candidate's files and, when lines were tried
-    for removal after the gate, ``prune.json``; with ``train.adherence``, ``adherence.json``."""
+    """The step directory: the trajectories, the exploration attempts (``train.explore``), the
+    candidate's files and, when lines were tried for removal after the gate, ``prune.json``;
+    with ``train.adherence``, ``adherence.json``."""
     files = {"trajectories.jsonl": trajs, **cand.files(lr, k)}
+    if explored is not None:
+        files["exploration.jsonl"] = [a.to_json() for a in explored.attempts]
     if pruned is not None and pruned.trials:
         files["prune.json"] = pruned.to_json()
     if adherence is not None:

@@ -210,12 +210,14 @@ def example_summary(
     mode: str, accepted: Sequence[Mapping[str, Any]], best: str, count: Callable[[str], int]
 ) -> dict[str, Any]:
     """summary.json's ``examples``: ``train.examples``, the best skill's demonstrations with the
-    train item each came from (``TrainState.examples``), and their share of its length."""
+    train item each came from (``TrainState.examples``; a self-found one with its ``origin``
+    and exploration ``attempt``), and their share of its length."""
     blocks = example_blocks(best)
     tokens = sum(count(b) for b in blocks)
     total = count(best) if best else 0
     rows = [
         {"item_id": x["item_id"], "step": x["step"]}
+        | {k: x[k] for k in ("origin", "attempt") if k in x}
         for x in accepted
         if str(x.get("content", "")).strip() in blocks
     ]

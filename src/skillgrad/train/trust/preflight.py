@@ -35,11 +35,13 @@ def estimate(ctx: RunContext, skill: str, prices: PriceTable) -> dict[str, Any]:
         + slow_epochs * (2 * min(t.slow_update_samples, len(items["train"])) + n_val)
         + 2 * n_test  # final test: initial and best skill
         + trust_calls(ctx, steps)
+        + steps * explore_calls(ctx)
     )
     # per check target: the incumbent once (later incumbents were scored as candidates), each
     # gated candidate, the final test
     check_calls = n_val * (1 + steps + slow_epochs) + 2 * n_test
     reflections = math.ceil(batch / t.minibatch_size) + 1 + int(t.rank_with_optimizer)
+    reflections += t.explore == "on"  # the step's one contrast call (train/contrast.py)
     if t.semantic_merge:  # at most one call per (op, section) cluster of two or more edits
         reflections += reflections * t.max_edits_per_reflection // 2
     optimizer_calls = 2 * (
@@ -91,6 +93,13 @@ def trust_calls(ctx: RunContext, steps: int) -> int:
     )
 
 
+def explore_calls(ctx: RunContext) -> int:
+    """Target rollouts of one step's exploration (``train.explore``): at worst every batch item
+    fails and every attempt is made."""
+    t = ctx.cfg.train
+    return t.batch_size * t.explore_attempts if t.explore == "on" else 0
+
+
 def large_skill_warning(skill: str, estimate: dict[str, Any]) -> str | None:
     """The warning for a starting skill above ``LARGE_SKILL_TOKENS``, with what it costs: its
     share of the estimated tokens and of the run directory (a copy per version and per step's
@@ -110,4 +119,10 @@ def large_skill_warning(skill: str, estimate: dict[str, Any]) -> str | None:
     )
 
 
-__all__ = ["LARGE_SKILL_TOKENS", "estimate", "large_skill_warning", "trust_calls"]
+__all__ = [
+    "LARGE_SKILL_TOKENS",
+    "estimate",
+    "explore_calls",
+    "large_skill_warning",
+    "trust_calls",
+]

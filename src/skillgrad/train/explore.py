@@ -1,0 +1,192 @@
+"""Explore (``train.explore: on``): the target tries the step's failed TRAIN items again.
+
+Each failed train item of the batch gets up to ``train.explore_attempts`` attempts, stopping at
+the first pass, with what a trainer may use at train time and never at val/test: its own
+sampling seed per attempt at ``train.explore_temperature`` (past the call cache), the task's
+exploration variant (``Task.exploration_task``: an environment lists its valid actions each
+turn), and from the second attempt on a Reflexion-style retry that sees its previous failed
+attempt and the scorer's feedback (``prompts/explore_retry.md``, appended to the system prompt
+of that attempt only; it never enters the skill). A passing attempt is offered as a worked
+example (``train/examples.py``) and shown to the optimizer beside the failed one
+(``train/contrast.py``). Attempts are cached like rollouts: a resumed run pays nothing again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from skillgrad.prompts import render_prompt
+from skillgrad.skill.package import is_package_text
+from skillgrad.tasks.base import Task, task_abilities
+from skillgrad.tasks.episode import episode_view, is_episode
+from skillgrad.train.context import RunContext
+from skillgrad.train.rollout import SampledBackend, rollout_item
+from skillgrad.train.state import TrainState
+from skillgrad.types import Item, Trajectory, to_json
+
+VIEW_CHARS = 500  # the input, reply and feedback of a chat attempt as the retry shows them
+
+
+def attempt_id(item_id: str, step: int, attempt: int) -> str:
+    """The result-cache id of exploration attempt ``attempt`` (1-based) of ``step``."""
+    return f"{item_id}#x{step}.{attempt}"
+
+
+def exploration_seed(train_seed: int, step: int, item_id: str, attempt: int) -> int:
+    """The sampling seed of one attempt: a stable 31-bit hash of the run's seed, the step, the
+    item and the attempt (a resumed run draws the same attempts)."""
+    key = f"skillgrad-explore:{train_seed}:{step}:{item_id}:{attempt}"
+    return int(hashlib.sha256(key.encode()).hexdigest()[:8], 16) & 0x7FFFFFFF
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One exploration attempt at a train item (its trajectory carries the item's own id)."""
+
+    item_id: str
+    number: int
+    cache_id: str
+    trajectory: Trajectory
+    retry: bool
+
+    @property
+    def passed(self) -> bool:
+        t = self.trajectory
+        return t.score.passed and t.error is None and t.infra_error is None
+
+    def to_json(self) -> dict[str, Any]:
+        """One row of the step's ``exploration.jsonl``."""
+        t = self.trajectory
+        row = {"item_id": self.item_id, "attempt": self.number, "cache_id": self.cache_id}
+        row |= {"retry": self.retry, "passed": self.passed, "score": t.score.value}
+        return {**row, "feedback": t.score.feedback, "trajectory": to_json(t)}
+
+
+@dataclass(frozen=True)
+class Exploration:
+    """A step's exploration: every attempt, in item order then attempt order."""
+
+    attempts: tuple[Attempt, ...] = ()
+
+    @property
+    def found(self) -> list[Attempt]:
+        """The passing attempts (at most one per item: exploration stops at the first pass)."""
+        return [a for a in self.attempts if a.passed]
+
+    def pairs(self, trajs: Sequence[Trajectory]) -> list[tuple[Trajectory, Attempt]]:
+        """(the batch's failed trajectory, the passing attempt) per item exploration solved."""
+        failed = {t.item_id: t for t in trajs if not t.score.passed}
+        return [(failed[a.item_id], a) for a in self.found if a.item_id in failed]
+
+    def counts(self) -> tuple[int, int, int]:
+        """(items explored, attempts, items solved)."""
+        items = {a.item_id for a in self.attempts}
+        return len(items), len(self.attempts), len(self.found)
+
+
+def explorable(ctx: RunContext, trajs: Sequence[Trajectory]) -> list[Item]:
+    """The train items of the batch that failed on their own reply (an infrastructure failure
+    says nothing about the skill). Exploring a val or test item would train on held-out data:
+    a trajectory of an item outside the train split is a bug and raises."""
+    train = {i.id: i for i in ctx.items["train"]}
+    held_out = {i.id for s in ("val", "test") for i in ctx.items.get(s, [])}
+    out = []
+    for t in trajs:
+        item = train.get(t.item_id)
+        if item is None or t.item_id in held_out or item.meta.get("split", "train") != "train":
+            raise ValueError(f"exploration is for train items only; got {t.item_id!r}")
+        if not t.score.passed and t.infra_error is None:
+            out.append(item)
+    return out
+
+
+async def explore(
+    ctx: RunContext, state: TrainState, step: int, trajs: Sequence[Trajectory]
+) -> Exploration:
+    """Explore every failed train item of the step's batch, ``rollout_workers`` at a time."""
+    items = explorable(ctx, trajs)
+    task = task_abilities(ctx.task).exploration_task(ctx.task)
+    limit = asyncio.Semaphore(ctx.cfg.hardware.rollout_workers)
+    ctx.progress.start("explore", len(items))
+
+    async def one(item: Item) -> list[Attempt]:
+        async with limit:
+            found = await explore_item(ctx, task, state.skill, step, item)
+        ctx.progress.advance("explore", info="found" if found[-1].passed else "-")
+        return found
+
+    try:
+        per_item = await asyncio.gather(*(one(i) for i in items))
+    finally:
+        ctx.progress.finish("explore")
+    out = Exploration(tuple(a for attempts in per_item for a in attempts))
+    n_items, n_attempts, n_found = out.counts()
+    ctx.emit("explore", step=step, items=n_items, attempts=n_attempts, found=n_found)
+    return out
+
+
+async def explore_item(
+    ctx: RunContext, task: Task, skill: str, step: int, item: Item
+) -> list[Attempt]:
+    """Up to ``train.explore_attempts`` attempts at ``item``, stopping at the first pass or an
+    infrastructure failure; from the second on, each sees the one before (``retry_skill``)."""
+    t = ctx.cfg.train
+    attempts: list[Attempt] = []
+    for number in range(1, t.explore_attempts + 1):
+        previous = attempts[-1].trajectory if attempts else None
+        shown = skill if previous is None else retry_skill(skill, previous, t.show_reference)
+        seed = exploration_seed(t.seed, step, item.id, number)
+        backend = SampledBackend(ctx.target, seed, t.explore_temperature)
+        cache_id = attempt_id(item.id, step, number)
+        traj = await rollout_item(task, item, shown, backend, store=ctx.store, cache_id=cache_id)
+        attempts.append(Attempt(item.id, number, cache_id, traj, shown != skill))
+        if attempts[-1].passed or traj.infra_error is not None:
+            break
+    return attempts
+
+
+def retry_skill(skill: str, previous: Trajectory, show_reference: bool) -> str:
+    """The system prompt of a retry: the skill, then the previous attempt and its feedback
+    (``prompts/explore_retry.md``). A skill package is sampled again as it is (its rendering
+    is the package's own)."""
+    if is_package_text(skill):
+        return skill
+    section = render_prompt("explore_retry", attempt=attempt_view(previous, show_reference))
+    return f"{skill.rstrip()}{section}" if skill.strip() else section.lstrip("\n")
+
+
+def attempt_view(t: Trajectory, show_reference: bool) -> str:
+    """A failed attempt as the retry shows it, through its kind's own view: an episode's compact
+    view (``episode_view``: the commands the environment accepted where it went wrong, never
+    the gold sequence), else the input, the reply and the feedback. The reference is never
+    shown; with ``train.show_reference`` off it is cut from the feedback too."""
+    feedback = t.score.feedback
+    gold = "" if t.reference is None else str(t.reference)
+    if not show_reference and gold.strip():
+        feedback = feedback.replace(gold, "(withheld)")
+    if is_episode(t.steps):
+        return episode_view(t.steps, None, feedback, passed=False)
+    user = next((m.content for m in reversed(t.messages) if m.role == "user"), "")
+    return render_prompt(
+        "explore_attempt",
+        input=user[:VIEW_CHARS],
+        output=repr(t.output[:VIEW_CHARS]),
+        feedback=feedback[:VIEW_CHARS],
+    )
+
+
+__all__ = [
+    "Attempt",
+    "Exploration",
+    "attempt_id",
+    "attempt_view",
+    "explorable",
+    "exploration_seed",
+    "explore",
+    "explore_item",
+    "retry_skill",
+]

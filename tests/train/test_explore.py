@@ -1,0 +1,282 @@
+"""Exploration (``train.explore``), self-found worked examples, contrast rules and
+``use_gold: false``: the whole loop on real TinyEnv processes and on the toy task, with the
+shipped fakes. What each fake model received is read back per ledger stage."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from skillgrad.config import load_config
+from skillgrad.errors import PermanentModelError
+from skillgrad.models.context import current_context
+from skillgrad.runs.io import read_json, read_jsonl
+from skillgrad.session import run_training
+from skillgrad.testing import (
+    FunctionBackend,
+    ToyTask,
+    optimizer_call_kind,
+    rules_reply,
+    system_text,
+    user_text,
+)
+from skillgrad.types import ChatRequest, Item, Message, Score, Trajectory
+
+sys.path.insert(0, str(Path(__file__).parents[1]))
+from fakes_env import play
+
+RETRY = "## Your previous attempt at this task"
+CONTRAST_RULE = "Open what is closed first, then take what is inside it, then use it."
+REFLECT_RULE = "Look around before you act."
+
+
+class Recorder:
+    """A fake model answering with ``reply`` that keeps (ledger stage, request) per call."""
+
+    def __init__(self, reply: Callable[[ChatRequest], Any]) -> None:
+        self.calls: list[tuple[str, ChatRequest]] = []
+        self.reply = reply
+        self.backend = FunctionBackend(self._answer)
+
+    def _answer(self, request: ChatRequest) -> Any:
+        self.calls.append((current_context().stage, request))
+        return self.reply(request)
+
+    def stages(self, pred: Callable[[ChatRequest], bool]) -> set[str]:
+        return {stage for stage, r in self.calls if pred(r)}
+
+
+def env_player(request: ChatRequest) -> str:
+    """Plays TinyEnv right when the valid actions are listed, or when its skill shows a worked
+    episode; else looks around (fails)."""
+    user = user_text(request)
+    if "Valid actions:" in user:
+        listed = user.split("Valid actions:", 1)[1].strip().split(" | ")
+        return next((a for a in listed if a != "look"), "look")
+    if "Action: open" in system_text(request):
+        return play(user)
+    return "look"
+
+
+def optimizer_reply(request: ChatRequest) -> Any:
+    kind = optimizer_call_kind(request)
+    assert kind in ("reflect", "deep_reflect", "contrast", "revise"), kind
+    return rules_reply(CONTRAST_RULE if kind == "contrast" else REFLECT_RULE)
+
+
+def _env_cfg(tmp_path: Path, use_gold: bool, explore: str, name: str = "run") -> Any:
+    return load_config(
+        data={
+            "env": {
+                "task": "environment",
+                "output_root": str(tmp_path),
+                "run_name": name,
+                "options": {
+                    "env": "skillgrad.testing:TinyEnv",
+                    "n_train": 2,
+                    "n_val": 2,
+                    "n_test": 1,
+                    "max_steps": 4,
+                    "use_gold": use_gold,
+                },
+            },
+            "train": {
+                "num_epochs": 1,
+                "steps_per_epoch": 1,
+                "batch_size": 2,
+                "examples": "on",
+                "explore": explore,
+                "semantic_merge": False,
+                "rank_with_optimizer": False,
+                "use_slow_update": False,
+                "use_meta_skill": False,
+            },
+        }
+    )
+
+
+def _run_env(tmp_path: Path, use_gold: bool, explore: str, player: Any = env_player) -> Any:
+    target, optimizer = Recorder(player), Recorder(optimizer_reply)
+    result = run_training(
+        _env_cfg(tmp_path, use_gold, explore),
+        optimizer=optimizer.backend,
+        target=target.backend,
+    )
+    return result, target, optimizer
+
+
+def test_an_exploration_success_becomes_a_gated_self_found_example(tmp_path: Path) -> None:
+    result, target, optimizer = _run_env(tmp_path, use_gold=False, explore="on")
+    run, s = result.run_dir, result.summary
+    assert s["val_initial"] == 0.0 and s["val_best"] == 1.0 and s["test_best"] == 1.0
+    # both failed train episodes were solved by their first exploration attempt
+    rows = read_jsonl(run / "steps/step_0001/exploration.jsonl")
+    assert [(r["attempt"], r["passed"]) for r in rows] == [(1, True), (1, True)]
+    assert all(r["item_id"].startswith("train-") for r in rows)
+    record = read_json(run / "history.json")[0]
+    assert (record["explore_attempts"], record["explore_found"]) == (2, 2) and record["accepted"]
+    # the example is the target's own attempt, recorded self-found, and it was gated
+    edit = read_json(run / "steps/step_0001/example.json")["edit"]
+    assert "self-found" in edit["rationale"] and edit["trajectory_ids"][1].endswith("#x1.1")
+    shown = s["examples"]["best_skill"]
+    assert len(shown) == 1 and shown[0]["origin"] == "self-found"
+    assert shown[0]["attempt"] == f"{shown[0]['item_id']}#x1.1"
+    best = (run / "best_skill.md").read_text()
+    assert "Action: open " in best and "Observation: You are in a room" in best
+    # the valid actions were shown during exploration only, never in the skill
+    assert target.stages(lambda r: "Valid actions:" in request_text(r)) == {"explore"}
+    assert "Valid actions" not in best and "look |" not in best
+    # the contrastive pair reached the optimizer: the failed and the passing attempt
+    contrast = [r for _, r in optimizer.calls if optimizer_call_kind(r) == "contrast"]
+    assert len(contrast) == 1
+    prompt = user_text(contrast[0])
+    for row in rows:
+        assert f"episode {row['item_id']}: score 0.00 (FAIL)" in prompt
+        assert f"episode {row['item_id']}: score 1.00 (PASS)" in prompt
+    assert "Reference actions" not in prompt  # use_gold off: no gold anywhere
+    records = read_json(run / "steps/step_0001/reflections.json")
+    assert [r["mode"] for r in records] == ["shallow", "contrast"]
+    assert records[1]["attempts"] == [r["cache_id"] for r in rows]
+    assert CONTRAST_RULE in (run / "steps/step_0001/candidate.md").read_text()
+    report = (run / "report.md").read_text()
+    assert "- step 1: 2 failed train items solved in 2 attempts" in report
+    assert f"self-found: exploration attempt `{shown[0]['attempt']}`" in report
+
+
+def test_use_gold_must_be_a_boolean() -> None:
+    from skillgrad.errors import ConfigError
+    from skillgrad.tasks.environment import EnvironmentTask
+
+    with pytest.raises(ConfigError, match="use_gold must be true or false"):
+        EnvironmentTask("skillgrad.testing:TinyEnv", use_gold="no")  # type: ignore[arg-type]
+
+
+def request_text(request: ChatRequest) -> str:
+    return "\n".join(m.content for m in request.messages)
+
+
+@pytest.mark.parametrize("use_gold", [True, False])
+def test_use_gold_false_hides_the_gold_from_every_prompt_and_example(
+    tmp_path: Path, use_gold: bool
+) -> None:
+    never = Recorder(lambda r: "look")
+    optimizer = Recorder(optimizer_reply)
+    result = run_training(
+        _env_cfg(tmp_path, use_gold, explore="off"),
+        optimizer=optimizer.backend,
+        target=never.backend,
+    )
+    run = result.run_dir
+    trajs = read_jsonl(run / "steps/step_0001/trajectories.jsonl")
+    golds = [t["reference"] for t in trajs]
+    prompts = "\n".join(request_text(r) for _, r in optimizer.calls)
+    example = read_json(run / "steps/step_0001/example.json")
+    if use_gold:  # the control: with gold on, the gold reaches the optimizer and the example
+        assert all(golds) and "Reference actions that solve it" in prompts
+        assert example["edit"] is not None and "Action: open" in example["edit"]["content"]
+        return
+    assert golds == [None, None]
+    assert not any(s["type"] == "env_gold" for t in trajs for s in t["steps"])
+    assert "Reference actions" not in prompts
+    # no gold command at all ("open ..." is listed as an accepted command where it went wrong)
+    assert "unlock door" not in prompts and "take " not in prompts
+    assert example["edit"] is None and example["reason"]
+
+
+def test_a_killed_run_resumes_its_exploration_from_the_cache(tmp_path: Path) -> None:
+    def dies_at_the_gate(request: ChatRequest) -> str:
+        if current_context().stage == "gate":
+            raise PermanentModelError("the target went away")
+        return env_player(request)
+
+    cfg = _env_cfg(tmp_path, use_gold=False, explore="on")
+    first = Recorder(dies_at_the_gate)
+    with pytest.raises(PermanentModelError):
+        run_training(cfg, optimizer=Recorder(optimizer_reply).backend, target=first.backend)
+    assert "explore" in first.stages(lambda r: True)
+    again = Recorder(env_player)
+    result = run_training(cfg, optimizer=Recorder(optimizer_reply).backend, target=again.backend)
+    assert "explore" not in again.stages(lambda r: True)  # replayed, nothing paid again
+    assert result.summary["examples"]["best_skill"][0]["origin"] == "self-found"
+    assert read_json(result.run_dir / "history.json")[0]["explore_found"] == 2
+
+
+def _toy_cfg(tmp_path: Path, **train: Any) -> Any:
+    base = {"num_epochs": 1, "steps_per_epoch": 1, "batch_size": 4, "examples": "on",
+            "max_examples": 1, "explore": "on", "semantic_merge": False,
+            "rank_with_optimizer": False, "use_slow_update": False,
+            "use_meta_skill": False}  # fmt: skip
+    return load_config(
+        data={
+            "env": {"task": "toy", "output_root": str(tmp_path), "run_name": "run"},
+            "train": {**base, **train},
+        }
+    )
+
+
+def toy_retrier(request: ChatRequest) -> str:
+    """Echoes the word as given, and in upper case once it has seen its failed attempt (a
+    retry) or a worked example in its skill."""
+    word, system = user_text(request).removeprefix("Word: ").strip(), system_text(request)
+    return word.upper() if RETRY in system or "Reply: " in system else word
+
+
+def toy_optimizer(request: ChatRequest) -> Any:
+    assert optimizer_call_kind(request) in ("reflect", "deep_reflect", "contrast", "revise")
+    return rules_reply("Answer with the word only.")
+
+
+def test_a_retry_sees_its_failed_attempt_and_never_a_withheld_reference(tmp_path: Path) -> None:
+    target = Recorder(toy_retrier)
+    cfg = _toy_cfg(tmp_path, show_reference=False)
+    result = run_training(cfg, optimizer=FunctionBackend(toy_optimizer), target=target.backend)
+    rows = read_jsonl(result.run_dir / "steps/step_0001/exploration.jsonl")
+    assert {(r["attempt"], r["retry"], r["passed"]) for r in rows} == {
+        (1, False, False),
+        (2, True, True),
+    }
+    retries = [r for stage, r in target.calls if stage == "explore" and RETRY in system_text(r)]
+    assert len(retries) == len(rows) // 2
+    for r in retries:
+        word = user_text(r).removeprefix("Word: ").strip()
+        assert f"Input: Word: {word}" in system_text(r)  # its own attempt, with the feedback
+        assert word.upper() not in system_text(r)  # the reference is withheld
+        assert "(withheld)" in system_text(r)
+    assert not any(RETRY in system_text(r) for s, r in target.calls if s != "explore")
+    # the self-found example is preferred over a reference-built one, and never holds the retry
+    edit = read_json(result.run_dir / "steps/step_0001/example.json")["edit"]
+    assert "self-found" in edit["rationale"] and RETRY not in edit["content"]
+    assert RETRY not in (result.run_dir / "best_skill.md").read_text()
+    # the preflight estimate counts the exploration calls (it bounds what the run used)
+    events = read_jsonl(result.run_dir / "events.jsonl")
+    pre = next(e for e in events if e["event"] == "preflight")
+    usage = result.summary["usage"]
+    for role in ("optimizer", "target"):
+        assert pre["calls"][role] >= usage[role]["calls"] > 0
+    explored = next(e for e in events if e["event"] == "explore")
+    assert (explored["items"], explored["attempts"], explored["found"]) == (4, 8, 4)
+
+
+def test_exploration_never_runs_on_a_val_or_test_item() -> None:
+    """The exploration phase refuses a held-out trajectory outright (a bug, not data)."""
+    from skillgrad.train.explore import explorable
+
+    task = ToyTask()
+    items = {s: task.load_split(s) for s in ("train", "val", "test")}
+
+    class Ctx:  # the one field ``explorable`` reads
+        def __init__(self) -> None:
+            self.items = items
+
+    def failed(item: Item) -> Trajectory:
+        return Trajectory(item.id, "h", (Message("user", "Word: x"),), "x", Score(0, False, "no"))
+
+    ctx: Any = Ctx()
+    assert [i.id for i in explorable(ctx, [failed(items["train"][0])])] == ["train-0"]
+    for split in ("val", "test"):
+        with pytest.raises(ValueError, match="train items only"):
+            explorable(ctx, [failed(items[split][0])])
