@@ -164,7 +164,15 @@ class Decoder:
         if best_len > 0:
             self.llm._ctx.kv_cache_seq_cp(best, job.seq, 0, best_len)
             self.llm.counts.restored += restored
+        self._trim_recent(best_len if best == 0 else 0)
         return best_len
+
+    def _trim_recent(self, keep: int) -> None:
+        """Free the last call's cells beyond ``keep`` before the prefill, as llama-cpp-python
+        does with its one sequence: the new tokens then take the freed cells right after the
+        prefix, and a call alone sees the same cell layout, hence the same sums, as there."""
+        self.llm._ctx.kv_cache_seq_rm(0, keep, -1)
+        self.recent = self.recent[:keep]
 
     def _prefill(self, job: Job, start: int) -> int:
         """Evaluate ``job.prompt[start:]`` in ``n_batch`` chunks on its sequence; the batch
