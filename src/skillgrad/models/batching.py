@@ -57,6 +57,7 @@ class Decoder:
         self._batch = internals.LlamaBatch(n_tokens=rows, embd=0, n_seq_max=1, verbose=False)
         self._full = False  # a call was sent back for lack of KV room: admit after a release
         self.steps = 0  # decode calls that advanced the calls in flight (bench)
+        self.cpu_s = 0.0  # CPU seconds of the decode thread (with one llama.cpp thread: all)
         self.calls = 0
         threading.Thread(target=self._run, name="llama-decode", daemon=True).start()
 
@@ -73,13 +74,14 @@ class Decoder:
                 while not self._queue and not self.active:
                     self._wake.wait()
             with self._hold():
-                end = time.monotonic() + BURST_S
+                cpu, end = time.thread_time(), time.monotonic() + BURST_S
                 while (self._queue or self.active) and time.monotonic() < end:
                     try:
                         self._step()
                     except Exception as exc:  # llama.cpp failed: fail the calls, keep the thread
                         for job in list(self.active):
                             self._fail(job, exc)
+                self.cpu_s += time.thread_time() - cpu
 
     def _step(self) -> None:
         """Admit queued jobs while there is room, then advance every active job one step."""

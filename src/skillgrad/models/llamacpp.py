@@ -192,6 +192,12 @@ class LlamaCppBackend:
         """``llama_decode`` calls that advanced the calls in flight (bench_batch.py)."""
         return self._decoder.steps
 
+    @property
+    def decode_cpu_s(self) -> float:
+        """CPU seconds of the decode thread: all the work when ``n_threads`` is 1, whatever
+        else the cores run (bench_batch.py)."""
+        return self._decoder.cpu_s
+
     @contextlib.contextmanager
     def _hold(self) -> Iterator[None]:
         """The model and CPU slots, for one burst of decode steps."""
