@@ -10,10 +10,12 @@ context (prompt lookup) and keeps those the model confirms.
 
 from __future__ import annotations
 
+import atexit
 import concurrent.futures
 import contextlib
 import threading
 import time
+import weakref
 from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
@@ -59,29 +61,49 @@ class Decoder:
         self.steps = 0  # decode calls that advanced the calls in flight (bench)
         self.cpu_s = 0.0  # CPU seconds of the decode thread (with one llama.cpp thread: all)
         self.calls = 0
-        threading.Thread(target=self._run, name="llama-decode", daemon=True).start()
+        self.stopping = False
+        self._thread = threading.Thread(
+            target=_serve, args=(weakref.ref(self), self._wake), name="llama-decode", daemon=True
+        )
+        self._thread.start()
+        _LIVE.add(self)
 
     def submit(self, job: Job) -> concurrent.futures.Future[Reply]:
         with self._wake:
+            if self.stopping:
+                raise RuntimeError("the model is closed")
             self.calls += 1
             self._queue.append(job)
             self._wake.notify()
         return job.future
 
-    def _run(self) -> None:
-        while True:
-            with self._wake:
-                while not self._queue and not self.active:
-                    self._wake.wait()
-            with self._hold():
-                cpu, end = time.thread_time(), time.monotonic() + BURST_S
-                while (self._queue or self.active) and time.monotonic() < end:
-                    try:
-                        self._step()
-                    except Exception as exc:  # llama.cpp failed: fail the calls, keep the thread
-                        for job in list(self.active):
-                            self._fail(job, exc)
-                self.cpu_s += time.thread_time() - cpu
+    def has_work(self) -> bool:
+        return bool(self._queue or self.active)
+
+    def close(self, timeout: float = 30.0) -> None:
+        """Stop after the current step (at exit, so no step runs while the model is freed);
+        calls still queued or decoding fail."""
+        with self._wake:
+            self.stopping = True
+            self._wake.notify_all()
+        if threading.current_thread() is not self._thread:
+            self._thread.join(timeout)
+        with self._wake:
+            waiting, self._queue = list(self._queue), deque()
+        for job in [*self.active, *waiting]:
+            self._fail(job, RuntimeError("the model was closed before this call ended"))
+
+    def burst(self) -> None:
+        """Steps under one hold of the model and the CPU slots, for at most ``BURST_S``."""
+        with self._hold():
+            cpu, end = time.thread_time(), time.monotonic() + BURST_S
+            while self.has_work() and not self.stopping and time.monotonic() < end:
+                try:
+                    self._step()
+                except Exception as exc:  # llama.cpp failed: fail the calls, keep the thread
+                    for job in list(self.active):
+                        self._fail(job, exc)
+            self.cpu_s += time.thread_time() - cpu
 
     def _step(self) -> None:
         """Admit queued jobs while there is room, then advance every active job one step."""
@@ -276,6 +298,36 @@ class Decoder:
         self._release(job)
         with contextlib.suppress(concurrent.futures.InvalidStateError):  # cancelled meanwhile
             job.future.set_result(reply)
+
+
+def _serve(ref: weakref.ref[Decoder], wake: threading.Condition) -> None:
+    """The decode thread. It holds its decoder only while there is work, so a backend nobody
+    uses any more is garbage-collected (its model freed) and the thread ends."""
+    while True:
+        with wake:
+            decoder = ref()
+            while decoder is not None and not decoder.stopping and not decoder.has_work():
+                decoder = None
+                wake.wait(timeout=1.0)
+                decoder = ref()
+        if decoder is None or decoder.stopping:
+            return
+        try:
+            decoder.burst()
+        except Exception as exc:  # the CPU slots or the lock failed: fail what waits
+            for job in list(decoder.active):
+                decoder._fail(job, exc)
+            time.sleep(0.1)
+        decoder = None
+
+
+_LIVE: weakref.WeakSet[Decoder] = weakref.WeakSet()
+
+
+@atexit.register
+def _close_all() -> None:
+    for decoder in list(_LIVE):
+        decoder.close()
 
 
 _KV_FULL = (
