@@ -9,7 +9,10 @@ then in the KV cache, and each call prefills only its ~15 own tokens). The load 
 printed beside each row: other programs on the cores slow every number.
 
     flock /tmp/skillgrad-model.lock .venv/bin/python bench/bench_batch.py \\
-        --models qwen2.5-coder-0.5b qwen2.5-coder-1.5b --counts 1 2 4 8 --tokens 48 --threads 2
+        --models qwen2.5-coder-0.5b qwen2.5-coder-1.5b --counts 1 2 4 8 --tokens 32 --threads 1
+
+``--chunks 1 2 4 8`` instead times llama.cpp alone evaluating k tokens of one sequence per call,
+the ceiling of a k-call batch on the same CPU.
 """
 
 from __future__ import annotations
@@ -60,13 +63,44 @@ async def bench(model: str, counts: list[int], tokens: int, threads: int) -> Non
         )
 
 
+def chunk_rates(model: str, threads: int, chunks: list[int]) -> None:
+    """llama.cpp alone: tokens per CPU-second evaluating k tokens of one sequence per
+    ``llama_decode`` (a prefill in chunks of k): the ceiling of a k-call batch on this CPU."""
+    from llama_cpp import Llama
+
+    from skillgrad.models.llamacpp import model_file
+
+    path = model_file(ModelSpec(model=model))
+    llm = Llama(
+        model_path=str(path), n_ctx=2048, n_threads=threads, n_threads_batch=threads, verbose=False
+    )
+    text = " ".join(f"{TOPICS[i % len(TOPICS)]} are part of nature." for i in range(120))
+    tokens = llm.tokenize(text.encode("utf-8"))[:600]
+    for k in chunks:
+        llm.reset()
+        llm.eval(tokens[:100])
+        done, cpu = 0, time.thread_time()
+        while done < 64:
+            llm.eval(tokens[100 + done : 100 + done + k])
+            done += k
+        rate = done / (time.thread_time() - cpu)
+        print(f"{model} | chunk {k} | {rate:.1f} tokens/CPU-s | load {os.getloadavg()[0]:.1f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", nargs="+", default=["qwen2.5-coder-0.5b"])
     parser.add_argument("--counts", nargs="+", type=int, default=[1, 2, 4, 8])
     parser.add_argument("--tokens", type=int, default=48, help="generated tokens per call")
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument(
+        "--chunks", nargs="+", type=int, help="instead: llama.cpp alone, k tokens of one sequence"
+    )
     args = parser.parse_args()
+    if args.chunks:
+        for model in args.models:
+            chunk_rates(model, args.threads, args.chunks)
+        return
     print(
         "model | calls | tokens | decode steps | wall | tokens/s | vs 1 | tokens/CPU-s | vs 1 "
         "| load avg (1 min)"
