@@ -174,3 +174,28 @@ async def test_prompt_lookup_draft_replies_the_same(qwen_spec: ModelSpec, backen
     drafted = await drafting.complete(copy)
     assert _summary([drafted]) == _summary([plain])
     assert drafting.decode_steps < plain_steps / 2
+
+
+@pytest.mark.slow
+async def test_a_dropped_backend_frees_its_model_and_thread(qwen_spec: ModelSpec) -> None:
+    """Runs load one model per backend: dropping one must free it at once (no cycle waiting
+    for the garbage collector), and its decode thread must end."""
+    import gc
+    import threading
+    import weakref
+
+    from skillgrad.models.llamacpp import LlamaCppBackend
+
+    backend = LlamaCppBackend(qwen_spec.model_copy(update={"options": {"kv_cache_mb": 1}}))
+    await backend.complete(_requests()[3])
+    model, thread = weakref.ref(backend._llm), backend._decoder._thread
+    gc.disable()
+    try:
+        del backend
+        await asyncio.sleep(0.1)
+        assert model() is None
+    finally:
+        gc.enable()
+    thread.join(5)
+    assert not thread.is_alive()
+    assert "llama-decode" not in [t.name for t in threading.enumerate() if t is thread]

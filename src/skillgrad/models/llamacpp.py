@@ -136,8 +136,6 @@ class LlamaCppBackend:
         self.spec = spec
         self._slots = slots or _slots()
         self.threads = spec.n_threads or self._slots.cores
-        self._running = self.threads  # the thread count the context is set to
-        self._lock = threading.Lock()
         self._sent = 0
         self._llm = SequenceLlama(
             model_path=str(path),
@@ -149,11 +147,13 @@ class LlamaCppBackend:
             seed=0,
         )
         self._configure(options)
+        self._compute = _Compute(self._llm, self._slots, self.threads, spec.n_threads is not None)
+        self._lock = self._compute.lock
         self._decoder = Decoder(
             self._llm,
             spec.n_ctx,
             options.batch_sequences,
-            self._hold,
+            self._compute.hold,
             draft=spec.draft == "prompt_lookup",
         )
 
@@ -198,22 +198,6 @@ class LlamaCppBackend:
         else the cores run (bench_batch.py)."""
         return self._decoder.cpu_s
 
-    @contextlib.contextmanager
-    def _hold(self) -> Iterator[None]:
-        """The model and CPU slots, for one burst of decode steps."""
-        exact = self.spec.n_threads is not None
-        with self._lock, self._slots.hold(self.threads, exact=exact) as held:
-            self._run_on(held if not exact else self.threads)
-            yield
-
-    def _run_on(self, threads: int) -> None:
-        """Set the threads of the next computation to the slots the decoder holds."""
-        if threads != self._running:
-            from llama_cpp import llama_set_n_threads
-
-            llama_set_n_threads(self._llm.ctx, threads, threads)
-            self._running = threads
-
     def count_tokens(self, text: str) -> int:
         with self._lock:
             return len(self._llm.tokenize(text.encode("utf-8"), add_bos=False, special=False))
@@ -254,6 +238,27 @@ class LlamaCppBackend:
             model=self.name,
             finish_reason=reply.finish_reason,
         )
+
+
+class _Compute:
+    """The model's lock and the CPU slots, held for each burst of decode steps. It refers to the
+    model, not to the backend, so a backend nobody holds is freed at once (with its model)."""
+
+    def __init__(self, llm: Any, slots: CpuSlots, threads: int, exact: bool) -> None:
+        self.lock = threading.Lock()
+        self._llm, self._slots, self._threads, self._exact = llm, slots, threads, exact
+        self._running = threads  # the thread count the context is set to
+
+    @contextlib.contextmanager
+    def hold(self) -> Iterator[None]:
+        with self.lock, self._slots.hold(self._threads, exact=self._exact) as held:
+            threads = self._threads if self._exact else held
+            if threads != self._running:  # run on the slots held
+                from llama_cpp import llama_set_n_threads
+
+                llama_set_n_threads(self._llm.ctx, threads, threads)
+                self._running = threads
+            yield
 
 
 def _slots() -> CpuSlots:
