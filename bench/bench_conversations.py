@@ -6,9 +6,11 @@ prompt, then per turn an observation of 30-60 tokens as the user message and the
 ``LlamaCppBackend`` with W of them in flight (``hardware.rollout_workers``), per mode:
 
 - ``prefix``: ``options.kv_cache_mb: 0`` (only the previous call's token prefix is reused);
-- ``sequences``: the default, one parked KV sequence per conversation (``kv_sequences``);
-- ``ramcache``: llama-cpp-python's own ``LlamaRAMCache`` (a ``save_state`` copy of the KV
-  cache after every call, ``load_state`` to restore it), for comparison only.
+- ``sequences``: the default, one parked KV sequence per conversation (``kv_sequences``).
+
+(llama-cpp-python's own ``LlamaRAMCache``, measured here before, no longer applies: the backend
+decodes through the low-level API, not the library's cache hook; bench/README.md keeps its
+numbers.)
 
 It reports prompt tokens evaluated / sent and seconds per episode next to the physical limit:
 each turn's new tokens at the model's prefill speed plus its reply at the generation speed, both
@@ -17,7 +19,7 @@ measured first in the same process. Replies are compared with those of the first
 
     flock /tmp/skillgrad-model.lock .venv/bin/python bench/bench_conversations.py \\
         --model qwen2.5-coder-0.5b --episodes 4 --turns 8 --workers 1 4 \\
-        --modes prefix sequences ramcache
+        --modes prefix sequences
 """
 
 from __future__ import annotations
@@ -112,12 +114,7 @@ async def speeds(backend: LlamaCppBackend, system: str) -> tuple[float, float]:
 
 def build(model: str, mode: str, cap_mb: float) -> LlamaCppBackend:
     kv = cap_mb if mode == "sequences" else 0.0
-    backend = LlamaCppBackend(ModelSpec(model=model, options={"kv_cache_mb": kv}))
-    if mode == "ramcache":
-        from llama_cpp.llama_cache import LlamaRAMCache
-
-        backend._llm.set_cache(LlamaRAMCache(capacity_bytes=int(cap_mb * 1024 * 1024)))
-    return backend
+    return LlamaCppBackend(ModelSpec(model=model, options={"kv_cache_mb": kv}))
 
 
 async def main() -> None:
@@ -126,7 +123,9 @@ async def main() -> None:
     parser.add_argument("--episodes", type=int, default=4)
     parser.add_argument("--turns", type=int, default=8)
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 4])
-    parser.add_argument("--modes", nargs="+", default=["prefix", "sequences"])
+    parser.add_argument(
+        "--modes", nargs="+", choices=["prefix", "sequences"], default=["prefix", "sequences"]
+    )
     parser.add_argument("--cap-mb", type=float, default=256.0)
     parser.add_argument("--system-rules", type=int, default=24, help="~12 tokens each")
     args = parser.parse_args()

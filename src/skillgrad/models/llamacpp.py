@@ -2,20 +2,23 @@
 
 ``model`` names a catalog model (``skillgrad models list``; default the tiny SmolLM2-135M),
 resolved to a verified file by ``models.catalog``; ``model_path`` runs any other GGUF as it is.
-One ``Llama`` instance is not thread-safe, so its calls are serialised by a lock and run in a
-worker thread. llama.cpp reuses the KV cache of the longest matching token prefix of the
-previous prompt, and each call's tokens stay parked in a sequence of their own
-(``kv_sequences``, bounded by ``options.kv_cache_mb``), so a multi-turn episode pays prefill only
-for its new tokens even when several episodes interleave. Every call
-holds one machine-wide CPU slot per thread it runs (``cpu_slots``): however many models, workers
-and processes, the embedded models never run more threads than the machine has cores. Without
-an explicit ``n_threads`` a call runs on as many cores as it finds free.
+One ``Llama`` instance is not thread-safe: one decode thread (``batching``) owns it, and the
+calls in flight are decoded together, one ``llama_decode`` per token for all of them, each on a
+KV sequence of its own. A call starts from the longest token prefix any sequence holds (the
+last call's, another call's in flight, or a parked conversation's, ``kv_sequences``, bounded
+by ``options.kv_cache_mb``), so a multi-turn episode pays prefill only for its new tokens even
+when several episodes interleave. The decoder holds one machine-wide CPU slot per thread it
+runs (``cpu_slots``): however many models, workers and processes, the embedded models never
+run more threads than the machine has cores. Without an explicit ``n_threads`` it runs on as
+many cores as it finds free.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -46,6 +49,13 @@ class LlamaCppOptions(BaseModel):
     )
     kv_sequences: int = Field(
         8, ge=1, le=255, description="at most this many parked conversations (LRU)"
+    )
+    batch_sequences: int = Field(
+        8,
+        ge=1,
+        le=64,
+        description="at most this many calls decoded together, one llama_decode per token for "
+        "all (1: one call at a time)",
     )
 
 
@@ -100,9 +110,9 @@ def check(spec: ModelSpec) -> None:
 
 
 class LlamaCppBackend:
-    """In-process llama.cpp backend on ``model_file(spec)``. Each call holds CPU slots and runs
-    one thread per slot: ``spec.n_threads`` of them when set, else the free cores (at least
-    one), so a lone model uses the whole machine and two models share it."""
+    """In-process llama.cpp backend on ``model_file(spec)``. Its decoder holds CPU slots and
+    runs one thread per slot: ``spec.n_threads`` of them when set, else the free cores (at
+    least one), so a lone model uses the whole machine and two models share it."""
 
     def __init__(
         self,
@@ -115,7 +125,8 @@ class LlamaCppBackend:
         try:  # llama_cpp itself first: kv_sequences may already be imported, the extra gone
             import llama_cpp  # noqa: F401
 
-            from skillgrad.models.kv_sequences import MB, SequenceLlama
+            from skillgrad.models.batching import Decoder
+            from skillgrad.models.kv_sequences import SequenceLlama
         except ImportError as exc:
             raise PermanentModelError(
                 f"llama-cpp-python is not installed ({exc}). Run: {INSTALL_HINT}"
@@ -125,9 +136,7 @@ class LlamaCppBackend:
         self.spec = spec
         self._slots = slots or _slots()
         self.threads = spec.n_threads or self._slots.cores
-        self._running = self.threads  # the thread count the context is set to
-        self._lock = threading.Lock()
-        self._calls = self._sent = 0
+        self._sent = 0
         self._llm = SequenceLlama(
             model_path=str(path),
             n_ctx=spec.n_ctx,
@@ -137,15 +146,30 @@ class LlamaCppBackend:
             verbose=False,
             seed=0,
         )
-        if options.kv_cache_mb > 0:
-            try:
-                self._llm.enable_parking(int(options.kv_cache_mb * MB), options.kv_sequences)
-            except ValueError as exc:  # llama.cpp could not allocate the larger context
-                raise PermanentModelError(
-                    f"{self.name}: llama.cpp cannot hold models.<role>.options.kv_cache_mb = "
-                    f"{options.kv_cache_mb} MiB of parked conversations ({exc}); lower it, or "
-                    "set it to 0"
-                ) from exc
+        self._configure(options)
+        self._compute = _Compute(self._llm, self._slots, self.threads, spec.n_threads is not None)
+        self._lock = self._compute.lock
+        self._decoder = Decoder(
+            self._llm,
+            spec.n_ctx,
+            options.batch_sequences,
+            self._compute.hold,
+            draft=spec.draft == "prompt_lookup",
+        )
+
+    def _configure(self, options: LlamaCppOptions) -> None:
+        from skillgrad.models.kv_sequences import MB
+
+        # llama.cpp holds at most 256 sequences: the last call's, the parked, the batch
+        parked = min(options.kv_sequences, 255 - options.batch_sequences)
+        try:
+            self._llm.configure(int(options.kv_cache_mb * MB), parked, options.batch_sequences)
+        except ValueError as exc:  # llama.cpp could not allocate the larger context
+            raise PermanentModelError(
+                f"{self.name}: llama.cpp cannot hold models.<role>.options.kv_cache_mb = "
+                f"{options.kv_cache_mb} MiB of parked conversations ({exc}); lower it, or "
+                "set it to 0"
+            ) from exc
 
     @property
     def prefill(self) -> PrefillStats:
@@ -153,7 +177,7 @@ class LlamaCppBackend:
         with self._lock:
             counts, parked = self._llm.counts, self._llm.sequences
             return PrefillStats(
-                calls=self._calls,
+                calls=self._decoder.calls,
                 prompt_tokens_sent=self._sent,
                 prompt_tokens_evaluated=counts.prompt_tokens_evaluated,
                 restored=counts.restored,
@@ -163,57 +187,78 @@ class LlamaCppBackend:
                 cap_bytes=parked.capacity_bytes if parked is not None else 0,
             )
 
-    def _run_on(self, threads: int) -> None:
-        """Set the threads of the next computation to the slots this call holds."""
-        if threads != self._running:
-            from llama_cpp import llama_set_n_threads
+    @property
+    def decode_steps(self) -> int:
+        """``llama_decode`` calls that advanced the calls in flight (bench_batch.py)."""
+        return self._decoder.steps
 
-            llama_set_n_threads(self._llm.ctx, threads, threads)
-            self._running = threads
+    @property
+    def decode_cpu_s(self) -> float:
+        """CPU seconds of the decode thread: all the work when ``n_threads`` is 1, whatever
+        else the cores run (bench_batch.py)."""
+        return self._decoder.cpu_s
 
     def count_tokens(self, text: str) -> int:
         with self._lock:
             return len(self._llm.tokenize(text.encode("utf-8"), add_bos=False, special=False))
 
     async def complete(self, request: ChatRequest) -> Completion:
-        return await asyncio.to_thread(self._complete_sync, request)
+        """Queue the call for the decoder; cancelling the await frees its sequence at the
+        decoder's next step."""
+        from skillgrad.models.llama_job import Job
 
-    def _complete_sync(self, request: ChatRequest) -> Completion:
-        kwargs: dict[str, Any] = {
+        chat: dict[str, Any] = {
             "messages": [{"role": m.role, "content": m.content} for m in request.messages],
             "temperature": request.temperature,
             "max_tokens": request.max_tokens,
             "seed": request.seed if request.seed is not None else 0,
         }
         if request.stop:
-            kwargs["stop"] = list(request.stop)
+            chat["stop"] = list(request.stop)
         if request.response_schema is not None:
             # grammar-constrained decoding: the output always parses against the schema
-            kwargs["response_format"] = {"type": "json_object", "schema": request.response_schema}
-        exact = self.spec.n_threads is not None
-        with self._lock, self._slots.hold(self.threads, exact=exact) as held:
-            self._run_on(held if not exact else self.threads)
-            # park only conversations (a reply in the history: a next turn will follow); a
-            # single-turn call shares its skill prefix through the working sequence anyway,
-            # and parked cells cost attention in every later call (docs/models.md)
-            self._llm.park_next = any(m.role == "assistant" for m in request.messages)
-            try:
-                out: Any = self._llm.create_chat_completion(**kwargs)
-            except ValueError as exc:  # e.g. prompt longer than the context window
-                raise PermanentModelError(
-                    f"llama.cpp refused the request: {exc}. If the prompt is too long, raise "
-                    f"models.<role>.n_ctx (now {self.spec.n_ctx}) or shorten the skill."
-                ) from exc
-            usage = out.get("usage") or {}
-            self._calls += 1
-            self._sent += usage.get("prompt_tokens", 0)
-        choice = out["choices"][0]
+            chat["response_format"] = {"type": "json_object", "schema": request.response_schema}
+        # park only conversations (a reply in the history: a next turn will follow); a
+        # single-turn call shares its skill prefix through the last call's sequence anyway,
+        # and parked cells cost attention in every later call (docs/models.md)
+        job = Job(chat, park=any(m.role == "assistant" for m in request.messages))
+        try:
+            reply = await asyncio.wrap_future(self._decoder.submit(job))
+        except ValueError as exc:  # e.g. prompt longer than the context window
+            raise PermanentModelError(
+                f"llama.cpp refused the request: {exc}. If the prompt is too long, raise "
+                f"models.<role>.n_ctx (now {self.spec.n_ctx}) or shorten the skill."
+            ) from exc
+        except MemoryError as exc:
+            raise PermanentModelError(f"{self.name}: {exc}") from exc
+        self._sent += reply.prompt_tokens
         return Completion(
-            text=choice["message"].get("content") or "",
-            usage=Usage(usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0)),
+            text=reply.text,
+            usage=Usage(reply.prompt_tokens, reply.completion_tokens),
             model=self.name,
-            finish_reason=choice.get("finish_reason") or "stop",
+            finish_reason=reply.finish_reason,
         )
+
+
+class _Compute:
+    """The model's lock and the CPU slots, held for each burst of decode steps. It refers to the
+    model, not to the backend, so a backend nobody holds is freed at once (with its model)."""
+
+    def __init__(self, llm: Any, slots: CpuSlots, threads: int, exact: bool) -> None:
+        self.lock = threading.Lock()
+        self._llm, self._slots, self._threads, self._exact = llm, slots, threads, exact
+        self._running = threads  # the thread count the context is set to
+
+    @contextlib.contextmanager
+    def hold(self) -> Iterator[None]:
+        with self.lock, self._slots.hold(self._threads, exact=self._exact) as held:
+            threads = self._threads if self._exact else held
+            if threads != self._running:  # run on the slots held
+                from llama_cpp import llama_set_n_threads
+
+                llama_set_n_threads(self._llm.ctx, threads, threads)
+                self._running = threads
+            yield
 
 
 def _slots() -> CpuSlots:

@@ -6,7 +6,7 @@ Keys come from environment variables *named* here, never from the config itself.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -53,6 +53,11 @@ class ModelSpec(BaseModel):
         None,
         description="llamacpp: CPU threads per call (default: every core; each thread holds one "
         "of the machine's CPU slots, docs/models.md)",
+    )
+    draft: Literal["prompt_lookup"] | None = Field(
+        None,
+        description="llamacpp: speculative decoding; prompt_lookup proposes tokens copied from "
+        "the call's own context and keeps those the model confirms (same output)",
     )
     options: dict[str, Any] = Field(
         default_factory=dict, description="extra provider options passed through verbatim"
