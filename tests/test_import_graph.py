@@ -22,7 +22,9 @@ The layers, lowest first, and why each sits where it does:
 - ``executors`` — where a rollout's heavy, model-free part runs (a thread, or a Ray task);
 - ``sandbox``, then ``harnesses`` — running untrusted code and agent CLIs (``transcript``:
   the optimizer's token-budgeted view of an agent's steps);
-- ``tasks`` — the Task protocol, rollout kinds (chat, tool, code, harness), data loading;
+- ``tasks`` — the Task protocol, rollout kinds (chat, tool, code, harness, environment) and how
+  a kind's trajectories render (``views``: ``train`` asks the view, never sniffs a kind), data
+  loading;
 - ``benchmarks`` — the built-in tasks on the generated-task base;
 - ``registry`` — tasks, scorers and providers by name;
 - ``config``, ``callbacks``; then ``train``, the algorithm, with two sub-rooms kept apart:

@@ -9,6 +9,7 @@ from skillgrad.config import load_config
 from skillgrad.runs.io import read_json
 from skillgrad.session import run_training
 from skillgrad.skill.document import approx_tokens
+from skillgrad.tasks.episode_view import shown_observation
 from skillgrad.testing import (
     FunctionBackend,
     ToyTask,
@@ -24,7 +25,6 @@ from skillgrad.train.examples import (
     example_item,
     register_renderer,
     render_actions,
-    shown_observation,
     trajectory_kind,
 )
 from skillgrad.train.screens.leak_check import example_copies

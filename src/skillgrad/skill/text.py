@@ -117,6 +117,19 @@ def sentences(text: str) -> list[str]:
     return _SENTENCE_BREAK.split(" ".join(text.split()))
 
 
+def cut(text: Any, limit: int, *, at_word: bool = True) -> str:
+    """``text`` (None as '') on one line, whitespace runs as one space, at most ``limit``
+    characters when it fits. Longer text is cut at a word boundary and ends in " …"
+    (``at_word``: a demonstration's input), or cut at ``limit - 1`` characters and ends in "…"
+    (a clip: an observation, an action or an error the optimizer reads line by line)."""
+    flat = " ".join(str(text or "").split())
+    if len(flat) <= limit:
+        return flat
+    if not at_word:
+        return flat[: limit - 1] + "…"
+    return flat[: max(1, limit - 1)].rsplit(" ", 1)[0] + " …"
+
+
 _RUNS = {ch: re.compile(re.escape(ch) + "+") for ch in "~`"}
 
 
@@ -137,6 +150,7 @@ __all__ = [
     "REPLACEMENT",
     "WORD_RE",
     "Words",
+    "cut",
     "fence_for",
     "invisible_pattern",
     "normalise",

@@ -34,7 +34,15 @@ from skillgrad.tasks.env_actions import (
 )
 from skillgrad.tasks.env_options import check_options, split_seeds
 from skillgrad.tasks.env_pool import EnvFailure, EnvPool, EnvProcess, EnvSpec, EnvStepFailure
-from skillgrad.tasks.episode import MAX_DEMO_ACTIONS, episode_feedback
+from skillgrad.tasks.episode import (
+    MAX_DEMO_ACTIONS,
+    EnvGold,
+    EnvReset,
+    EnvStep,
+    EpisodeError,
+    env_steps,
+    episode_feedback,
+)
 from skillgrad.types import ChatRequest, Item, Message, Score, Trajectory, Usage
 
 ActionMode = Literal["free", "listed"]
@@ -244,14 +252,12 @@ class _Episode:
         # never a val/test reference; none at all with use_gold off
         if task.use_gold and self.item.meta.get("split", "train") == "train":
             self.gold = self.info.get("gold_actions")
-        self.steps.append(
-            {
-                "type": "env_reset",
-                "task": self.info.get("task", ""),
-                "observation": first.get("obs", ""),
-                "valid_actions": self.info.get("valid_actions"),
-            }
+        reset = EnvReset(
+            task=self.info.get("task", ""),
+            observation=first.get("obs", ""),
+            valid_actions=self.info.get("valid_actions"),
         )
+        self.steps.append(reset.to_json())
         self.messages.append(Message("user", _turn(first["obs"], self.info, task.actions, True)))
         for number in range(1, task.max_steps + 1):
             request = ChatRequest(
@@ -291,12 +297,12 @@ class _Episode:
         except (EnvFailure, EnvStepFailure):  # the episode stands; its process is not reused
             self.replay_broke = True
             return
-        step: dict[str, Any] = {"type": "env_gold"}
+        detours = None
         if replayed is not None:
-            step["detours_cut"] = len(gold) - len(short)
+            detours = len(gold) - len(short)
             self.gold, played = short, replayed
-        step["observations"] = [o[:GOLD_OBSERVATION_CHARS] for o in played[1:]]
-        self.steps.append(step)
+        observations = [o[:GOLD_OBSERVATION_CHARS] for o in played[1:]]
+        self.steps.append(EnvGold(observations=observations, detours_cut=detours).to_json())
 
     async def _play(
         self, process: EnvProcess, data: dict[str, Any], actions: Sequence[str]
@@ -329,24 +335,20 @@ class _Episode:
         rejected = self.info.get("invalid_action")  # the environment's own word wins
         if rejected:
             valid = False
-        step: dict[str, Any] = {
-            "type": "env_step",
-            "step": number,
-            "reply": reply[:300],
-            "action": action,
-            "valid": valid,
-            "valid_actions": valid_before,
-            "observation": out.get("obs", ""),
-            "reward": out.get("reward", 0.0),
-            "score": self.score(),
-        }
-        if listed_as is not None:
-            step["listed_as"] = listed_as
-        if self.failed is not None:
-            step["env_error"] = self.failed
-        if isinstance(rejected, str):
-            step["invalid_reason"] = rejected
-        self.steps.append(step)
+        step = EnvStep(
+            step=number,
+            reply=reply[:300],
+            action=action,
+            valid=valid,
+            valid_actions=valid_before,
+            observation=out.get("obs", ""),
+            reward=out.get("reward", 0.0),
+            score=self.score(),
+            listed_as=listed_as,
+            env_error=self.failed,
+            invalid_reason=rejected if isinstance(rejected, str) else None,
+        )
+        self.steps.append(step.to_json())
         self.messages.append(Message("assistant", action))
         if self.failed is not None:
             return True
@@ -368,11 +370,9 @@ class _Episode:
     ) -> Trajectory:
         """The scored episode; ``error`` with ``infra``: missing data, ``source`` naming what
         failed (``"environment"``: its process, not the target)."""
-        actions = [s["action"] for s in self.steps if s["type"] == "env_step"]
+        actions = [s.action for s in env_steps(self.steps)]
         if error is not None:
-            self.steps.append(
-                {"type": "error", "reason": error, **({"source": source} if source else {})}
-            )
+            self.steps.append(EpisodeError(reason=error, source=source or None).to_json())
             score = Score(0.0, False, f"error: {error}")
         else:
             value, passed = outcome(self.info, self.reward, self.task.max_reward)

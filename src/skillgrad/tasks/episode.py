@@ -1,18 +1,25 @@
-"""What an environment episode says, in words: the scorer's feedback and the optimizer's view.
+"""An environment episode's steps as typed records, and what the episode says in words.
 
-``episode_feedback`` sums an episode up (solved, or how it ended, its score, actions the
-environment did not accept, repeated actions). ``episode_view`` is the compact rendering the
-optimizer reads: the task, the first observation whole (a board game's board), the first steps and
-the steps around where it went wrong, the commands the environment accepted there (also in free
-mode, where the target never saw them), the gold action sequence of a train episode, the result.
-Long episodes are cut, and the cut is said, so the optimizer never mistakes a cut for the agent's
-behaviour.
+The rollout (``tasks/environment.py``) builds ``EnvReset``, ``EnvStep``, ``EnvGold`` and
+``EpisodeError`` records, each tagged with its ``kind`` (the ``type`` of its JSON dict), and
+stores their ``to_json()`` in ``Trajectory.steps``; ``episode_steps`` reads them back (old run
+directories included). ``episode_feedback`` sums an episode up (solved, or how it ended, its
+score, actions the environment did not accept, repeated actions). ``episode_view`` is the compact
+rendering the optimizer reads: the task, the first observation whole (a board game's board), the
+first steps and the steps around where it went wrong, the commands the environment accepted there
+(also in free mode, where the target never saw them), the gold action sequence of a train
+episode, the result. Long episodes are cut, and the cut is said, so the optimizer never mistakes
+a cut for the agent's behaviour.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from skillgrad.skill.text import cut
 
 HEAD_STEPS = 3  # first steps always shown
 AROUND = (1, 2)  # steps shown before / after the failing step
@@ -23,20 +30,122 @@ LIST_CHARS = 500  # accepted commands / reference sequence
 WITHHELD = "(withheld: train.show_reference is off)"
 MAX_DEMO_ACTIONS = 40
 """A gold sequence longer than this is no short demonstration: not replayed by the rollout, not
-shown as a worked example (``train/examples.py``)."""
+shown as a worked example (``tasks/episode_view.py``)."""
+
+
+@dataclass(frozen=True)
+class EnvReset:
+    """The episode's start: the task, the first observation and the commands listed then."""
+
+    task: str = ""
+    observation: str = ""
+    valid_actions: list[str] | None = None
+    kind: Literal["env_reset"] = "env_reset"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "type": self.kind,
+            "task": self.task,
+            "observation": self.observation,
+            "valid_actions": self.valid_actions,
+        }
+
+
+@dataclass(frozen=True)
+class EnvStep:
+    """One turn: the reply, the action read from it, whether the environment accepts it
+    (``valid``: None when unknown), the commands listed before it, the answer, the score so
+    far; ``listed_as`` (the listed form of an action that differs in letter case),
+    ``env_error`` (the step failed) and ``invalid_reason`` (the environment's own word) only
+    when they hold."""
+
+    step: int = 0
+    reply: str = ""
+    action: str = ""
+    valid: bool | None = None
+    valid_actions: list[str] | None = None
+    observation: str = ""
+    reward: float = 0.0
+    score: float = 0.0
+    listed_as: str | None = None
+    env_error: str | None = None
+    invalid_reason: str | None = None
+    kind: Literal["env_step"] = "env_step"
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"type": self.kind}
+        out |= {k: getattr(self, k) for k in _STEP_KEYS}
+        out |= {k: getattr(self, k) for k in _STEP_OPTIONAL if getattr(self, k) is not None}
+        return out
+
+
+_STEP_KEYS = ("step", "reply", "action", "valid", "valid_actions", "observation", "reward", "score")
+_STEP_OPTIONAL = ("listed_as", "env_error", "invalid_reason")
+
+
+@dataclass(frozen=True)
+class EnvGold:
+    """A failed train episode's gold sequence replayed: what the environment answered to each
+    command; ``detours_cut`` when a shorter sequence without its detours was played instead."""
+
+    observations: list[str] | None = None
+    detours_cut: int | None = None
+    kind: Literal["env_gold"] = "env_gold"
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"type": self.kind}
+        if self.detours_cut is not None:
+            out["detours_cut"] = self.detours_cut
+        out["observations"] = self.observations
+        return out
+
+
+@dataclass(frozen=True)
+class EpisodeError:
+    """Why an episode could not go on (``source``: what failed, e.g. the environment)."""
+
+    reason: str = ""
+    source: str | None = None
+    kind: Literal["error"] = "error"
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"type": self.kind, "reason": self.reason}
+        return out | ({"source": self.source} if self.source is not None else {})
+
+
+EpisodeStep = EnvReset | EnvStep | EnvGold | EpisodeError
+_RECORDS: dict[str, type[EpisodeStep]] = {
+    "env_reset": EnvReset,
+    "env_step": EnvStep,
+    "env_gold": EnvGold,
+    "error": EpisodeError,
+}
+
+
+def episode_steps(steps: Sequence[Any]) -> list[EpisodeStep]:
+    """The typed records of ``Trajectory.steps``: a key an old run directory's dict lacks takes
+    its default, keys a record does not know are ignored, and a step of another kind (or no
+    dict at all) is skipped. Values are kept as stored."""
+    out: list[EpisodeStep] = []
+    for s in steps:
+        kind = s.get("type") if isinstance(s, dict) else None
+        record = _RECORDS.get(kind) if isinstance(kind, str) else None
+        if record is not None:
+            names = {f.name for f in dataclasses.fields(record)} - {"kind"}
+            out.append(record(**{k: v for k, v in s.items() if k in names}))
+    return out
 
 
 def _clip(text: Any, limit: int) -> str:
-    flat = " ".join(str(text or "").split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+    return cut(text, limit, at_word=False)
 
 
-def env_steps(steps: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [s for s in steps if s.get("type") == "env_step"]
+def env_steps(steps: Sequence[Any]) -> list[EnvStep]:
+    return [s for s in episode_steps(steps) if isinstance(s, EnvStep)]
 
 
-def is_episode(steps: Sequence[dict[str, Any]]) -> bool:
-    return any(s.get("type") == "env_reset" for s in steps)
+def is_episode(steps: Sequence[Any]) -> bool:
+    return any(isinstance(s, EnvReset) for s in episode_steps(steps))
 
 
 def _longest_repeat(actions: list[str]) -> tuple[str, int]:
@@ -48,7 +157,7 @@ def _longest_repeat(actions: list[str]) -> tuple[str, int]:
     return best
 
 
-def episode_feedback(steps: Sequence[dict[str, Any]], score: float, passed: bool, end: str) -> str:
+def episode_feedback(steps: Sequence[Any], score: float, passed: bool, end: str) -> str:
     """One paragraph: how the episode ended and what went wrong."""
     played = env_steps(steps)
     n = len(played)
@@ -57,46 +166,46 @@ def episode_feedback(steps: Sequence[dict[str, Any]], score: float, passed: bool
     ending = {
         "terminated": f"the episode ended at step {n} unsolved",
         "truncated": f"the environment cut the episode at step {n}",
-        "failed": _failure(played[-1] if played else {}),
+        "failed": _failure(played[-1] if played else None),
     }.get(end, f"step limit reached after {n} steps unsolved")
     parts = [f"{ending}; score {score:.2f}"]
-    rejected = [s for s in played if s.get("valid") is False]
+    rejected = [s for s in played if s.valid is False]
     if rejected:
         first = rejected[0]
         parts.append(
             f"{len(rejected)} of {n} actions were not commands the environment accepts "
-            f"(first at step {first['step']}: {first['action']!r}{_as_listed(first)}"
+            f"(first at step {first.step}: {first.action!r}{_as_listed(first)}"
             f"{_why(first)})"
         )
-    action, repeats = _longest_repeat([s["action"] for s in played])
+    action, repeats = _longest_repeat([s.action for s in played])
     if repeats >= 3:
         parts.append(f"the same action {action!r} {repeats} times in a row")
     if played:
-        parts.append(f"last observation: {_clip(played[-1].get('observation'), 120)!r}")
+        parts.append(f"last observation: {_clip(played[-1].observation, 120)!r}")
     else:
         parts.append("no action was taken")
     return "; ".join(parts)
 
 
-def _failure(step: dict[str, Any]) -> str:
+def _failure(step: EnvStep | None) -> str:
     """How an episode whose ``step`` failed ended: the action and what the environment did."""
-    error = _clip(step.get("env_error"), 300)
-    action = _clip(step.get("action"), 120)
+    error = _clip(step.env_error if step else None, 300)
+    action = _clip(step.action if step else None, 120)
     return (
-        f"the environment {error} on the action {action!r} at step {step.get('step')}, "
+        f"the environment {error} on the action {action!r} at step {step.step if step else None}, "
         "which ends the episode unsolved"
     )
 
 
-def _as_listed(step: dict[str, Any]) -> str:
+def _as_listed(step: EnvStep) -> str:
     """ ", listed as 'x'" for an action that differs from a listed command only in letter case."""
-    form = step.get("listed_as")
+    form = step.listed_as
     return f", listed as {_clip(form, 120)!r}" if isinstance(form, str) and form else ""
 
 
-def _why(step: dict[str, Any]) -> str:
+def _why(step: EnvStep) -> str:
     """ ": reason" the environment gave for not accepting a step's action (``invalid_action``)."""
-    reason = step.get("invalid_reason")
+    reason = step.invalid_reason
     return f": {_clip(reason, 160)}" if isinstance(reason, str) and reason.strip() else ""
 
 
@@ -114,27 +223,27 @@ def _start(observation: Any) -> list[str]:
     return ["Start:", *(f"  {r}" if r else "" for r in kept)]
 
 
-def failing_step(played: Sequence[dict[str, Any]]) -> int | None:
+def failing_step(played: Sequence[EnvStep]) -> int | None:
     """Index of where the episode went wrong: the first action the environment did not accept
     (or failed on), else the first repeat that changed nothing, else the last step."""
     for i, s in enumerate(played):
-        if s.get("valid") is False or s.get("env_error"):
+        if s.valid is False or s.env_error:
             return i
     for i in range(1, len(played)):
-        same = played[i]["action"].lower() == played[i - 1]["action"].lower()
-        if same and played[i].get("observation") == played[i - 1].get("observation"):
+        same = played[i].action.lower() == played[i - 1].action.lower()
+        if same and played[i].observation == played[i - 1].observation:
             return i
     return len(played) - 1 if played else None
 
 
-def _runs(played: list[dict[str, Any]]) -> list[tuple[int, int]]:
+def _runs(played: list[EnvStep]) -> list[tuple[int, int]]:
     """(first, last) index of each run of steps with the same action and the same answer:
     a model repeating itself costs the optimizer's prompt one line, not one per turn."""
     runs: list[tuple[int, int]] = []
     for i, s in enumerate(played):
         if runs:
             prev = played[runs[-1][1]]
-            if (prev["action"], prev.get("observation")) == (s["action"], s.get("observation")):
+            if (prev.action, prev.observation) == (s.action, s.observation):
                 runs[-1] = (runs[-1][0], i)
                 continue
         runs.append((i, i))
@@ -150,7 +259,7 @@ def _shown(n: int, fail: int | None) -> list[int]:
     return sorted(keep)
 
 
-def _step_lines(played: list[dict[str, Any]], fail: int | None) -> list[str]:
+def _step_lines(played: list[EnvStep], fail: int | None) -> list[str]:
     runs = _runs(played)
     fail_run = next(
         (r for r, (a, b) in enumerate(runs) if fail is not None and a <= fail <= b), None
@@ -158,25 +267,24 @@ def _step_lines(played: list[dict[str, Any]], fail: int | None) -> list[str]:
     lines, last = [], -1
     for r in _shown(len(runs), fail_run):
         if r > last + 1:
-            cut = runs[r - 1][1] - runs[last + 1][0] + 1
-            lines.append(f"  …[{cut} steps cut]…")
+            hidden = runs[r - 1][1] - runs[last + 1][0] + 1
+            lines.append(f"  …[{hidden} steps cut]…")
         first, end = runs[r]
         s = played[first]
-        rejected = s.get("valid") is False
-        mark = f" [not an accepted command{_as_listed(s)}{_why(s)}]" if rejected else ""
-        number = str(s["step"]) if first == end else f"{s['step']}-{played[end]['step']}"
+        mark = f" [not an accepted command{_as_listed(s)}{_why(s)}]" if s.valid is False else ""
+        number = str(s.step) if first == end else f"{s.step}-{played[end].step}"
         again = f" (the same {end - first + 1} times)" if end > first else ""
-        lines.append(f"  {number}. > {_clip(s['action'], 120)!r}{mark}{again}")
-        if s.get("env_error"):
-            lines.append(f"     [the environment {_clip(s['env_error'], OBS_CHARS)}]")
+        lines.append(f"  {number}. > {_clip(s.action, 120)!r}{mark}{again}")
+        if s.env_error:
+            lines.append(f"     [the environment {_clip(s.env_error, OBS_CHARS)}]")
         else:
-            lines.append(f"     {_clip(s.get('observation'), OBS_CHARS)}")
+            lines.append(f"     {_clip(s.observation, OBS_CHARS)}")
         last = r
     return lines
 
 
 def episode_view(
-    steps: Sequence[dict[str, Any]],
+    steps: Sequence[Any],
     reference: Any,
     feedback: str,
     passed: bool = False,
@@ -185,26 +293,26 @@ def episode_view(
 ) -> str:
     """The optimizer's compact view of one episode (see the module docstring); without
     ``show_reference`` (``train.show_reference: false``) the reference actions are withheld."""
-    reset = next((s for s in steps if s.get("type") == "env_reset"), {})
-    played = env_steps(steps)
+    records = episode_steps(steps)
+    reset = next((s for s in records if isinstance(s, EnvReset)), EnvReset())
+    played = [s for s in records if isinstance(s, EnvStep)]
     fail = None if passed else failing_step(played)
     lines = []
-    if reset.get("task"):
-        lines.append(f"Task: {_clip(reset['task'], 300)}")
-    lines += _start(reset.get("observation"))
+    if reset.task:
+        lines.append(f"Task: {_clip(reset.task, 300)}")
+    lines += _start(reset.observation)
     lines.append(f"Steps ({len(played)}):")
     lines += _step_lines(played, fail) or ["  (none)"]
     if fail is not None:
         s = played[fail]
-        lines.append(f"Where it went wrong: step {s['step']} ({_clip(s['action'], 120)!r})")
-        accepted = s.get("valid_actions")
-        if accepted:
-            shown = _clip(" | ".join(accepted), LIST_CHARS)
-            lines.append(f"Commands the environment accepted at step {s['step']}: {shown}")
+        lines.append(f"Where it went wrong: step {s.step} ({_clip(s.action, 120)!r})")
+        if s.valid_actions:
+            shown = _clip(" | ".join(s.valid_actions), LIST_CHARS)
+            lines.append(f"Commands the environment accepted at step {s.step}: {shown}")
     if isinstance(reference, list) and reference:
         gold = _clip(" | ".join(map(str, reference)), LIST_CHARS) if show_reference else WITHHELD
         lines.append(f"Reference actions that solve it (the target never sees them): {gold}")
-    errors = [s.get("reason") for s in steps if s.get("type") == "error"]
+    errors = [s.reason for s in records if isinstance(s, EpisodeError)]
     if errors:
         lines.append(f"Error: {_clip(errors[-1], 300)}")
     lines.append(f"Result: {_clip(feedback, 400)}")
@@ -213,8 +321,14 @@ def episode_view(
 
 __all__ = [
     "MAX_DEMO_ACTIONS",
+    "EnvGold",
+    "EnvReset",
+    "EnvStep",
+    "EpisodeError",
+    "EpisodeStep",
     "env_steps",
     "episode_feedback",
+    "episode_steps",
     "episode_view",
     "failing_step",
     "is_episode",

@@ -8,12 +8,10 @@ expected reply form, shown exactly). The text comes from real data, never from t
 a small optimizer cannot garble it. Examples are gated like any edit and bounded in number
 (``train.max_examples``) and length (``train.max_example_tokens``).
 
-A trajectory kind renders its own demonstration (``register_renderer``): the default is
-input -> final reply; a multi-turn trajectory (tool calls) renders its sequence of actions; an
-environment episode renders its task and commands — for a failed train episode, the
-environment's gold sequence (its reference, which the environment rollout keeps for train
-episodes only) — with what the environment said before each command when that fits the budget
-(for a failed episode, the answers to its gold sequence replayed: ``env_gold``). Val and test
+A trajectory kind renders its own demonstration: the default is input -> final reply; a
+multi-turn trajectory (tool calls) renders its sequence of actions; a kind with its own view
+(``tasks/views.py``) renders itself — an environment episode its task and commands, with what
+the environment said before each (``tasks/episode_view.py``). Val and test
 items never appear: an example whose text copies one (the leak check over val and test,
 ``ExampleGuard``) is refused before it is proposed. With ``train.explore: on`` the target's own
 passing exploration attempts at train items come first ("self-found": no reference needed).
@@ -26,8 +24,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from skillgrad.skill.document import Skill
-from skillgrad.skill.text import fence_for, sentences, words
-from skillgrad.tasks.episode import MAX_DEMO_ACTIONS
+from skillgrad.skill.text import cut, fence_for
+from skillgrad.tasks.views import ExampleRenderer, view_of
 from skillgrad.train.screens.guard import ExampleGuard
 from skillgrad.types import Edit, Item, Trajectory
 
@@ -37,21 +35,9 @@ SOURCE = "example"
 SELF_FOUND = "self-found"
 """The origin of an example built from the target's own passing exploration attempt."""
 
-ExampleRenderer = Callable[[Trajectory, str, int], str]
-"""(trajectory, the reply to show, max characters of the input) -> the example's text."""
-
 
 def _user_input(t: Trajectory) -> str:
     return next((m.content for m in t.messages if m.role == "user"), "")
-
-
-def _cut(text: str, limit: int) -> str:
-    """One line of at most ``limit`` characters, cut at a word boundary with an ellipsis."""
-    flat = " ".join(text.split())
-    if len(flat) <= limit:
-        return flat
-    head = flat[: max(1, limit - 1)].rsplit(" ", 1)[0]
-    return head + " …"
 
 
 def shown_reply(reply: str) -> str:
@@ -67,128 +53,24 @@ def shown_reply(reply: str) -> str:
 
 def render_reply(t: Trajectory, reply: str, limit: int) -> str:
     """The default demonstration: the task's input (cut to ``limit``), then the reply exactly."""
-    return f"Input: {_cut(_user_input(t), limit)}\n{shown_reply(reply)}"
+    return f"Input: {cut(_user_input(t), limit)}\n{shown_reply(reply)}"
 
 
 def render_actions(t: Trajectory, reply: str, limit: int) -> str:
     """A multi-turn demonstration: the task's input, then each action in order (tool calls with
     their arguments, environment commands), then the final reply if there is one."""
-    lines = [f"Input: {_cut(_user_input(t), limit)}"]
+    lines = [f"Input: {cut(_user_input(t), limit)}"]
     for s in t.steps:
         if s.get("type") == "tool_call":
-            lines.append(f"Call: {s.get('tool', '')}({_cut(str(s.get('arguments', '')), 120)})")
+            lines.append(f"Call: {s.get('tool', '')}({cut(str(s.get('arguments', '')), 120)})")
         elif "action" in s:
-            lines.append(f"Action: {_cut(str(s['action']), 120)}")
+            lines.append(f"Action: {cut(str(s['action']), 120)}")
     if reply.strip():
         lines.append(shown_reply(reply))
     return "\n".join(lines)
 
 
-EPISODE_STEPS = ("env_reset", "env_step")
-OBSERVATION_CHARS = 160  # an observation shown in a demonstration, at most
-_MIN_HEAD = 24
-
-
-def _object_words(action: str) -> list[str]:
-    """The words a command acts on: after its verb, three letters or more ("put 2 pineapples
-    in box" -> pineapples, box; "move west" -> west)."""
-    return [w for w in words(action)[1:] if len(w) >= 3]
-
-
-def shown_observation(obs: str, action: str, limit: int = OBSERVATION_CHARS) -> str:
-    """An observation as a demonstration shows it before ``action``: whole when it fits
-    ``limit``, else its start cut at a word — and when a word the command acts on is named only
-    past the cut, the start cut shorter and the first sentence that names it, so the example
-    shows why the command was typed (measured on Coin Collector: a room described up to its
-    exits hid "To the West you see the pantry." before `move west`, and the target copied
-    `move west` into rooms without a west exit). Nothing changes when the start names them all
-    or no sentence does."""
-    flat = " ".join(obs.split())
-    head = _cut(flat, limit)
-    if len(flat) <= limit:
-        return head
-    shown = set(words(head))
-    missing = {w for w in _object_words(action) if w not in shown}
-    sentence = next((x for x in sentences(flat) if missing & set(words(x))), "")
-    room = limit - len(sentence) - 1
-    if not sentence or room < _MIN_HEAD:
-        return head
-    return f"{_cut(flat, room)} {sentence}"
-
-
-def _episode_task(t: Trajectory) -> str:
-    first = next((s for s in t.steps if s.get("type") == "env_reset"), {})
-    return str(first.get("task") or first.get("observation") or _user_input(t))
-
-
-def render_episode(t: Trajectory, reply: str, limit: int) -> str:
-    """An environment episode (``tasks/environment.py``): the task (or the first observation,
-    cut to ``limit``), then the commands one per line, exactly as the environment takes them."""
-    actions = [a.strip() for a in reply.split("\n") if a.strip()]
-    return "\n".join([f"Task: {_cut(_episode_task(t), limit)}", *(f"Action: {a}" for a in actions)])
-
-
-def episode_observations(t: Trajectory, n_actions: int) -> list[str] | None:
-    """What the environment showed before each of the demonstration's ``n_actions`` commands:
-    the reset observation, then the answer to each command before the next — the episode's own
-    (a passing episode) or those of its gold sequence replayed (``env_gold``, a failed train
-    episode). None when they are not recorded or do not line up with the commands."""
-    reset = next((s for s in t.steps if s.get("type") == "env_reset"), None)
-    if reset is None:
-        return None
-    if t.score.passed:
-        after = [str(s.get("observation", "")) for s in t.steps if s.get("type") == "env_step"]
-    else:
-        gold = next((s for s in t.steps if s.get("type") == "env_gold"), None)
-        found = gold.get("observations") if gold else None
-        if not isinstance(found, list):
-            return None
-        after = [str(o) for o in found]
-    if len(after) != n_actions:
-        return None
-    return [str(reset.get("observation", "")), *after[:-1]]
-
-
-def render_observed_episode(t: Trajectory, reply: str, limit: int) -> str:
-    """An environment episode with what the environment said before each command: the task
-    (cut to ``limit``), then pairs of ``Observation:`` and ``Action:``. An observation is one
-    line of at most ``OBSERVATION_CHARS`` (``shown_observation``: longer ones are cut, so an
-    episode of long observations does not fit the example budget and its commands alone are
-    shown: ``FALLBACKS``). Plain ``render_episode`` when the observations are not recorded."""
-    actions = [a.strip() for a in reply.split("\n") if a.strip()]
-    seen = episode_observations(t, len(actions))
-    if seen is None:
-        return render_episode(t, reply, limit)
-    lines = [f"Task: {_cut(_episode_task(t), limit)}"]
-    for obs, action in zip(seen, actions, strict=True):
-        lines += [f"Observation: {shown_observation(obs, action)}", f"Action: {action}"]
-    return "\n".join(lines)
-
-
-def episode_actions(t: Trajectory) -> str | None:
-    """The commands a demonstration of episode ``t`` shows, one per line: a passing episode's
-    own actions; a failed TRAIN episode's gold sequence (the environment's reference, kept for
-    train episodes only); None when neither exists or the sequence is too long."""
-    if t.score.passed:
-        actions = [str(s.get("action", "")) for s in t.steps if s.get("type") == "env_step"]
-    elif isinstance(t.reference, list) and all(isinstance(a, str) for a in t.reference):
-        actions = list(t.reference)
-    else:
-        return None
-    actions = [" ".join(a.split()) for a in actions if a.strip()]
-    if not actions or len(actions) > MAX_DEMO_ACTIONS:
-        return None
-    return "\n".join(actions)
-
-
-RENDERERS: dict[str, ExampleRenderer] = {
-    "reply": render_reply,
-    "actions": render_actions,
-    "episode": render_observed_episode,
-}
-FALLBACKS: dict[str, ExampleRenderer] = {"episode": render_episode}
-"""A shorter rendering tried when a kind's own does not fit ``train.max_example_tokens``: an
-episode's commands without the observations."""
+RENDERERS: dict[str, ExampleRenderer] = {"reply": render_reply, "actions": render_actions}
 
 
 def register_renderer(kind: str, renderer: ExampleRenderer) -> None:
@@ -197,28 +79,39 @@ def register_renderer(kind: str, renderer: ExampleRenderer) -> None:
 
 
 def trajectory_kind(t: Trajectory) -> str:
-    """A step's own ``kind`` when a rollout names one, ``actions`` for a multi-turn trajectory
-    (tool calls or environment actions), else ``reply``."""
+    """A step's own ``kind`` when a rollout names one, the kind of the view that claims ``t``
+    (``tasks/views.py``: ``episode``), ``actions`` for a multi-turn trajectory (tool calls or
+    actions), else ``reply``."""
     for s in t.steps:
         kind = s.get("kind")
         if isinstance(kind, str) and kind in RENDERERS:
             return kind
-    if any(s.get("type") in EPISODE_STEPS for s in t.steps):
-        return "episode"
+    view = view_of(t)
+    if view is not None:
+        return view.kind
     if any(s.get("type") == "tool_call" or "action" in s for s in t.steps):
         return "actions"
     return "reply"
 
 
+def _renderers(t: Trajectory) -> tuple[ExampleRenderer, ...]:
+    """The demonstration renderings of ``t``'s kind, the preferred first."""
+    kind, view = trajectory_kind(t), view_of(t)
+    if view is not None and view.kind == kind:
+        return view.examples
+    return (RENDERERS.get(kind, render_reply),)
+
+
 def example_reply(t: Trajectory, item: Item | None, scorer: Any) -> str | None:
     """The reply a demonstration shows: a passing trajectory's own output; for a failed one the
     item's reference, only when the task's scorer (``score(output, item)``) passes it (so the
-    shown form is what the grader wants); an environment episode's commands
-    (``episode_actions``); None when none of these holds."""
+    shown form is what the grader wants); for a kind with its own view, the view's (an
+    environment episode's commands); None when none of these holds."""
     if t.error or t.infra_error:
         return None
-    if trajectory_kind(t) == "episode":
-        return episode_actions(t)
+    view = view_of(t)
+    if view is not None and trajectory_kind(t) == view.kind:
+        return view.example_reply(t)
     if t.score.passed:
         return t.output
     if item is None or not isinstance(item.reference, (str, int, float)):
@@ -359,23 +252,19 @@ def _context_line(context: Callable[[Item], str] | None, item: Item | None) -> s
         return ""
     if not isinstance(text, str) or not text.strip():
         return ""
-    line = _cut(text, CONTEXT_CHARS)
-    return line if line[:1].isalpha() else _cut(f"Context: {line}", CONTEXT_CHARS)
+    line = cut(text, CONTEXT_CHARS)
+    return line if line[:1].isalpha() else cut(f"Context: {line}", CONTEXT_CHARS)
 
 
 def _fit(
     t: Trajectory, reply: str, max_tokens: int, count: Callable[[str], int], context: str = ""
 ) -> str | None:
     """The rendered demonstration within ``max_tokens``: the ``context`` line first (when
-    given), then the input, cut shorter until it fits; then the kind's shorter rendering
-    (``FALLBACKS``) the same way; None when even that does not fit (the reply and the context
-    are never cut here)."""
-    kind = trajectory_kind(t)
-    renders = [RENDERERS.get(kind, render_reply)]
-    if kind in FALLBACKS:
-        renders.append(FALLBACKS[kind])
+    given), then the input, cut shorter until it fits; then the kind's shorter renderings
+    (``TrajectoryView.examples``) the same way; None when even those do not fit (the reply and
+    the context are never cut here)."""
     head = f"{context}\n" if context else ""
-    for render in renders:
+    for render in _renderers(t):
         for limit in (400, 240, 160, 100, 60):
             text = head + render(t, reply, limit)
             if count(text) <= max_tokens:
@@ -396,7 +285,6 @@ def example_attempt(edit: Edit) -> str:
 
 __all__ = [
     "EXAMPLES_HEADING",
-    "FALLBACKS",
     "RENDERERS",
     "SELF_FOUND",
     "SOURCE",
@@ -404,8 +292,6 @@ __all__ = [
     "ExampleGuard",
     "ExampleRenderer",
     "choose_example",
-    "episode_actions",
-    "episode_observations",
     "example_attempt",
     "example_blocks",
     "example_item",
@@ -413,10 +299,7 @@ __all__ = [
     "example_reply",
     "register_renderer",
     "render_actions",
-    "render_episode",
-    "render_observed_episode",
     "render_reply",
-    "shown_observation",
     "shown_reply",
     "trajectory_kind",
 ]

@@ -22,7 +22,7 @@ from typing import Any
 from skillgrad.prompts import render_prompt
 from skillgrad.skill.package import is_package_text
 from skillgrad.tasks.base import Task, task_abilities
-from skillgrad.tasks.episode import episode_view, is_episode
+from skillgrad.tasks.views import view_of
 from skillgrad.train.context import RunContext
 from skillgrad.train.rollout import SampledBackend, rollout_item
 from skillgrad.train.state import TrainState
@@ -160,16 +160,17 @@ def retry_skill(skill: str, previous: Trajectory, show_reference: bool) -> str:
 
 
 def attempt_view(t: Trajectory, show_reference: bool) -> str:
-    """A failed attempt as the retry shows it, through its kind's own view: an episode's compact
-    view (``episode_view``: the commands the environment accepted where it went wrong, never
-    the gold sequence), else the input, the reply and the feedback. The reference is never
+    """A failed attempt as the retry shows it, through its kind's own view (``view_of``: an
+    episode's compact view, with the commands the environment accepted where it went wrong,
+    never the gold sequence), else the input, the reply and the feedback. The reference is never
     shown; with ``train.show_reference`` off it is cut from the feedback too."""
     feedback = t.score.feedback
     gold = "" if t.reference is None else str(t.reference)
     if not show_reference and gold.strip():
         feedback = feedback.replace(gold, "(withheld)")
-    if is_episode(t.steps):
-        return episode_view(t.steps, None, feedback, passed=False)
+    view = view_of(t)
+    if view is not None:
+        return view.for_retry(t, feedback)
     user = next((m.content for m in reversed(t.messages) if m.role == "user"), "")
     return render_prompt(
         "explore_attempt",

@@ -27,7 +27,7 @@ from skillgrad.models.structured import GRAMMAR_MAX_LENGTH, StructuredReply
 from skillgrad.prompts import render_prompt
 from skillgrad.runs.records import RejectedEdit
 from skillgrad.skill.package import is_package_text
-from skillgrad.tasks.episode import episode_view, is_episode
+from skillgrad.tasks.views import view_of
 from skillgrad.train.optimizer_call import ask_optimizer
 from skillgrad.train.progress import NullProgress, Progress
 from skillgrad.train.rules import is_cut, known_rules, only_repeats, rule_edits, skill_choices
@@ -93,12 +93,17 @@ def render_trajectories(
 ) -> str:
     """The optimizer's view of trajectories (``prompts/trajectory.md``): input and gold side by
     side (what the skill must map one to the other; ``show_reference=False``: the gold is
-    withheld, also where the feedback quotes it), output, score, feedback, error. A scorer's
+    withheld, also where the feedback quotes it), output, score, feedback, error; a kind with
+    its own view (``tasks/views.py``: an environment episode) renders itself. A scorer's
     ``evidence`` is never shown (the verifier-leak firewall, ``train/screens/firewall.py``)."""
     blocks = []
     for t in trajs:
-        if is_episode(t.steps):  # an environment episode: its own compact view
-            blocks.append(_episode_block(t, show_reference))
+        own = view_of(t)
+        if own is not None:  # a kind with its own view (an environment episode's is compact)
+            feedback = t.score.feedback
+            if not show_reference:
+                feedback = withhold(feedback, [t.reference])
+            blocks.append(own.for_optimizer(t, feedback, show_reference))
             continue
         user = next((m.content for m in reversed(t.messages) if m.role == "user"), "")
         feedback, gold = t.score.feedback, str(t.reference)
@@ -121,19 +126,6 @@ def render_trajectories(
             block += "\n" + render_prompt("trajectory_transcript", transcript=view)
         blocks.append(block)
     return "\n\n".join(blocks) if blocks else "(none)"
-
-
-def _episode_block(t: Trajectory, show_reference: bool) -> str:
-    feedback = t.score.feedback if show_reference else withhold(t.score.feedback, [t.reference])
-    return render_prompt(
-        "trajectory_episode",
-        item_id=t.item_id,
-        score=f"{t.score.value:.2f}",
-        status="PASS" if t.score.passed else "FAIL",
-        episode=episode_view(
-            t.steps, t.reference, feedback, t.score.passed, show_reference=show_reference
-        ),
-    )
 
 
 def render_rejected(buffer: Sequence[RejectedEdit]) -> str:

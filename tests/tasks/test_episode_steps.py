@@ -1,0 +1,122 @@
+"""An environment step is a typed record (``tasks/episode.py``) whose JSON is exactly the dict the
+rollout always wrote; old run directories' dicts read back, a step of another kind is skipped,
+and ``train/`` never names a step kind (the episode renders itself: ``tasks/views.py``)."""
+
+from __future__ import annotations
+
+import ast
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from skillgrad.tasks.episode import (
+    EnvGold,
+    EnvReset,
+    EnvStep,
+    EpisodeError,
+    env_steps,
+    episode_steps,
+    is_episode,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+TINY = json.loads((ROOT / "tests/fixtures/episode_views/tinyenv.json").read_text())
+STEP_KINDS = ("env_reset", "env_step", "env_gold")
+
+WRITTEN: list[dict[str, Any]] = [
+    {"type": "env_reset", "task": "Unlock it.", "observation": "Room", "valid_actions": ["look"]},
+    {"type": "env_reset", "task": "", "observation": "Board:\n. .", "valid_actions": None},
+    {
+        "type": "env_step", "step": 2, "reply": "LOOK\nmore", "action": "LOOK", "valid": False,
+        "valid_actions": ["look"], "observation": "Huh?", "reward": 0.0, "score": 0.25,
+        "listed_as": "look", "env_error": "raised ValueError: x", "invalid_reason": "no move",
+    },
+    {
+        "type": "env_step", "step": 1, "reply": "look", "action": "look", "valid": None,
+        "valid_actions": None, "observation": "", "reward": 1, "score": 1.0,
+    },
+    {"type": "env_gold", "detours_cut": 4, "observations": ["a", "b"]},
+    {"type": "env_gold", "observations": []},
+    {"type": "error", "reason": "the process died", "source": "environment"},
+    {"type": "error", "reason": "ModelError: down"},
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("step", WRITTEN)
+def test_every_step_kind_reads_back_to_the_same_dict_in_the_same_key_order(
+    step: dict[str, Any],
+) -> None:
+    (record,) = episode_steps([step])
+    assert record.kind == step["type"]
+    assert record.to_json() == step and list(record.to_json()) == list(step)
+
+
+def test_the_steps_of_real_episodes_round_trip() -> None:
+    edited = {"old_keys", "every_key"}  # copies with keys dropped, or added in another order
+    steps = [s for name, t in TINY.items() if name not in edited for s in t["steps"]]
+    kinds = {s["type"] for s in steps}
+    assert {*STEP_KINDS, "error"} <= kinds  # every kind, a step of no known kind too
+    for s in steps:
+        for record in episode_steps([s]):
+            assert record.to_json() == s and list(record.to_json()) == list(s)
+
+
+def test_the_records_build_the_dicts_the_rollout_writes() -> None:
+    assert EnvStep(step=1, action="look", observation="x").to_json() == {
+        "type": "env_step", "step": 1, "reply": "", "action": "look", "valid": None,
+        "valid_actions": None, "observation": "x", "reward": 0.0, "score": 0.0,
+    }  # fmt: skip
+    assert EnvGold(observations=["a"]).to_json() == {"type": "env_gold", "observations": ["a"]}
+    assert EpisodeError(reason="r").to_json() == {"type": "error", "reason": "r"}
+    assert EnvReset().to_json() == {
+        "type": "env_reset", "task": "", "observation": "", "valid_actions": None,
+    }  # fmt: skip
+
+
+def test_an_old_dict_without_optional_keys_reads_with_defaults() -> None:
+    old = [
+        {"type": "env_reset", "observation": "A room."},
+        {"type": "env_step", "step": 1, "action": "look", "observation": "Dark.", "extra": 1},
+        {"type": "env_gold"},
+        {"type": "error"},
+    ]
+    reset, step, gold, error = episode_steps(old)
+    assert reset == EnvReset(task="", observation="A room.", valid_actions=None)
+    assert step == EnvStep(step=1, action="look", observation="Dark.")
+    assert step.valid is None and step.listed_as is None and step.env_error is None
+    assert gold == EnvGold(observations=None, detours_cut=None)
+    assert error == EpisodeError(reason="", source=None)
+
+
+def test_steps_of_other_kinds_and_non_dicts_are_skipped() -> None:
+    steps = [
+        {"type": "tool_call", "tool": "add"},
+        {"type": "agent_exit", "code": 0},
+        {"type": ["env_step"]},
+        {"action": "look"},
+        "env_step",
+        None,
+        {"type": "env_step", "step": 1, "action": "look"},
+    ]
+    assert episode_steps(steps) == [EnvStep(step=1, action="look")]
+    assert env_steps(steps) == [EnvStep(step=1, action="look")]
+    assert not is_episode(steps) and is_episode([{"type": "env_reset"}])
+
+
+def test_train_names_no_environment_step_kind() -> None:
+    """``train/`` asks the episode's view (``tasks.views.view_of``), never reads a step by its
+    kind nor sniffs whether a trajectory is an episode."""
+    found = []
+    for path in sorted((ROOT / "src/skillgrad/train").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            where = f"{path.relative_to(ROOT)}:{getattr(node, 'lineno', 0)}"
+            if isinstance(node, ast.Constant) and node.value in STEP_KINDS:
+                found.append(f"{where}: {node.value!r}")
+            name = getattr(node, "id", None) or getattr(node, "attr", None)
+            if isinstance(node, (ast.Name, ast.Attribute)) and name == "is_episode":
+                found.append(f"{where}: is_episode")
+            if isinstance(node, ast.alias) and node.name == "is_episode":
+                found.append(f"{where}: imports is_episode")
+    assert not found, "train/ names an environment step kind:\n" + "\n".join(found)

@@ -1,0 +1,85 @@
+"""An episode renders exactly as before its steps were typed: for the TinyEnv episodes and the
+edited copies in ``tests/fixtures/episode_views`` and for every episode of the c28278c run
+directory (its steps' trajectories and its result cache), the optimizer's view, the retry's
+view, the feedback and the worked examples equal what the code of commit 30cdf92 rendered
+(``make_views.py`` wrote ``expected.json`` with it); and the rollout writes the same steps."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from functools import cache
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from skillgrad.skill.document import approx_tokens
+from skillgrad.tasks.episode import episode_feedback
+from skillgrad.train import examples
+from skillgrad.train.explore import attempt_view
+from skillgrad.train.reflect import render_trajectories
+from skillgrad.types import Trajectory, to_json
+
+HERE = Path(__file__).resolve().parents[1] / "fixtures" / "episode_views"
+EXPECTED: dict[str, Any] = json.loads((HERE / "expected.json").read_text())
+TINY: dict[str, Any] = json.loads((HERE / "tinyenv.json").read_text())
+
+
+@cache
+def maker() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("make_views", HERE / "make_views.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@cache
+def trajectories() -> dict[str, Trajectory]:
+    tiny = {f"tinyenv:{k}": Trajectory.from_json(d) for k, d in TINY.items()}
+    stored = {f"old_run:{k}": t for k, t in maker().stored().items()}
+    return tiny | stored
+
+
+def views(t: Trajectory) -> dict[str, Any]:
+    """The renderings ``make_views.views`` took with the old code, through today's API."""
+    reply = examples.example_reply(t, None, None)
+    renders = examples._renderers(t)
+    return {
+        "kind": examples.trajectory_kind(t),
+        "reflect": render_trajectories([t]),
+        "reflect_hidden": render_trajectories([t], 300, False),
+        "retry": attempt_view(t, True),
+        "retry_hidden": attempt_view(t, False),
+        "feedback": {
+            end: episode_feedback(t.steps, t.score.value, t.score.passed, end)
+            for end in maker().ENDS
+        },
+        "example_reply": reply,
+        "examples": [[r(t, reply, n) for n in maker().LIMITS] for r in renders] if reply else [],
+        "fit": [examples._fit(t, reply, b, approx_tokens) for b in maker().BUDGETS]
+        if reply
+        else [],
+    }
+
+
+@pytest.mark.parametrize("source", [k for k in EXPECTED if k != "all_together"])
+def test_every_rendering_of_an_episode_is_unchanged(source: str) -> None:
+    assert views(trajectories()[source]) == EXPECTED[source]
+
+
+def test_the_optimizers_view_of_all_episodes_together_is_unchanged() -> None:
+    every = list(trajectories().values())
+    assert len(every) == len(EXPECTED) - 1
+    assert render_trajectories(every) == EXPECTED["all_together"]["reflect"]
+
+
+def test_the_rollout_writes_the_steps_it_wrote_before() -> None:
+    played = maker().played()
+    assert set(played) <= set(TINY)
+    for name, t in played.items():
+        assert to_json(t) == TINY[name], name
+        for new, old in zip(to_json(t)["steps"], TINY[name]["steps"], strict=True):
+            assert list(new) == list(old), (name, new)  # the keys in the same order
