@@ -12,12 +12,12 @@ train episodes only (the optimizer's hidden reference).
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
 from skillgrad.errors import ConfigError, SkillgradError, SystemicError
+from skillgrad.executors import RolloutExecutor
 from skillgrad.models.base import ModelBackend
 from skillgrad.prompts import render_prompt
 from skillgrad.skill import skill_hash
@@ -25,7 +25,15 @@ from skillgrad.skill.package import prompt_text
 from skillgrad.tasks.base import ENVIRONMENT, SPLITS, Split
 from skillgrad.tasks.env_actions import check_action, loop_erased, parse_action
 from skillgrad.tasks.env_options import check_options, split_seeds
-from skillgrad.tasks.env_pool import EnvFailure, EnvPool, EnvProcess, EnvSpec, EnvStepFailure
+from skillgrad.tasks.env_pool import (
+    EnvChannel,
+    EnvFailure,
+    EnvPool,
+    EnvProcess,
+    EnvSpec,
+    EnvStepFailure,
+)
+from skillgrad.tasks.env_remote import env_opener
 from skillgrad.tasks.episode import MAX_DEMO_ACTIONS, episode_feedback
 from skillgrad.types import ChatRequest, Item, Message, Score, Trajectory, Usage
 
@@ -53,6 +61,7 @@ class EnvironmentTask:
     name = "environment"
     deterministic = True
     temperature = 0.0
+    opener: Callable[[EnvSpec], EnvChannel] = EnvProcess  # where processes start: bind_executor
 
     def __init__(
         self,
@@ -135,13 +144,19 @@ class EnvironmentTask:
     @property
     def pool(self) -> EnvPool:
         if self._pool is None:
-            self._pool = EnvPool(self.spec())
+            self._pool = EnvPool(self.spec(), self.opener)
         return self._pool
 
     def close(self) -> None:
         """Kill every environment process (the session calls this when it closes)."""
         if self._pool is not None:
             self._pool.close()
+
+    def bind_executor(self, executor: RolloutExecutor) -> None:
+        """``hardware.executor: ray``: each environment process lives in a Ray actor on the
+        cluster (``env_remote``); the episodes, and every model call, stay here."""
+        self.close()
+        self._pool, self.opener = None, env_opener(executor)
 
     # -- one episode ----------------------------------------------------------------------
     async def rollout(self, item: Item, skill: str, backend: ModelBackend) -> Trajectory:
@@ -157,8 +172,8 @@ class EnvironmentTask:
         finally:  # also on cancellation (Ctrl-C): a half-played process is not reused
             self.pool.release(process, healthy)
 
-    async def call_env(self, process: EnvProcess, message: dict[str, Any]) -> dict[str, Any]:
-        return await asyncio.to_thread(process.request, message, self.step_timeout)
+    async def call_env(self, process: EnvChannel, message: dict[str, Any]) -> dict[str, Any]:
+        return await process.call(message, self.step_timeout)
 
 
 def reset_message(data: dict[str, Any]) -> dict[str, Any]:
@@ -192,7 +207,7 @@ class _Episode:
         self.replay_broke = False
         self.failed: str | None = None  # why the environment's step failed (the episode's end)
 
-    async def run(self, process: EnvProcess, backend: ModelBackend) -> Trajectory:
+    async def run(self, process: EnvChannel, backend: ModelBackend) -> Trajectory:
         task, data = self.task, self.item.input
         first = await task.call_env(process, reset_message(data))
         self.info = first.get("info") or {}
@@ -224,7 +239,7 @@ class _Episode:
             await self.replay_gold(process, data)
         return self.trajectory()
 
-    async def replay_gold(self, process: EnvProcess, data: dict[str, Any]) -> None:
+    async def replay_gold(self, process: EnvChannel, data: dict[str, Any]) -> None:
         """Play a failed TRAIN episode's gold sequence from the same reset and keep what the
         environment answered to each command (``env_gold``): a worked example can then show
         the observation each command answers (``train/examples.py``). A sequence that comes
@@ -253,7 +268,7 @@ class _Episode:
         self.steps.append(step)
 
     async def _play(
-        self, process: EnvProcess, data: dict[str, Any], actions: Sequence[str]
+        self, process: EnvChannel, data: dict[str, Any], actions: Sequence[str]
     ) -> list[str] | None:
         """The reset observation and the answer to each of ``actions`` played from the episode's
         reset; None when they do not solve it."""
@@ -266,7 +281,7 @@ class _Episode:
             info, reward = out.get("info") or {}, reward + float(out.get("reward") or 0.0)
         return seen if outcome(info, reward, self.task.max_reward)[1] else None
 
-    async def act(self, process: EnvProcess, number: int, reply: str) -> bool:
+    async def act(self, process: EnvChannel, number: int, reply: str) -> bool:
         """Play one reply; True when the episode is over."""
         action = parse_action(reply, self.task.max_action_chars)
         valid_before = self.info.get("valid_actions")
