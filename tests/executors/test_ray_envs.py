@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import json
 import os
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -243,19 +244,21 @@ def step_started(run: Path, step: int) -> bool:
     return False
 
 
-def kill_driver_mid_run(proc: subprocess.Popen[bytes], tag: str, ready: Any) -> dict[int, str]:
-    """``kill -9`` of the driver once ``ready()`` holds; what it had running then."""
+def kill_driver_mid_run(
+    proc: subprocess.Popen[bytes], ready: Callable[[], bool], running: Callable[[], dict[int, str]]
+) -> dict[int, str]:
+    """``kill -9`` of the driver once ``ready()`` holds; what was ``running()`` then."""
     deadline = time.monotonic() + 180
     try:
         while not ready():
             assert proc.poll() is None, proc.stderr.read().decode()[-3000:]  # type: ignore[union-attr]
             assert time.monotonic() < deadline, "the run never got there"
             time.sleep(0.01)
-        running = tagged(tag)
+        found = running()
     finally:
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=30)
-    return running
+    return found
 
 
 def assert_nothing_left(tag: str, running: dict[int, str]) -> None:
@@ -278,7 +281,8 @@ def test_training_on_ray_killed_leaves_nothing_and_resumes_like_uninterrupted(
     config = train_config(tmp_path / "cut", "ray")
     run = tmp_path / "cut" / "runs" / "run"
     tag = str(tmp_path)
-    running = kill_driver_mid_run(driver(config, tag), tag, lambda: step_started(run, 2))
+    ready = functools.partial(step_started, run, 2)
+    running = kill_driver_mid_run(driver(config, tag), ready, functools.partial(tagged, tag))
     commands = list(running.values())
     assert any(c.startswith("ray::EnvHost") for c in commands), commands
     assert any("skillgrad.tasks.env_worker" in c for c in commands), commands
@@ -288,3 +292,58 @@ def test_training_on_ray_killed_leaves_nothing_and_resumes_like_uninterrupted(
     assert again.returncode == 0, err.decode()[-3000:]
     assert_nothing_left(tag + "-again", {})
     assert comparable(run) == expected
+
+
+def descendants(root: int) -> dict[int, str]:
+    """Live processes below ``root``: pid -> command line."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and _running(int(entry.name)):
+            try:
+                children.setdefault(parent(int(entry.name)), []).append(int(entry.name))
+            except (OSError, IndexError):
+                continue
+    found, todo = {}, [root]
+    while todo:
+        for pid in children.get(todo.pop(), []):
+            found[pid] = cmdline(pid)
+            todo.append(pid)
+    return found
+
+
+def test_a_killed_driver_on_an_attached_cluster_leaves_no_actor_or_jvm(
+    tmp_path: Path, cluster: str
+) -> None:
+    """TextWorldExpress (a JVM per environment) on the cluster this test started, attached to
+    by a ``skillgrad eval`` driver killed while its two episodes wait for the target."""
+    pytest.importorskip("textworld_express", reason="install with: pip install 'skillgrad[env]'")
+    config = tmp_path / "twx.yaml"
+    config.write_text(f"""
+models:
+  optimizer: {{provider: function, model: "{TESTS / "fakes_env.py"}:FakeEnvTarget"}}
+  target: {{provider: function, model: "{TESTS / "fakes_env.py"}:FakeEnvTarget",
+           options: {{latency: 3600}}}}
+env: {{task: textworld_express, output_root: "{tmp_path / "runs"}",
+      options: {{game: coin, n_train: 1, n_val: 1, n_test: 2}}}}
+hardware: {{rollout_workers: 2, executor: ray, ray_address: "{cluster}"}}
+""")
+    (tmp_path / "skill.md").write_text("Act.\n")
+    cmd = [sys.executable, "-m", "skillgrad", "eval", str(config), "--skill"]
+    cmd += [str(tmp_path / "skill.md"), "--split", "test"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+    def on_cluster() -> dict[int, str]:  # the cluster's processes are this test's descendants
+        wanted = ("ray::EnvHost", "skillgrad.tasks.env_worker")
+        found = descendants(os.getpid()).items()
+        return {p: c for p, c in found if c.startswith(wanted) or "env_worker" in c or _jvm(c)}
+
+    running = kill_driver_mid_run(
+        proc, lambda: sum(map(_jvm, on_cluster().values())) >= 2, on_cluster
+    )
+    assert sum(c.startswith("ray::EnvHost") for c in running.values()) == 2, running
+    assert not (left := gone(list(running), timeout=30)), {p: running[p] for p in left}
+    assert import_ray().is_initialized()  # the cluster itself goes on
+
+
+def _jvm(command: str) -> bool:
+    return command.split(" ", 1)[0].endswith("/java") or command.startswith("java ")
