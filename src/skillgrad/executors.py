@@ -14,8 +14,10 @@ stays on the driver, so caching, metering, budget and rate limits are the driver
   ``JobLost`` (an infrastructure failure of that item, not a zero). An exception the job raised
   is re-raised on the driver as itself.
 
-Tasks that are not heavy (chat, tools) ignore the executor. The cluster code (``import_ray``,
-``connect``) is shared with the sweep's Ray executor (``sweep/pool.py``).
+Environment tasks keep a process per episode in flight: under Ray each lives in a Ray actor
+(``tasks/env_remote.py``), whose calls are awaited with ``ray_result`` like a job's. Tasks that
+are not heavy (chat, tools) ignore the executor. The cluster code (``import_ray``, ``connect``)
+is shared with the sweep's Ray executor (``sweep/pool.py``).
 """
 
 from __future__ import annotations
