@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 
 from fakes_env_hostile import CrashHalfTarget
+from interruptible import SKILLGRAD
 from skillgrad import load_config, run_training
 from skillgrad.executors import LOCAL, RayExecutor, RolloutExecutor, connect, import_ray
 from skillgrad.redact import remember_secret
@@ -347,3 +348,38 @@ hardware: {{rollout_workers: 2, executor: ray, ray_address: "{cluster}"}}
 
 def _jvm(command: str) -> bool:
     return command.split(" ", 1)[0].endswith("/java") or command.startswith("java ")
+
+
+def test_ctrl_c_during_hanging_steps_on_ray_ends_the_run_and_its_actors(tmp_path: Path) -> None:
+    """Both episodes wait inside a step that never answers, each in an actor of the run's private
+    cluster: Ctrl-C ends the run at once, with its actors, environments and cluster."""
+    config = tmp_path / "hang.yaml"
+    config.write_text(f"""
+models:
+  optimizer: {{provider: function, model: "{TESTS / "fakes_env.py"}:HangingEnvTarget"}}
+  target: {{provider: function, model: "{TESTS / "fakes_env.py"}:HangingEnvTarget"}}
+env: {{task: environment, output_root: "{tmp_path / "runs"}",
+      options: {{env: "skillgrad.testing:TinyEnv", env_options: {{traps: true}},
+                n_train: 1, n_val: 1, n_test: 2, step_timeout: 600}}}}
+hardware: {{rollout_workers: 2, executor: ray}}
+""")
+    (tmp_path / "skill.md").write_text("Act.\n")
+    cmd = [*SKILLGRAD, "eval", str(config), "--skill", str(tmp_path / "skill.md")]
+    tag = str(tmp_path)
+    env = {**os.environ, TAG: tag}
+    proc = subprocess.Popen([*cmd, "--split", "test"], env=env, stderr=subprocess.PIPE)
+
+    def hosts() -> int:
+        return sum(c.startswith("ray::EnvHost") for c in tagged(tag).values())
+
+    deadline = time.monotonic() + 120
+    while hosts() < 2 or sum("env_worker" in c for c in tagged(tag).values()) < 2:
+        assert proc.poll() is None and time.monotonic() < deadline, "the episodes never started"
+        time.sleep(0.05)
+    time.sleep(1.0)  # both episodes are now inside the hanging step
+    started = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    proc.wait(timeout=60)
+    # measured 1.7 s; 11.7 s when each actor's stop waited for its hanging call first
+    assert proc.returncode != 0 and time.monotonic() - started < 8
+    assert_nothing_left(tag, {})

@@ -79,6 +79,9 @@ class RemoteEnvProcess:
             self.kill()
             why = str(exc) or f"no answer within {limit:g} s"
             raise EnvFailure(f"the environment's Ray actor was lost: {why}") from None
+        except asyncio.CancelledError:  # Ctrl-C: the call would hold the actor until it ends
+            self.kill()
+            raise
         return answer
 
     def where(self) -> tuple[int, int]:
@@ -88,7 +91,8 @@ class RemoteEnvProcess:
 
     def stop(self) -> None:
         """The process's ``stop`` on its node (its environment's ``close`` runs), then the actor
-        is killed; at once when the actor does not answer (a call still running in it)."""
+        is killed (an actor whose episode was cancelled mid-call is killed at once: it takes one
+        call at a time and could not stop the process before that call ends)."""
         self._ask("stop", CLOSE_GRACE + 2)
 
     def close(self) -> None:
