@@ -162,6 +162,25 @@ async def _kill_actor_mid_step(task: EnvironmentTask, item: Any, backend: Functi
     return actor, process, traj
 
 
+def test_an_env_process_that_died_between_episodes_is_replaced_as_a_local_one_is(
+    cluster: str,
+) -> None:
+    task = tiny(RayExecutor().start())
+    item = task.load_split("val")[0]
+    look = FunctionBackend(lambda request: "look")
+    try:
+        assert asyncio.run(task.rollout(item, "", look)).error is None
+        (host,) = task.pool.processes
+        actor, process = host.where()  # type: ignore[attr-defined]
+        os.kill(process, signal.SIGKILL)  # its actor lives on
+        assert not gone([process])
+        again = asyncio.run(task.rollout(item, "", look))
+        assert again.error is None, again.error  # a fresh actor, not a failed reset
+        assert [h.where()[0] for h in task.pool.processes] != [actor]  # type: ignore[attr-defined]
+    finally:
+        task.close()
+
+
 def test_the_runs_secrets_stay_off_the_ray_node(cluster: str) -> None:
     remember_secret(REMEMBERED)  # as a config's api_key_env does for the variable it names
     task = tiny(RayExecutor().start(), env=f"{HOSTILE}:EnvironEnv", pass_env=["MY_SERVICE_TOKEN"])

@@ -29,6 +29,7 @@ HOST_CPUS = 0.01
 """CPUs one ``EnvHost`` declares. Hosts live as long as the run: declaring whole CPUs would let
 ``rollout_workers`` episodes wait forever for hosts a smaller cluster cannot place."""
 CALL_MARGIN = 60.0  # seconds past the process's own deadlines before a silent actor is lost
+ASK_TIMEOUT = 10.0  # seconds an idle actor gets to answer whether its process lives
 
 
 class EnvHost:
@@ -65,7 +66,14 @@ class RemoteEnvProcess:
 
     @property
     def alive(self) -> bool:
-        return not self.lost
+        """The actor and its process both live (asked of the actor, as the pool asks a local
+        process before reusing it)."""
+        if self.lost:
+            return False
+        try:
+            return bool(self.ray.get(self.actor.alive.remote(), timeout=ASK_TIMEOUT))
+        except Exception:  # the actor is gone or does not answer: a fresh one replaces it
+            return False
 
     async def call(self, message: dict[str, Any], timeout: float) -> dict[str, Any]:
         if self.lost:
@@ -96,7 +104,7 @@ class RemoteEnvProcess:
         self._ask("stop", CLOSE_GRACE + 2)
 
     def close(self) -> None:
-        self._ask("close", 10.0)
+        self._ask("close", ASK_TIMEOUT)
 
     def _ask(self, method: str, timeout: float) -> None:
         if not self.lost and self.ray.is_initialized():
@@ -137,4 +145,4 @@ def env_opener(executor: RolloutExecutor) -> Callable[[EnvSpec], EnvChannel]:
     return remote
 
 
-__all__ = ["CALL_MARGIN", "HOST_CPUS", "EnvHost", "RemoteEnvProcess", "env_opener"]
+__all__ = ["ASK_TIMEOUT", "CALL_MARGIN", "HOST_CPUS", "EnvHost", "RemoteEnvProcess", "env_opener"]
