@@ -6,9 +6,8 @@ before any model call), the two roles' backends and, for training, the check tar
 ``retry(limit(raw))`` with one limiter registry per run shared by all roles, in-process ->
 called directly), metering into the call store (prices and budget, shared by all), the
 judge binding (an LLM-judge scorer uses the optimizer, metered as such), the token counter and,
-for a task with heavy rollouts (code, agents, environments), the ``hardware.executor`` that
-runs their heavy part (``skillgrad.executors``; closed by ``Session.aclose``). Other tasks
-ignore the executor.
+for a task with heavy rollouts (code, agents), the ``hardware.executor`` that runs their heavy
+part (``skillgrad.executors``; closed by ``Session.aclose``). Other tasks ignore the executor.
 
 ``run_training`` trains (or resumes) one run on top of it: re-running on an existing run
 directory resumes; ``fresh=True`` starts over in a new directory. Budget, endpoint and systemic

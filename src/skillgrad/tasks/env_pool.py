@@ -78,6 +78,10 @@ class EnvChannel(Protocol):
     def close(self) -> None: ...
 
 
+EnvOpener = Callable[[EnvSpec], EnvChannel]
+"""How a pool starts an environment process (``EnvProcess``, or one on a cluster)."""
+
+
 class EnvProcess:
     """One environment process; ``request`` blocks (``call`` runs it in a thread)."""
 
@@ -104,9 +108,6 @@ class EnvProcess:
             return self._request(message, timeout)
         except (OSError, ValueError) as exc:  # a pipe closed under us (the run is closing)
             raise self._failed(f"the environment process is gone ({exc})") from None
-
-    async def call(self, message: dict[str, Any], timeout: float) -> dict[str, Any]:
-        return await asyncio.to_thread(self.request, message, timeout)
 
     def _request(self, message: dict[str, Any], timeout: float) -> dict[str, Any]:
         if not self.made:
@@ -178,6 +179,9 @@ class EnvProcess:
     def alive(self) -> bool:
         return self.proc.poll() is None
 
+    async def call(self, message: dict[str, Any], timeout: float) -> dict[str, Any]:
+        return await asyncio.to_thread(self.request, message, timeout)
+
     def stop(self, grace: float = CLOSE_GRACE) -> None:
         """Stop a process that may be stuck in a step: ``SIGUSR1`` makes it run the
         environment's ``close`` and kill its group; after ``grace`` seconds the run kills the
@@ -231,7 +235,7 @@ class EnvPool:
     """Idle environment processes to reuse; a new one (``opener(spec)``: an ``EnvProcess``
     here by default) when all are busy. Thread-safe."""
 
-    def __init__(self, spec: EnvSpec, opener: Callable[[EnvSpec], EnvChannel] = EnvProcess) -> None:
+    def __init__(self, spec: EnvSpec, opener: EnvOpener = EnvProcess) -> None:
         self.spec, self.opener = spec, opener
         self.idle: list[EnvChannel] = []
         self.processes: set[EnvChannel] = set()
@@ -270,6 +274,7 @@ __all__ = [
     "CLOSE_GRACE",
     "EnvChannel",
     "EnvFailure",
+    "EnvOpener",
     "EnvPool",
     "EnvProcess",
     "EnvSpec",

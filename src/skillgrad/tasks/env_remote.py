@@ -18,12 +18,18 @@ import contextlib
 import dataclasses
 import functools
 import os
-from collections.abc import Callable
 from typing import Any
 
 from skillgrad.executors import JobLost, RayExecutor, RolloutExecutor, import_ray, ray_result
 from skillgrad.tasks.env_child import looks_secret
-from skillgrad.tasks.env_pool import CLOSE_GRACE, EnvChannel, EnvFailure, EnvProcess, EnvSpec
+from skillgrad.tasks.env_pool import (
+    CLOSE_GRACE,
+    EnvChannel,
+    EnvFailure,
+    EnvOpener,
+    EnvProcess,
+    EnvSpec,
+)
 
 HOST_CPUS = 0.01
 """CPUs one ``EnvHost`` declares. Hosts live as long as the run: declaring whole CPUs would let
@@ -129,7 +135,7 @@ def _host_class(ray: Any) -> Any:
     return host.options(scheduling_strategy="SPREAD")
 
 
-def env_opener(executor: RolloutExecutor) -> Callable[[EnvSpec], EnvChannel]:
+def env_opener(executor: RolloutExecutor) -> EnvOpener:
     """How the task's pool starts an environment process under ``executor``: a local process,
     or (``RayExecutor``) one in a Ray actor, given none of the variables this run holds as
     secrets (a remembered key's variable whatever its name: the node cannot know them)."""

@@ -12,7 +12,7 @@ train episodes only (the optimizer's hidden reference).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -28,6 +28,7 @@ from skillgrad.tasks.env_options import check_options, split_seeds
 from skillgrad.tasks.env_pool import (
     EnvChannel,
     EnvFailure,
+    EnvOpener,
     EnvPool,
     EnvProcess,
     EnvSpec,
@@ -58,10 +59,10 @@ class EnvironmentTask:
     """Episodes of any gymnasium-style environment (``env``: ``file.py:Class``,
     ``module:attr`` or a registered gymnasium id, built with ``env_options``)."""
 
+    opener: EnvOpener = EnvProcess  # where the pool starts processes (``bind_executor``)
     name = "environment"
     deterministic = True
     temperature = 0.0
-    opener: Callable[[EnvSpec], EnvChannel] = EnvProcess  # where processes start: bind_executor
 
     def __init__(
         self,
@@ -141,6 +142,15 @@ class EnvironmentTask:
             self.env, self.env_options, self.base_dir, self.max_chars, pass_env=self.pass_env
         )
 
+    def bind_executor(self, executor: RolloutExecutor) -> None:
+        """``hardware.executor: ray``: each environment process lives in a Ray actor on the
+        cluster (``env_remote``); the episodes, and every model call, stay here. The processes
+        of another opener are closed (the local executor keeps them)."""
+        opener = env_opener(executor)
+        if opener is not self.opener:
+            self.close()
+            self._pool, self.opener = None, opener
+
     @property
     def pool(self) -> EnvPool:
         if self._pool is None:
@@ -151,12 +161,6 @@ class EnvironmentTask:
         """Kill every environment process (the session calls this when it closes)."""
         if self._pool is not None:
             self._pool.close()
-
-    def bind_executor(self, executor: RolloutExecutor) -> None:
-        """``hardware.executor: ray``: each environment process lives in a Ray actor on the
-        cluster (``env_remote``); the episodes, and every model call, stay here."""
-        self.close()
-        self._pool, self.opener = None, env_opener(executor)
 
     # -- one episode ----------------------------------------------------------------------
     async def rollout(self, item: Item, skill: str, backend: ModelBackend) -> Trajectory:
