@@ -181,6 +181,21 @@ def test_an_env_process_that_died_between_episodes_is_replaced_as_a_local_one_is
         task.close()
 
 
+def test_binding_the_local_executor_keeps_the_processes_already_started() -> None:
+    """The session binds the executor after its start check built the environment once: under
+    the local executor that process serves the first episode, it is not closed and rebuilt."""
+    task = tiny(LOCAL)
+    try:
+        item = task.load_split("val")[0]
+        assert asyncio.run(task.rollout(item, "", FunctionBackend(lambda r: "look"))).error is None
+        before = {p.proc.pid for p in task.pool.processes}  # type: ignore[attr-defined]
+        task.bind_executor(LOCAL)
+        assert {p.proc.pid for p in task.pool.processes} == before  # type: ignore[attr-defined]
+        assert all(_running(pid) for pid in before)
+    finally:
+        task.close()
+
+
 def test_the_runs_secrets_stay_off_the_ray_node(cluster: str) -> None:
     remember_secret(REMEMBERED)  # as a config's api_key_env does for the variable it names
     task = tiny(RayExecutor().start(), env=f"{HOSTILE}:EnvironEnv", pass_env=["MY_SERVICE_TOKEN"])
