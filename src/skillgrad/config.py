@@ -338,8 +338,8 @@ class HardwareConfig(_Section):
     analyst_workers: int = Field(2, ge=1, description="optimizer calls in flight at once")
     executor: Literal["local", "ray"] = Field(
         "local",
-        description="where the heavy part of code and agent rollouts runs: local (threads "
-        "here) or ray (Ray tasks; model calls, cache and budget stay here)",
+        description="where the heavy part of code, agent and environment rollouts runs: local "
+        "(here) or ray (Ray tasks and actors; model calls, cache and budget stay here)",
     )
     ray_address: str | None = Field(
         None, description="Ray cluster to attach to (executor: ray); unset: a local cluster"

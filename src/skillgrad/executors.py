@@ -14,13 +14,16 @@ stays on the driver, so caching, metering, budget and rate limits are the driver
   ``JobLost`` (an infrastructure failure of that item, not a zero). An exception the job raised
   is re-raised on the driver as itself.
 
-Tasks that are not heavy (chat, tools) ignore the executor. The cluster code (``import_ray``,
-``connect``) is shared with the sweep's Ray executor (``sweep/pool.py``).
+Environment tasks keep a process per episode in flight: under Ray each lives in a Ray actor
+(``tasks/env_remote.py``), whose calls are awaited with ``ray_result`` like a job's. Tasks that
+are not heavy (chat, tools) ignore the executor. The cluster code (``import_ray``, ``connect``)
+is shared with the sweep's Ray executor (``sweep/pool.py``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import weakref
@@ -106,21 +109,8 @@ class RayExecutor:
     async def run(self, job: Job[T]) -> T:
         if self._remote is None:
             self.start()
-        ray = self._ray
         self.jobs += 1
-        ref = self._remote.remote(job)
-        try:
-            result: T = await asyncio.wrap_future(ref.future())
-        except ray.exceptions.RayTaskError as exc:  # the job raised: re-raise it as itself
-            cause = getattr(exc, "cause", None)
-            if isinstance(cause, BaseException):
-                raise cause from exc  # chained: the worker's traceback, for debugging
-            raise JobLost(f"a Ray task failed: {_first_line(exc)}") from None
-        except ray.exceptions.RayError as exc:  # the worker or node died, the object was lost
-            raise JobLost(f"Ray lost the job ({type(exc).__name__}): {_first_line(exc)}") from None
-        except asyncio.CancelledError:
-            ray.cancel(ref, force=True)
-            raise
+        result: T = await ray_result(self._ray, self._remote.remote(job))
         return result
 
     def close(self) -> None:
@@ -131,6 +121,25 @@ class RayExecutor:
             self._ray.shutdown()
         self._ray = self._remote = None
         self._started_here = False
+
+
+async def ray_result(ray: Any, ref: Any) -> Any:
+    """The result of a Ray task or actor call ``ref``, awaited: what it raised is re-raised as
+    itself; a lost worker, actor or node is ``JobLost``; cancelling the await cancels the task
+    (an actor's running call cannot be: its owner kills the actor)."""
+    try:
+        return await asyncio.wrap_future(ref.future())
+    except ray.exceptions.RayTaskError as exc:  # the job raised: re-raise it as itself
+        cause = getattr(exc, "cause", None)
+        if isinstance(cause, BaseException):
+            raise cause from exc  # chained: the worker's traceback, for debugging
+        raise JobLost(f"a Ray task failed: {_first_line(exc)}") from None
+    except ray.exceptions.RayError as exc:  # the worker or node died, the object was lost
+        raise JobLost(f"Ray lost the job ({type(exc).__name__}): {_first_line(exc)}") from None
+    except asyncio.CancelledError:
+        with contextlib.suppress(ValueError, TypeError):  # force is for tasks, not actor calls
+            ray.cancel(ref, force=True)
+        raise
 
 
 def open_executor(kind: str, address: str | None = None, num_cpus: float = 1.0) -> RolloutExecutor:
@@ -219,4 +228,5 @@ __all__ = [
     "connect",
     "import_ray",
     "open_executor",
+    "ray_result",
 ]

@@ -51,8 +51,9 @@ class Task(Protocol):
       run binds its optimizer, so judge calls are cached, metered and budgeted).
     - ``bind_executor(executor)`` (default: none; the task is not heavy): receive the
       ``skillgrad.executors`` executor of ``hardware.executor`` that runs the heavy, model-free
-      part of each rollout (sandbox judging, a whole agent run) as a picklable job. Model
-      calls never go into a job: they stay on the driver with the cache, budget and limits.
+      part of each rollout (sandbox judging, a whole agent run) as a picklable job, or (the
+      environment task) where its environment processes live. Model calls never go into a
+      job: they stay on the driver with the cache, budget and limits.
     - ``example_context(item) -> str`` (default: none): one line a worked example built from
       ``item`` shows before its input — what the right reply depended on besides the user's
       words (BFCL: the functions the question was asked with). Never the reference.

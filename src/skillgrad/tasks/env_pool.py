@@ -7,11 +7,13 @@ garbage, or raised or hung outside ``step`` is an ``EnvFailure``; a ``step`` tha
 not answer in time is an ``EnvStepFailure`` (the episode's end, not missing data). Either way a
 broken process is stopped (its ``close`` gets ``CLOSE_GRACE`` seconds, then the group is killed)
 and the pool starts a fresh one. ``EnvPool.close`` (the task's ``close``, called when the
-session closes, and at interpreter exit) closes them all.
+session closes, and at interpreter exit) closes them all. An episode talks to any ``EnvChannel``:
+an ``EnvProcess`` here, or one on a Ray cluster (``env_remote``).
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
@@ -22,8 +24,9 @@ import sys
 import threading
 import time
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Protocol
 
 from skillgrad.errors import SkillgradError
 from skillgrad.skill.text import valid_data
@@ -47,7 +50,9 @@ class EnvStepFailure(SkillgradError):
 @dataclass(frozen=True)
 class EnvSpec:
     """What the environment process builds: ``env`` (``module:attr``, ``file.py:attr`` or a
-    gymnasium id) called with ``options``; ``base_dir`` resolves a relative file."""
+    gymnasium id) called with ``options``; ``base_dir`` resolves a relative file; ``withhold``:
+    variables the process is not given beyond ``child_environment``'s rule (the names the run
+    holds as secrets, for a process started on another machine, which cannot know them)."""
 
     env: str
     options: dict[str, Any] = field(default_factory=dict)
@@ -55,10 +60,34 @@ class EnvSpec:
     max_chars: int = 4000
     make_timeout: float = 120.0
     pass_env: tuple[str, ...] = ()
+    withhold: tuple[str, ...] = ()
+
+
+class EnvChannel(Protocol):
+    """What an episode plays through: one environment process, here or on a cluster."""
+
+    @property
+    def alive(self) -> bool: ...
+
+    async def call(self, message: dict[str, Any], timeout: float) -> dict[str, Any]:
+        """One request and its answer (``EnvProcess.request``'s contract), awaited."""
+        ...
+
+    def start(self) -> None:
+        """Build the environment now (``EnvProcess.start``'s contract)."""
+        ...
+
+    def stop(self) -> None: ...
+
+    def close(self) -> None: ...
+
+
+EnvOpener = Callable[[EnvSpec], EnvChannel]
+"""How a pool starts an environment process (``EnvProcess``, or one on a cluster)."""
 
 
 class EnvProcess:
-    """One environment process; ``request`` blocks (call it in a thread)."""
+    """One environment process; ``request`` blocks (``call`` runs it in a thread)."""
 
     def __init__(self, spec: EnvSpec) -> None:
         self.spec = spec
@@ -68,7 +97,7 @@ class EnvProcess:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             start_new_session=True,
-            env=child_environment(spec.pass_env),
+            env=_without(child_environment(spec.pass_env), spec.withhold),
         )
         assert self.proc.stderr is not None
         self.log = OutputTail(os.dup(self.proc.stderr.fileno()))
@@ -165,6 +194,9 @@ class EnvProcess:
     def alive(self) -> bool:
         return self.proc.poll() is None
 
+    async def call(self, message: dict[str, Any], timeout: float) -> dict[str, Any]:
+        return await asyncio.to_thread(self.request, message, timeout)
+
     def stop(self, grace: float = CLOSE_GRACE) -> None:
         """Stop a process that may be stuck in a step: ``SIGUSR1`` makes it run the
         environment's ``close`` and kill its group; after ``grace`` seconds the run kills the
@@ -204,35 +236,40 @@ class EnvProcess:
         self.log.stop()
 
 
-def _close_all(processes: set[EnvProcess]) -> None:
+def _without(env: dict[str, str], names: tuple[str, ...]) -> dict[str, str]:
+    return {k: v for k, v in env.items() if k not in names}
+
+
+def _close_all(processes: set[EnvChannel]) -> None:
     for process in list(processes):
         process.close()
     processes.clear()
 
 
 class EnvPool:
-    """Idle environment processes to reuse; a new one when all are busy. Thread-safe."""
+    """Idle environment processes to reuse; a new one (``opener(spec)``: an ``EnvProcess``
+    here by default) when all are busy. Thread-safe."""
 
-    def __init__(self, spec: EnvSpec) -> None:
-        self.spec = spec
-        self.idle: list[EnvProcess] = []
-        self.processes: set[EnvProcess] = set()
+    def __init__(self, spec: EnvSpec, opener: EnvOpener = EnvProcess) -> None:
+        self.spec, self.opener = spec, opener
+        self.idle: list[EnvChannel] = []
+        self.processes: set[EnvChannel] = set()
         self.lock = threading.Lock()
         # at interpreter exit too, should the run never close its task
         self._finalizer = weakref.finalize(self, _close_all, self.processes)
 
-    def acquire(self) -> EnvProcess:
+    def acquire(self) -> EnvChannel:
         with self.lock:
             while self.idle:
                 process = self.idle.pop()
                 if process.alive:
                     return process
                 self.processes.discard(process)
-            process = EnvProcess(self.spec)
+            process = self.opener(self.spec)
             self.processes.add(process)
             return process
 
-    def release(self, process: EnvProcess, healthy: bool) -> None:
+    def release(self, process: EnvChannel, healthy: bool) -> None:
         """Back to the pool after a clean episode; stopped otherwise (a fresh one replaces it)."""
         if healthy and process.alive:
             with self.lock:
@@ -248,4 +285,13 @@ class EnvPool:
         _close_all(self.processes)
 
 
-__all__ = ["CLOSE_GRACE", "EnvFailure", "EnvPool", "EnvProcess", "EnvSpec", "EnvStepFailure"]
+__all__ = [
+    "CLOSE_GRACE",
+    "EnvChannel",
+    "EnvFailure",
+    "EnvOpener",
+    "EnvPool",
+    "EnvProcess",
+    "EnvSpec",
+    "EnvStepFailure",
+]

@@ -14,13 +14,13 @@ trajectory).
 
 from __future__ import annotations
 
-import asyncio
 import copy
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
 from skillgrad.errors import ConfigError, SkillgradError, SystemicError
+from skillgrad.executors import RolloutExecutor
 from skillgrad.models.base import ModelBackend
 from skillgrad.prompts import render_prompt
 from skillgrad.skill import skill_hash
@@ -33,7 +33,16 @@ from skillgrad.tasks.env_actions import (
     parse_action,
 )
 from skillgrad.tasks.env_options import check_options, split_seeds
-from skillgrad.tasks.env_pool import EnvFailure, EnvPool, EnvProcess, EnvSpec, EnvStepFailure
+from skillgrad.tasks.env_pool import (
+    EnvChannel,
+    EnvFailure,
+    EnvOpener,
+    EnvPool,
+    EnvProcess,
+    EnvSpec,
+    EnvStepFailure,
+)
+from skillgrad.tasks.env_remote import env_opener
 from skillgrad.tasks.episode import (
     MAX_DEMO_ACTIONS,
     EnvGold,
@@ -66,6 +75,7 @@ class EnvironmentTask:
     """Episodes of any gymnasium-style environment (``env``: ``file.py:Class``,
     ``module:attr`` or a registered gymnasium id, built with ``env_options``)."""
 
+    opener: EnvOpener = EnvProcess  # where the pool starts processes (``bind_executor``)
     name = "environment"
     deterministic = True
     temperature = 0.0
@@ -159,10 +169,19 @@ class EnvironmentTask:
             self.env, self.env_options, self.base_dir, self.max_chars, pass_env=self.pass_env
         )
 
+    def bind_executor(self, executor: RolloutExecutor) -> None:
+        """``hardware.executor: ray``: each environment process lives in a Ray actor on the
+        cluster (``env_remote``); the episodes, and every model call, stay here. The processes
+        of another opener are closed (the local executor keeps them)."""
+        opener = env_opener(executor)
+        if opener is not self.opener:
+            self.close()
+            self._pool, self.opener = None, opener
+
     @property
     def pool(self) -> EnvPool:
         if self._pool is None:
-            self._pool = EnvPool(self.spec())
+            self._pool = EnvPool(self.spec(), self.opener)
         return self._pool
 
     def check_ready(self) -> None:
@@ -210,8 +229,8 @@ class EnvironmentTask:
         finally:  # also on cancellation (Ctrl-C): a half-played process is not reused
             self.pool.release(process, healthy)
 
-    async def call_env(self, process: EnvProcess, message: dict[str, Any]) -> dict[str, Any]:
-        return await asyncio.to_thread(process.request, message, self.step_timeout)
+    async def call_env(self, process: EnvChannel, message: dict[str, Any]) -> dict[str, Any]:
+        return await process.call(message, self.step_timeout)
 
 
 def reset_message(data: dict[str, Any]) -> dict[str, Any]:
@@ -245,7 +264,7 @@ class _Episode:
         self.replay_broke = False
         self.failed: str | None = None  # why the environment's step failed (the episode's end)
 
-    async def run(self, process: EnvProcess, backend: ModelBackend) -> Trajectory:
+    async def run(self, process: EnvChannel, backend: ModelBackend) -> Trajectory:
         task, data = self.task, self.item.input
         first = await task.call_env(process, reset_message(data))
         self.info = first.get("info") or {}
@@ -276,7 +295,7 @@ class _Episode:
             await self.replay_gold(process, data)
         return self.trajectory()
 
-    async def replay_gold(self, process: EnvProcess, data: dict[str, Any]) -> None:
+    async def replay_gold(self, process: EnvChannel, data: dict[str, Any]) -> None:
         """Play a failed TRAIN episode's gold sequence from the same reset and keep what the
         environment answered to each command (``env_gold``): a worked example can then show
         the observation each command answers (``train/examples.py``). A sequence that comes
@@ -305,7 +324,7 @@ class _Episode:
         self.steps.append(EnvGold(observations=observations, detours_cut=detours).to_json())
 
     async def _play(
-        self, process: EnvProcess, data: dict[str, Any], actions: Sequence[str]
+        self, process: EnvChannel, data: dict[str, Any], actions: Sequence[str]
     ) -> list[str] | None:
         """The reset observation and the answer to each of ``actions`` played from the episode's
         reset; None when they do not solve it."""
@@ -318,7 +337,7 @@ class _Episode:
             info, reward = out.get("info") or {}, reward + float(out.get("reward") or 0.0)
         return seen if outcome(info, reward, self.task.max_reward)[1] else None
 
-    async def act(self, process: EnvProcess, number: int, reply: str) -> bool:
+    async def act(self, process: EnvChannel, number: int, reply: str) -> bool:
         """Play one reply; True when the episode is over."""
         action = parse_action(reply, self.task.max_action_chars, self.task.action_pattern)
         valid_before = self.info.get("valid_actions")
