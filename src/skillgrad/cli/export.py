@@ -15,6 +15,7 @@ from typing import Annotated
 import typer
 
 from skillgrad.cli.console import err, exits, out
+from skillgrad.runs.layout import RunPaths
 
 FORMAT_HELP = "claude-code, codex, cursor, gemini or agents-md (docs/export.md)."
 
@@ -57,7 +58,7 @@ def export_command(
     )
     if result.best_file_edited:
         err.print(
-            f"warning: {run_dir}/best_skill.md differs from the skill the run committed; "
+            f"warning: {RunPaths(run_dir).best_skill} differs from the skill the run committed; "
             "exported the committed one (the card's numbers are about it)",
             markup=False,
         )

@@ -26,6 +26,9 @@ _SWEEP_KEYS = ("test_gain", "test_gain_vs_placebo", "test_gain_vs_empty", "paire
 _COMMIT_KEYS = ("commit", "git_commit", "skillgrad_commit")
 
 
+SUMMARY = RunPaths(Path()).summary.name
+
+
 def build_card(
     run: RunSkill, fmt: str, installed: list[str], sweep_dir: Path | None = None
 ) -> dict[str, Any]:
@@ -76,7 +79,7 @@ def _data(run_dir: Path) -> dict[str, Any]:
     """Items per split (``splits.json``) and each split's sha256 (``data_sha256.json``)."""
     splits = read_splits(run_dir)
     sizes = {k: len(v) for k, v in splits.items() if isinstance(v, list)}
-    digests = read_json(RunPaths(run_dir).root / "data_sha256.json", None)
+    digests = read_json(RunPaths(run_dir).data_digest, None)
     return {**sizes, "sha256": digests if isinstance(digests, dict) else None}
 
 
@@ -173,7 +176,7 @@ def render_card(card: dict[str, Any]) -> str:
         f"- exported by {prov['exported_by']} as `{card['format']}`: "
         + ", ".join(f"`{p}`" for p in card["installed"]),
         "",
-        f"The numbers are copied from the run's summary.json{_sweep_source(card)} unrounded; "
+        f"The numbers are copied from the run's {SUMMARY}{_sweep_source(card)} unrounded; "
         f"{CARD_JSON} holds them for tools.",
         "",
     ]

@@ -88,9 +88,10 @@ def load_run_skill(
     summary, a damaged or edited checkpoint, a symlink inside)."""
     run_dir = Path(run_dir)
     if not is_run_dir(run_dir):
+        p = RunPaths(run_dir)
         raise RunDirError(
-            f"{run_dir}: not a skillgrad run directory (no config.json, history.json or "
-            "events.jsonl); pass <output_root>/<run_name>, the folder with best_skill.md"
+            f"{run_dir}: not a skillgrad run directory (no {p.config.name}, {p.history.name} or "
+            f"{p.events.name}); pass <output_root>/<run_name>, the folder with {p.best_skill.name}"
         )
     check_no_links(run_dir)
     paths = RunPaths(run_dir)
