@@ -325,6 +325,7 @@ async def arun_training(
                 skill = initial_skill_text(cfg.train.init_skill, cfg.base_dir)
             summary = await train(ctx, skill)
         except (BudgetExceeded, ModelError, SystemicFailure, NoHeadroom) as exc:
+            await _drain(session)  # calls still in flight land in the ledger first
             _stopped(ctx, exc)
             raise
         finally:
@@ -338,6 +339,14 @@ async def arun_training(
 
 def _totals(store: CallCache) -> Callable[[], dict[str, float]]:
     return lambda: store.totals()["all"]
+
+
+async def _drain(session: Session) -> None:
+    """Let every metered backend's calls in flight come back (``MeteredBackend.drain``)."""
+    for backend in (session.target, session.optimizer):
+        drain = getattr(backend, "drain", None)
+        if drain is not None:
+            await drain()
 
 
 def _stopped(ctx: RunContext, exc: Exception) -> None:

@@ -69,6 +69,9 @@ def write_config(server: FakeLLMServer, tmp: Path, name: str) -> Path:
             "optimizer": {**model, "model": "fake-optimizer"},
             "target": {**model, "model": "fake-target"},
         },
+        # one call at a time: with calls in flight, which ones an early-rejected gate evaluation
+        # cancels after the server answered depends on timing, and the count below is exact
+        "hardware": {"rollout_workers": 1, "analyst_workers": 1},
     }
     path = tmp / f"{name}.yaml"
     path.write_text(json.dumps(data))

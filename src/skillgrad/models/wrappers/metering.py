@@ -11,6 +11,7 @@ Per-call overhead does not grow with the ledger (``bench/bench_overhead.py``).
 
 from __future__ import annotations
 
+import asyncio
 import time
 from dataclasses import dataclass, field, replace
 
@@ -107,6 +108,15 @@ class MeteredBackend:
         self.name = backend_name(inner)
         self.fresh_calls = 0
         self.cache_hits = 0
+        self.in_flight = 0
+
+    async def drain(self, timeout: float = 60.0) -> None:
+        """Wait (at most ``timeout`` seconds) until the calls already sent have come back and
+        are in the ledger: a run stopping (the budget ran out in another call) keeps what the
+        endpoint answered, so a resume never pays for it again."""
+        deadline = time.monotonic() + timeout
+        while self.in_flight and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
 
     async def complete(self, request: ChatRequest) -> Completion:
         request = valid_request(request)
@@ -117,7 +127,11 @@ class MeteredBackend:
             return hit
         self.budget.check(self.cache)
         started = time.monotonic()
-        completion = valid_completion(await self.inner.complete(request))
+        self.in_flight += 1
+        try:
+            completion = valid_completion(await self.inner.complete(request))
+        finally:
+            self.in_flight -= 1
         ctx = current_context()
         stored = self.cache.put(
             key,
