@@ -19,13 +19,14 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, ClassVar
+from typing import Any, ClassVar, get_args
 
 from skillgrad.benchmarks.generated import GeneratedTask
 from skillgrad.models.function import FunctionBackend, as_completion
 from skillgrad.prompts import render_prompt
 from skillgrad.tasks.base import Split
 from skillgrad.tasks.chat import ChatTask
+from skillgrad.train.optimizer_call import CallKind
 from skillgrad.types import ChatRequest, Completion, Item, Score
 
 
@@ -48,17 +49,8 @@ def user_text(request: ChatRequest) -> str:
     return next((m.content for m in reversed(request.messages) if m.role == "user"), "")
 
 
-OPTIMIZER_CALL_KINDS = (
-    "reflect",
-    "deep_reflect",
-    "revise",
-    "contrast",
-    "merge",
-    "rank",
-    "slow_update",
-    "meta_skill",
-    "adherence",
-)
+OPTIMIZER_CALL_KINDS: tuple[str, ...] = get_args(CallKind)
+"""Every optimizer call kind (``train/optimizer_call.CallKind``), in its order."""
 
 
 def optimizer_call_kind(request: ChatRequest) -> str | None:
