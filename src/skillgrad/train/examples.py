@@ -25,8 +25,7 @@ from typing import Any
 
 from skillgrad.skill.document import Skill
 from skillgrad.skill.text import cut
-from skillgrad.tasks.reply_view import render_reply, shown_reply
-from skillgrad.tasks.reply_view import user_input as _user_input
+from skillgrad.tasks.reply_view import render_reply, shown_reply, user_input
 from skillgrad.tasks.tools_view import render_actions
 from skillgrad.tasks.views import ExampleRenderer, view_of
 from skillgrad.train.screens.guard import ExampleGuard
@@ -174,11 +173,11 @@ def _candidates(
     input first), then the batch's failed items, then its passing ones."""
     own = sorted(
         ((t, a) for t, a in found if t.item_id in items and t.item_id not in skip),
-        key=lambda p: (len(_user_input(p[0])), p[0].item_id),
+        key=lambda p: (len(user_input(p[0])), p[0].item_id),
     )
     ranked = sorted(
         (t for t in trajs if t.item_id in items and t.item_id not in skip),
-        key=lambda t: (t.score.passed, len(_user_input(t)), t.item_id),
+        key=lambda t: (t.score.passed, len(user_input(t)), t.item_id),
     )
     return [*own, *((t, "") for t in ranked)]
 
