@@ -24,6 +24,8 @@ from skillgrad.tasks.episode import (
 ROOT = Path(__file__).resolve().parents[2]
 TINY = json.loads((ROOT / "tests/fixtures/episode_views/tinyenv.json").read_text())
 STEP_KINDS = ("env_reset", "env_step", "env_gold")
+ROLLOUT_STEP_KINDS = ("agent_exit", "tool_call")  # an agent-harness rollout's, a tool call's
+STEP_KEYS = ("type", "action")  # the keys a step's kind is sniffed by
 
 WRITTEN: list[dict[str, Any]] = [
     {"type": "env_reset", "task": "Unlock it.", "observation": "Room", "valid_actions": ["look"]},
@@ -105,18 +107,21 @@ def test_steps_of_other_kinds_and_non_dicts_are_skipped() -> None:
     assert not is_episode(steps) and is_episode([{"type": "env_reset"}])
 
 
-def test_train_names_no_environment_step_kind() -> None:
-    """``train/`` asks the episode's view (``tasks.views.view_of``), never reads a step by its
-    kind nor sniffs whether a trajectory is an episode."""
+def test_train_names_no_step_kind() -> None:
+    """``train/`` asks a trajectory's view (``tasks.views.view_of``), never reads a step by its
+    kind or its keys (an environment step's, an agent's exit, a tool call, an action) nor sniffs
+    whether a trajectory is an episode."""
     found = []
     for path in sorted((ROOT / "src/skillgrad/train").rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
             where = f"{path.relative_to(ROOT)}:{getattr(node, 'lineno', 0)}"
-            if isinstance(node, ast.Constant) and node.value in STEP_KINDS:
+            if isinstance(node, ast.Constant) and node.value in STEP_KINDS + ROLLOUT_STEP_KINDS:
                 found.append(f"{where}: {node.value!r}")
+            if isinstance(node, ast.Constant) and node.value in STEP_KEYS:
+                found.append(f"{where}: reads a step's {node.value!r}")
             name = getattr(node, "id", None) or getattr(node, "attr", None)
             if isinstance(node, (ast.Name, ast.Attribute)) and name == "is_episode":
                 found.append(f"{where}: is_episode")
-            if isinstance(node, ast.alias) and node.name == "is_episode":
-                found.append(f"{where}: imports is_episode")
-    assert not found, "train/ names an environment step kind:\n" + "\n".join(found)
+            if isinstance(node, ast.alias) and node.name in ("is_episode", "transcript_view"):
+                found.append(f"{where}: imports {node.name}")
+    assert not found, "train/ names a step kind:\n" + "\n".join(found)

@@ -2,7 +2,10 @@
 edited copies in ``tests/fixtures/episode_views`` and for every episode of the c28278c run
 directory (its steps' trajectories and its result cache), the optimizer's view, the retry's
 view, the feedback and the worked examples equal what the code of commit 30cdf92 rendered
-(``make_views.py`` wrote ``expected.json`` with it); and the rollout writes the same steps."""
+(``make_views.py`` wrote ``expected.json`` with it); and the rollout writes the same steps. An
+agent-harness rollout and a tool-call trajectory render exactly as the code of commit d6c471c
+rendered them, before their views moved into ``tasks/`` (``make_rollout_views.py`` wrote
+``rollouts.json``)."""
 
 from __future__ import annotations
 
@@ -27,9 +30,12 @@ EXPECTED: dict[str, Any] = json.loads((HERE / "expected.json").read_text())
 TINY: dict[str, Any] = json.loads((HERE / "tinyenv.json").read_text())
 
 
+ROLLOUTS: dict[str, Any] = json.loads((HERE / "rollouts.json").read_text())
+
+
 @cache
-def maker() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("make_views", HERE / "make_views.py")
+def maker(name: str = "make_views") -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, HERE / f"{name}.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -83,3 +89,18 @@ def test_the_rollout_writes_the_steps_it_wrote_before() -> None:
         assert to_json(t) == TINY[name], name
         for new, old in zip(to_json(t)["steps"], TINY[name]["steps"], strict=True):
             assert list(new) == list(old), (name, new)  # the keys in the same order
+
+
+@pytest.mark.parametrize("name", [k for k in ROLLOUTS if k != "all_together"])
+def test_every_rendering_of_an_agent_or_tool_call_rollout_is_unchanged(name: str) -> None:
+    recorded = ROLLOUTS[name]
+    t = Trajectory.from_json(recorded["trajectory"])
+    assert maker("make_rollout_views").views(t) == recorded["views"]
+
+
+def test_the_optimizers_view_of_all_rollouts_together_is_unchanged() -> None:
+    every = [
+        Trajectory.from_json(v["trajectory"]) for k, v in ROLLOUTS.items() if "trajectory" in v
+    ]
+    assert len(every) == len(ROLLOUTS) - 1
+    assert render_trajectories(every) == ROLLOUTS["all_together"]["reflect"]

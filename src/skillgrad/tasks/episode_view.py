@@ -137,8 +137,11 @@ class EpisodeView:
     def claims(self, steps: Sequence[Any]) -> bool:
         return is_episode(steps)
 
-    def for_optimizer(self, t: Trajectory, feedback: str, show_reference: bool) -> str:
-        """The episode's block in the optimizer's prompt (``prompts/trajectory_episode.md``)."""
+    def for_optimizer(
+        self, t: Trajectory, generic: str, feedback: str, show_reference: bool, limit: int
+    ) -> str:
+        """The episode's own block in the optimizer's prompt (``prompts/trajectory_episode.md``;
+        ``episode_view`` bounds its fields itself)."""
         return render_prompt(
             "trajectory_episode",
             item_id=t.item_id,
@@ -149,11 +152,12 @@ class EpisodeView:
             ),
         )
 
-    def for_retry(self, t: Trajectory, feedback: str) -> str:
+    def for_retry(self, t: Trajectory, generic: str, feedback: str) -> str:
         """A failed attempt as a retry shows it: the compact view without the gold sequence."""
         return episode_view(t.steps, None, feedback, passed=False)
 
-    def example_reply(self, t: Trajectory) -> str | None:
+    def example_reply(self, t: Trajectory, generic: str | None) -> str | None:
+        """The episode's commands (``episode_actions``), never a reply or a reference."""
         return episode_actions(t)
 
 

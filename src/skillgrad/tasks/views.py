@@ -1,24 +1,28 @@
 """The views of trajectory kinds: how a trajectory shows itself, so ``train/`` never sniffs one.
 
-A rollout kind whose steps need their own rendering (an environment episode) provides a
-``TrajectoryView`` beside its task module and is listed in ``VIEWS``; ``view_of`` finds the view
-that claims a trajectory's steps, None for the generic one (input, reply, feedback).
+``train/`` renders every trajectory generically (input, reply, feedback) and hands that to the
+view of its kind, which returns what is shown: the generic rendering as it is (a chat:
+``ReplyView``), with the kind's additions (an agent's transcript), or the kind's own (an
+environment episode). A kind's view sits beside its task module and is listed in ``VIEWS``;
+``view_of`` finds the first that claims a trajectory's steps, else the generic one.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 from skillgrad.tasks.episode_view import EpisodeView
+from skillgrad.tasks.harness_view import AgentView
+from skillgrad.tasks.reply_view import ExampleRenderer, ReplyView
+from skillgrad.tasks.tools_view import ActionsView
 from skillgrad.types import Trajectory
-
-ExampleRenderer = Callable[[Trajectory, str, int], str]
-"""(trajectory, the reply to show, max characters of the input) -> the example's text."""
 
 
 class TrajectoryView(Protocol):
-    """How one trajectory kind renders itself for the optimizer, a retry and a worked example."""
+    """How one trajectory kind renders itself for the optimizer, a retry and a worked example.
+    Each rendering is given what the generic view shows (``generic``) and returns what the kind
+    shows: that, that with more after it, or its own."""
 
     @property
     def kind(self) -> str:
@@ -35,25 +39,42 @@ class TrajectoryView(Protocol):
         """Whether a trajectory with these steps is of this kind."""
         ...
 
-    def for_optimizer(self, t: Trajectory, feedback: str, show_reference: bool) -> str:
-        """The trajectory's block in the optimizer's prompt (``feedback`` already withheld)."""
+    def for_optimizer(
+        self, t: Trajectory, generic: str, feedback: str, show_reference: bool, limit: int
+    ) -> str:
+        """The trajectory's block in the optimizer's prompt; ``generic`` is input, gold, reply,
+        feedback and error (``prompts/trajectory.md``) with fields cut to ``limit`` characters,
+        ``feedback`` the score's feedback (both already withheld without ``show_reference``)."""
         ...
 
-    def for_retry(self, t: Trajectory, feedback: str) -> str:
-        """A failed attempt as a retry shows it, never with its reference."""
+    def for_retry(self, t: Trajectory, generic: str, feedback: str) -> str:
+        """A failed attempt as a retry shows it, never with its reference; ``generic`` is the
+        input, reply and feedback (``prompts/explore_attempt.md``)."""
         ...
 
-    def example_reply(self, t: Trajectory) -> str | None:
-        """What a demonstration of ``t`` shows as the reply, None when it gives none."""
+    def example_reply(self, t: Trajectory, generic: str | None) -> str | None:
+        """What a demonstration of ``t`` shows as the reply, None when it gives none;
+        ``generic`` is a passing reply or a reference the task's scorer passes."""
         ...
 
 
-VIEWS: tuple[TrajectoryView, ...] = (EpisodeView(),)
+REPLY = ReplyView()
+"""The generic view: what a trajectory no view in ``VIEWS`` claims shows."""
+ACTIONS = ActionsView()
+
+VIEWS: tuple[TrajectoryView, ...] = (
+    EpisodeView(),
+    AgentView(ACTIONS),
+    ACTIONS,
+    AgentView(REPLY),
+)
+"""The kinds' views, asked in order (an episode before an action trajectory: an environment
+step has an action too; an agent's rollout before the view of its steps)."""
 
 
-def view_of(t: Trajectory) -> TrajectoryView | None:
-    """The view of ``t``'s kind, or None (the generic reply view)."""
-    return next((v for v in VIEWS if v.claims(t.steps)), None)
+def view_of(t: Trajectory) -> TrajectoryView:
+    """The view of ``t``'s kind: the first in ``VIEWS`` that claims its steps, else ``REPLY``."""
+    return next((v for v in VIEWS if v.claims(t.steps)), REPLY)
 
 
-__all__ = ["VIEWS", "ExampleRenderer", "TrajectoryView", "view_of"]
+__all__ = ["REPLY", "VIEWS", "ExampleRenderer", "TrajectoryView", "view_of"]

@@ -8,10 +8,10 @@ expected reply form, shown exactly). The text comes from real data, never from t
 a small optimizer cannot garble it. Examples are gated like any edit and bounded in number
 (``train.max_examples``) and length (``train.max_example_tokens``).
 
-A trajectory kind renders its own demonstration: the default is input -> final reply; a
-multi-turn trajectory (tool calls) renders its sequence of actions; a kind with its own view
-(``tasks/views.py``) renders itself — an environment episode its task and commands, with what
-the environment said before each (``tasks/episode_view.py``). Val and test
+A trajectory kind renders its own demonstration through its view (``tasks/views.py``): the
+default is input -> final reply (``tasks/reply_view.py``); a multi-turn trajectory (tool calls)
+its sequence of actions (``tasks/tools_view.py``); an environment episode its task and commands,
+with what the environment said before each (``tasks/episode_view.py``). Val and test
 items never appear: an example whose text copies one (the leak check over val and test,
 ``ExampleGuard``) is refused before it is proposed. With ``train.explore: on`` the target's own
 passing exploration attempts at train items come first ("self-found": no reference needed).
@@ -24,7 +24,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from skillgrad.skill.document import Skill
-from skillgrad.skill.text import cut, fence_for
+from skillgrad.skill.text import cut
+from skillgrad.tasks.reply_view import render_reply, shown_reply, user_input
+from skillgrad.tasks.tools_view import render_actions
 from skillgrad.tasks.views import ExampleRenderer, view_of
 from skillgrad.train.screens.guard import ExampleGuard
 from skillgrad.types import Edit, Item, Trajectory
@@ -36,40 +38,6 @@ SELF_FOUND = "self-found"
 """The origin of an example built from the target's own passing exploration attempt."""
 
 
-def _user_input(t: Trajectory) -> str:
-    return next((m.content for m in t.messages if m.role == "user"), "")
-
-
-def shown_reply(reply: str) -> str:
-    """The reply as the skill shows it: one line after "Reply: ", or a multi-line reply in a
-    fence no line of it can close (``fence_for``), so a line of it can never read as a heading
-    of the skill."""
-    text = reply.strip()
-    if "\n" not in text:
-        return f"Reply: {text}"
-    fence = fence_for(text)
-    return f"Reply:\n{fence}\n{text}\n{fence}"
-
-
-def render_reply(t: Trajectory, reply: str, limit: int) -> str:
-    """The default demonstration: the task's input (cut to ``limit``), then the reply exactly."""
-    return f"Input: {cut(_user_input(t), limit)}\n{shown_reply(reply)}"
-
-
-def render_actions(t: Trajectory, reply: str, limit: int) -> str:
-    """A multi-turn demonstration: the task's input, then each action in order (tool calls with
-    their arguments, environment commands), then the final reply if there is one."""
-    lines = [f"Input: {cut(_user_input(t), limit)}"]
-    for s in t.steps:
-        if s.get("type") == "tool_call":
-            lines.append(f"Call: {s.get('tool', '')}({cut(str(s.get('arguments', '')), 120)})")
-        elif "action" in s:
-            lines.append(f"Action: {cut(str(s['action']), 120)}")
-    if reply.strip():
-        lines.append(shown_reply(reply))
-    return "\n".join(lines)
-
-
 RENDERERS: dict[str, ExampleRenderer] = {"reply": render_reply, "actions": render_actions}
 
 
@@ -79,25 +47,19 @@ def register_renderer(kind: str, renderer: ExampleRenderer) -> None:
 
 
 def trajectory_kind(t: Trajectory) -> str:
-    """A step's own ``kind`` when a rollout names one, the kind of the view that claims ``t``
-    (``tasks/views.py``: ``episode``), ``actions`` for a multi-turn trajectory (tool calls or
-    actions), else ``reply``."""
+    """A step's own ``kind`` when a rollout names one, else the kind of the view of ``t``
+    (``tasks/views.py``: ``episode``, ``actions`` for tool calls or actions, ``reply``)."""
     for s in t.steps:
         kind = s.get("kind")
         if isinstance(kind, str) and kind in RENDERERS:
             return kind
-    view = view_of(t)
-    if view is not None:
-        return view.kind
-    if any(s.get("type") == "tool_call" or "action" in s for s in t.steps):
-        return "actions"
-    return "reply"
+    return view_of(t).kind
 
 
 def _renderers(t: Trajectory) -> tuple[ExampleRenderer, ...]:
     """The demonstration renderings of ``t``'s kind, the preferred first."""
     kind, view = trajectory_kind(t), view_of(t)
-    if view is not None and view.kind == kind:
+    if view.kind == kind:
         return view.examples
     return (RENDERERS.get(kind, render_reply),)
 
@@ -105,13 +67,16 @@ def _renderers(t: Trajectory) -> tuple[ExampleRenderer, ...]:
 def example_reply(t: Trajectory, item: Item | None, scorer: Any) -> str | None:
     """The reply a demonstration shows: a passing trajectory's own output; for a failed one the
     item's reference, only when the task's scorer (``score(output, item)``) passes it (so the
-    shown form is what the grader wants); for a kind with its own view, the view's (an
-    environment episode's commands); None when none of these holds."""
+    shown form is what the grader wants); as the view of ``t``'s kind shows it (an environment
+    episode: its commands); None when none of these holds."""
     if t.error or t.infra_error:
         return None
+    reply = _reply_or_reference(t, item, scorer)
     view = view_of(t)
-    if view is not None and trajectory_kind(t) == view.kind:
-        return view.example_reply(t)
+    return view.example_reply(t, reply) if trajectory_kind(t) == view.kind else reply
+
+
+def _reply_or_reference(t: Trajectory, item: Item | None, scorer: Any) -> str | None:
     if t.score.passed:
         return t.output
     if item is None or not isinstance(item.reference, (str, int, float)):
@@ -208,11 +173,11 @@ def _candidates(
     input first), then the batch's failed items, then its passing ones."""
     own = sorted(
         ((t, a) for t, a in found if t.item_id in items and t.item_id not in skip),
-        key=lambda p: (len(_user_input(p[0])), p[0].item_id),
+        key=lambda p: (len(user_input(p[0])), p[0].item_id),
     )
     ranked = sorted(
         (t for t in trajs if t.item_id in items and t.item_id not in skip),
-        key=lambda t: (t.score.passed, len(_user_input(t)), t.item_id),
+        key=lambda t: (t.score.passed, len(user_input(t)), t.item_id),
     )
     return [*own, *((t, "") for t in ranked)]
 

@@ -160,24 +160,22 @@ def retry_skill(skill: str, previous: Trajectory, show_reference: bool) -> str:
 
 
 def attempt_view(t: Trajectory, show_reference: bool) -> str:
-    """A failed attempt as the retry shows it, through its kind's own view (``view_of``: an
-    episode's compact view, with the commands the environment accepted where it went wrong,
-    never the gold sequence), else the input, the reply and the feedback. The reference is never
+    """A failed attempt as the retry shows it: the input, the reply and the feedback, as its
+    kind's view shows them (``view_of``: an episode's compact view, with the commands the
+    environment accepted where it went wrong, never the gold sequence). The reference is never
     shown; with ``train.show_reference`` off it is cut from the feedback too."""
     feedback = t.score.feedback
     gold = "" if t.reference is None else str(t.reference)
     if not show_reference and gold.strip():
         feedback = feedback.replace(gold, "(withheld)")
-    view = view_of(t)
-    if view is not None:
-        return view.for_retry(t, feedback)
     user = next((m.content for m in reversed(t.messages) if m.role == "user"), "")
-    return render_prompt(
+    generic = render_prompt(
         "explore_attempt",
         input=user[:VIEW_CHARS],
         output=repr(t.output[:VIEW_CHARS]),
         feedback=feedback[:VIEW_CHARS],
     )
+    return view_of(t).for_retry(t, generic, feedback)
 
 
 __all__ = [

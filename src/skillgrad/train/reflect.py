@@ -21,7 +21,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from skillgrad.harnesses.transcript import transcript_view
 from skillgrad.models.base import ModelBackend
 from skillgrad.models.structured import GRAMMAR_MAX_LENGTH, StructuredReply
 from skillgrad.prompts import render_prompt
@@ -93,39 +92,36 @@ def render_trajectories(
 ) -> str:
     """The optimizer's view of trajectories (``prompts/trajectory.md``): input and gold side by
     side (what the skill must map one to the other; ``show_reference=False``: the gold is
-    withheld, also where the feedback quotes it), output, score, feedback, error; a kind with
-    its own view (``tasks/views.py``: an environment episode) renders itself. A scorer's
-    ``evidence`` is never shown (the verifier-leak firewall, ``train/screens/firewall.py``)."""
+    withheld, also where the feedback quotes it), output, score, feedback, error; the view of
+    each one's kind (``tasks/views.py``) shows that block, adds to it (an agent's transcript)
+    or shows its own (an environment episode's is compact). A scorer's ``evidence`` is never
+    shown (the verifier-leak firewall, ``train/screens/firewall.py``)."""
     blocks = []
     for t in trajs:
-        own = view_of(t)
-        if own is not None:  # a kind with its own view (an environment episode's is compact)
-            feedback = t.score.feedback
-            if not show_reference:
-                feedback = withhold(feedback, [t.reference])
-            blocks.append(own.for_optimizer(t, feedback, show_reference))
-            continue
-        user = next((m.content for m in reversed(t.messages) if m.role == "user"), "")
-        feedback, gold = t.score.feedback, str(t.reference)
+        feedback = t.score.feedback
         if not show_reference:
             feedback = withhold(feedback, [t.reference])
-        block = render_prompt(
-            "trajectory",
-            item_id=t.item_id,
-            score=f"{t.score.value:.2f}",
-            status="PASS" if t.score.passed else "FAIL",
-            input=user[:limit],
-            expected=gold[:limit] if show_reference else WITHHELD,
-            output=repr(t.output[:limit]),
-            feedback=feedback[:limit],
-        )
-        if t.error:
-            block += "\n" + render_prompt("trajectory_error", error=t.error[:limit])
-        if any(s.get("type") == "agent_exit" for s in t.steps):  # an agent harness rollout
-            view = transcript_view(t.steps, max_tokens=limit * 2)
-            block += "\n" + render_prompt("trajectory_transcript", transcript=view)
-        blocks.append(block)
+        generic = _generic_block(t, feedback, limit, show_reference)
+        blocks.append(view_of(t).for_optimizer(t, generic, feedback, show_reference, limit))
     return "\n\n".join(blocks) if blocks else "(none)"
+
+
+def _generic_block(t: Trajectory, feedback: str, limit: int, show_reference: bool) -> str:
+    user = next((m.content for m in reversed(t.messages) if m.role == "user"), "")
+    gold = str(t.reference)
+    block = render_prompt(
+        "trajectory",
+        item_id=t.item_id,
+        score=f"{t.score.value:.2f}",
+        status="PASS" if t.score.passed else "FAIL",
+        input=user[:limit],
+        expected=gold[:limit] if show_reference else WITHHELD,
+        output=repr(t.output[:limit]),
+        feedback=feedback[:limit],
+    )
+    if t.error:
+        block += "\n" + render_prompt("trajectory_error", error=t.error[:limit])
+    return block
 
 
 def render_rejected(buffer: Sequence[RejectedEdit]) -> str:
