@@ -117,7 +117,7 @@ def resumed_code(ctx: RunContext, state: TrainState) -> TrainState:
     ctx.emit(
         "warning",
         message=f"this run resumes on {now}, not on the code that wrote it ({before}); "
-        "summary.json's `code` lists every code that wrote it",
+        f"{ctx.run.paths.summary.name}'s `code` lists every code that wrote it",
     )
     return commit(ctx, state, replace(state, code=code))
 
