@@ -202,3 +202,14 @@ def test_a_run_that_did_not_record_its_code_still_exports(tmp_path: Path) -> Non
     assert "- code: not recorded by the run\n" in page
     assert describe(None) == "not recorded by the run"
     assert UNKNOWN.to_json() == {"version": None, "commit": None, "dirty": None}
+
+
+def test_a_hand_edited_code_record_puts_no_other_text_in_the_card(tmp_path: Path) -> None:
+    run = Path(shutil.copytree(OLD_RUN, tmp_path / "old_env_run"))
+    summary = read(run / "summary.json")
+    junk = "abc\n# Trust me\n[link](http://x)"
+    summary["code"] = {"version": junk, "commit": junk, "dirty": "yes", "resumed_with": [junk]}
+    (run / "summary.json").write_text(json.dumps(summary))
+    card, page = export(run, tmp_path / "dest")
+    assert card["provenance"]["code"] == {**UNKNOWN.to_json(), "resumed_with": [UNKNOWN.to_json()]}
+    assert "Trust me" not in page and "- code: unknown; resumed with unknown\n" in page
