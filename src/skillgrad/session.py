@@ -44,6 +44,7 @@ from skillgrad.models.wrappers.metering import Budget, MeteredBackend, PriceTabl
 from skillgrad.models.wrappers.ratelimit import LimiterRegistry
 from skillgrad.registry import load_task
 from skillgrad.runs.cache import CallCache, TargetResults
+from skillgrad.runs.provenance import CodeProvenance, code_provenance
 from skillgrad.runs.rundir import RunDir, find_fresh_root
 from skillgrad.skill.text import valid_data
 from skillgrad.tasks.base import SPLITS, Task, task_abilities
@@ -242,11 +243,13 @@ def run_training(
     task: Task | None = None,
     skill: str | None = None,
     require_test: bool = True,
+    code: CodeProvenance | None = None,
 ) -> RunResult:
     """Train (or resume) one run; returns its directory and summary. Not inside a running event
     loop: use ``arun_training`` there. ``task``, ``optimizer``, ``target`` (objects) replace
     the configured ones; ``skill`` (text) replaces ``train.init_skill``; ``require_test=False``
-    allows an empty test split (the summary then has no test scores)."""
+    allows an empty test split (the summary then has no test scores); ``code`` is the code
+    recorded as running it (default: skillgrad's own, ``runs/provenance.py``)."""
     return asyncio.run(
         arun_training(
             cfg,
@@ -260,6 +263,7 @@ def run_training(
             task=task,
             skill=skill,
             require_test=require_test,
+            code=code,
         )
     )
 
@@ -277,6 +281,7 @@ async def arun_training(
     task: Task | None = None,
     skill: str | None = None,
     require_test: bool = True,
+    code: CodeProvenance | None = None,
 ) -> RunResult:
     """``run_training`` inside a running event loop (Jupyter, an async application)."""
     # a local model that is not installed stops here, before a run directory is made
@@ -319,6 +324,7 @@ async def arun_training(
             or math.ceil(len(session.items["train"]) / cfg.train.batch_size),
             callbacks=callbacks,
             progress=progress,
+            code=code or code_provenance(),
         )
         try:
             if skill is None:

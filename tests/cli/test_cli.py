@@ -9,6 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from skillgrad.cli.main import app
+from skillgrad.runs.provenance import code_provenance
 
 FAKES = Path(__file__).parents[1] / "fakes_e2e.py"
 runner = CliRunner()
@@ -212,6 +213,7 @@ def test_eval_against_a_baseline_pairs_the_items(tmp_path: Path) -> None:
     assert data["baseline"]["mean_score"] == 0.0 and data["mean_score"] == 1.0
     assert (pair["n_pairs"], pair["wins"], pair["losses"], pair["ties"]) == (n, n, 0, 0)
     assert pair["mean_diff"] == 1.0 and pair["missing_pairs"] == 0
+    assert data["code"] == code_provenance().to_json()  # which code produced the numbers
     assert pair["p_value"] == pytest.approx(2 / 2**n)  # exact: all +1 or all -1 of 2^n signs
     assert f"difference +1.0000 [95% CI +1.0000, +1.0000] over {n} items, +{n} / -0 / =0" in (
         result.output.replace("\n", " ")

@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 
 from skillgrad.cli import app
 from skillgrad.export.card import num
+from skillgrad.runs.provenance import code_provenance, describe
 
 runner = CliRunner()
 
@@ -42,7 +43,10 @@ def test_the_card_holds_the_runs_numbers_exactly(trained: Path, tmp_path: Path) 
     assert card["data"]["sha256"] == load(trained / "data_sha256.json")
     digest = hashlib.sha256((trained / "config.json").read_bytes()).hexdigest()
     assert card["provenance"]["config_sha256"] == digest
-    assert card["provenance"]["commit"] is None  # runs do not record one: said, not invented
+    code = code_provenance()  # the run was trained from this source tree, as the test runs
+    assert summary["code"] == {**code.to_json(), "resumed_with": []}
+    assert card["provenance"]["commit"] == code.commit
+    assert card["provenance"]["skillgrad_version"] == code.version
     arms = summary["controls"]
     assert card["controls"] == {k: arms[k] for k in card["controls"]}
     assert card["controls"]["test_gain_vs_placebo"] == arms["test_gain_vs_placebo"]
@@ -50,7 +54,7 @@ def test_the_card_holds_the_runs_numbers_exactly(trained: Path, tmp_path: Path) 
     page = (folder / "SKILL_CARD.md").read_text()
     for value in (summary["val_initial"], summary["test_best"], arms["test_placebo"], digest):
         assert num(value) in page
-    assert "not recorded by the run" in page
+    assert f"- code: {describe(summary['code'])}\n" in page
 
 
 def test_with_its_sweep_the_card_holds_the_interval_and_the_placebo_arm(
@@ -68,6 +72,10 @@ def test_with_its_sweep_the_card_holds_the_interval_and_the_placebo_arm(
         card["sweep"]["seeds"] == config["seeds"] and card["sweep"]["interval"] == sweep["interval"]
     )
     assert config["test_gain_vs_placebo"]["mean"] is not None  # the arm was measured
+    code = code_provenance()  # the sweep and its runs ran this source tree
+    assert sweep["code"] == code.to_json()
+    assert config["runs_code"] == [{**code.to_json(), "resumed_with": []}]
+    assert card["provenance"]["commit"] == code.commit
     page = (tmp_path / ".claude/skills/toy-seed/SKILL_CARD.md").read_text()
     gain = config["test_gain_vs_placebo"]
     assert f"{num(gain['mean'])} [{num(gain['ci_low'])}, {num(gain['ci_high'])}]" in page

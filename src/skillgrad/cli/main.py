@@ -190,6 +190,9 @@ def eval_(
     cfg = _config(config, set_, None, target_model)
     result, trust = asyncio.run(_evaluate(cfg, skill, split, baseline, repeat, headroom))
     if output:
+        from skillgrad.runs.provenance import code_provenance
+
+        result["code"] = code_provenance().to_json()  # which code produced these numbers
         try:
             atomic_write_json(output, result)  # redacted and private, as every run file
         except OSError as exc:

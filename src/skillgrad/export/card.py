@@ -3,7 +3,8 @@
 
 Every number is copied from the run's ``summary.json`` (and, with a sweep, from its
 ``sweep_summary.json``) without rounding, so a card can be checked against its run. The config
-digest is the sha256 of ``config.json``'s bytes (``sha256sum config.json`` gives the same).
+digest is the sha256 of ``config.json``'s bytes (``sha256sum config.json`` gives the same); the
+commit is the one the run recorded at its start (``runs/provenance.py``), never the exporter's.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from skillgrad.errors import RunDirError
 from skillgrad.export.source import RunSkill, task_name
 from skillgrad.runs.io import read_json
 from skillgrad.runs.layout import RunPaths
+from skillgrad.runs.provenance import CodeProvenance, describe, read_code
 from skillgrad.runs.view import read_splits
 
 CARD_VERSION = 1
@@ -23,7 +25,6 @@ CARD_JSON = "skill_card.json"
 CARD_MD = "SKILL_CARD.md"
 _CONTROL_KEYS = ("test_empty", "test_placebo", "test_gain_vs_empty", "test_gain_vs_placebo")
 _SWEEP_KEYS = ("test_gain", "test_gain_vs_placebo", "test_gain_vs_empty", "paired_test")
-_COMMIT_KEYS = ("commit", "git_commit", "skillgrad_commit")
 
 
 SUMMARY = RunPaths(Path()).summary.name
@@ -60,7 +61,7 @@ def build_card(
         "controls": _controls(s),
         "sweep": sweep_evidence(run.run_dir, sweep_dir) if sweep_dir is not None else None,
         "provenance": {
-            "commit": _commit(s, run.config),
+            **_code(s),
             "config_sha256": _config_digest(run.run_dir),
             "exported_by": f"skillgrad {__version__}",
         },
@@ -91,13 +92,20 @@ def _controls(summary: dict[str, Any]) -> dict[str, Any] | None:
     return {k: controls.get(k) for k in _CONTROL_KEYS}
 
 
-def _commit(summary: dict[str, Any], config: dict[str, Any]) -> str | None:
-    """The code's commit when the run recorded one (runs written so far do not)."""
-    for source in (summary, config):
-        for key in _COMMIT_KEYS:
-            if isinstance(source.get(key), str):
-                return str(source[key])
-    return None
+def _code(summary: dict[str, Any]) -> dict[str, Any]:
+    """The code that trained the run (summary.json's ``code``): its start's commit, dirty
+    flag and skillgrad version, and each different code a resume ran; ``code`` None (and the
+    rest null) for a run written before it was recorded."""
+    code = read_code(summary.get("code"))
+    if code is None:
+        return {"commit": None, "dirty": None, "skillgrad_version": None, "code": None}
+    start = CodeProvenance.from_json(code)
+    return {
+        "commit": start.commit,
+        "dirty": start.dirty,
+        "skillgrad_version": start.version,
+        "code": code,
+    }
 
 
 def _config_digest(run_dir: Path) -> str | None:
@@ -171,7 +179,7 @@ def render_card(card: dict[str, Any]) -> str:
     ]
     lines += _controls_lines(card.get("controls")) + _sweep_lines(card.get("sweep"))
     lines += [
-        f"- commit: {prov['commit'] or 'not recorded by the run'}",
+        f"- code: {describe(prov.get('code'))}",
         f"- config sha256: `{prov['config_sha256']}`",
         f"- exported by {prov['exported_by']} as `{card['format']}`: "
         + ", ".join(f"`{p}`" for p in card["installed"]),

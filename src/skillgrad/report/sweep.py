@@ -9,6 +9,7 @@ from typing import Any
 
 from skillgrad.errors import RunDirError
 from skillgrad.report.text import fmt
+from skillgrad.runs.provenance import describe
 from skillgrad.sweep.worker import COMPLETE
 
 SHOWN = ("val_best", "test_initial", "test_best", "test_gain", "skill_tokens", "calls", "cost_usd")
@@ -64,6 +65,8 @@ def render_sweep_text(summary: dict[str, Any]) -> str:
                 per_seed = ", ".join(fmt(v) for v in stat.get("values", []))
                 lines.append(f"| check {target}: {key} | {interval_text(stat)} | {per_seed} |")
         lines += ["", f"test best vs initial: {paired_text(c.get('paired_test') or {})}"]
+        if isinstance(c.get("runs_code"), list):  # absent from summaries written before it
+            lines.append("code of its runs: " + "; ".join(describe(x) for x in c["runs_code"]))
         if shown_controls:
             worse = c.get("made_worse") or []
             listed = ", ".join(f"{w['item_id']} (seed {w['seed']})" for w in worse[:8])

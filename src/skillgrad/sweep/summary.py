@@ -22,6 +22,7 @@ from skillgrad.errors import RunDirError
 from skillgrad.runs.cache import CallCache
 from skillgrad.runs.io import atomic_write_json, read_json
 from skillgrad.runs.layout import RunPaths
+from skillgrad.runs.provenance import CodeProvenance, code_provenance, read_code
 from skillgrad.runs.view import committed_skills, read_splits, read_summary
 from skillgrad.skill.document import skill_hash
 from skillgrad.stats import sign_flip_test, t_interval
@@ -152,6 +153,7 @@ def _config_summary(sweep_dir: Path, params: dict[str, Any], runs: list[dict[str
     seeds, statuses, diffs, missing = [], {}, [], 0
     made_worse: list[dict[str, Any]] = []
     finished_runs: list[tuple[int, Path]] = []  # for the edits accepted in several seeds
+    runs_code: list[dict[str, Any] | None] = []  # None: a run that did not record its code
     for job in runs:
         run_dir = sweep_dir / job["name"]
         summary = read_summary(run_dir)
@@ -160,6 +162,8 @@ def _config_summary(sweep_dir: Path, params: dict[str, Any], runs: list[dict[str
             continue
         seeds.append(job["seed"])
         finished_runs.append((job["seed"], run_dir))
+        if (code := read_code(summary.get("code"))) not in runs_code:
+            runs_code.append(code)
         for key, value in run_metrics(summary).items():
             if value is not None and math.isfinite(float(value)):
                 values[key].append(float(value))
@@ -178,6 +182,7 @@ def _config_summary(sweep_dir: Path, params: dict[str, Any], runs: list[dict[str
         "status": statuses,
         "runs_finished": len(seeds),
         "seeds": seeds,
+        "runs_code": runs_code,
         **{m: metric_stats(values[m], m) for m in METRICS},
         "paired_test": paired_record(diffs, missing, "test"),
         "repeated_edits": repeated_edits(finished_runs),
@@ -231,8 +236,12 @@ def check_rows(summary: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
-def write_sweep_summary(sweep_dir: Path) -> dict[str, Any]:
+def write_sweep_summary(sweep_dir: Path, code: CodeProvenance | None = None) -> dict[str, Any]:
+    """Build and write ``sweep_summary.json``, with ``code``: the code writing it (default:
+    skillgrad's own, ``runs/provenance.py``); each configuration's ``runs_code`` lists the code
+    its finished runs recorded."""
     summary = build_sweep_summary(sweep_dir)
+    summary["code"] = (code or code_provenance()).to_json()
     atomic_write_json(Path(sweep_dir) / SUMMARY_FILE, summary)
     return summary
 

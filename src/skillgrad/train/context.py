@@ -23,6 +23,7 @@ from skillgrad.models.base import ModelBackend, backend_name, token_counter
 from skillgrad.models.registry import aclose_backend
 from skillgrad.models.wrappers.metering import MeteredBackend, PriceTable
 from skillgrad.runs.cache import CallCache, ResultStore
+from skillgrad.runs.provenance import CodeProvenance, code_provenance
 from skillgrad.runs.rundir import RunDir
 from skillgrad.skill.document import approx_tokens
 from skillgrad.tasks.base import Task, task_abilities
@@ -102,6 +103,8 @@ class RunContext:
     """The A/A measurement (``NoiseFloor.to_json``), for the summary and report."""
     controls: dict[str, Any] | None = None
     """The control arms on the test split (``train/trust/controls.py``; ``train.controls``)."""
+    code: CodeProvenance = field(default_factory=code_provenance)
+    """The code running the run now (``runs/provenance.py``), recorded in ``TrainState.code``."""
 
     @property
     def cfg(self) -> Config:

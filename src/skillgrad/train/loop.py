@@ -28,6 +28,7 @@ from dataclasses import replace
 from typing import Any
 
 from skillgrad.models.context import call_context
+from skillgrad.runs.provenance import code_summary, describe, written_by
 from skillgrad.skill.document import Skill
 from skillgrad.train.adherence import adherence_summary
 from skillgrad.train.boundary import epoch_end, slow_update, slow_update_due
@@ -53,7 +54,11 @@ async def train(ctx: RunContext, initial_skill: str) -> dict[str, Any]:
     state = ctx.run.load_state(TrainState.from_json)
     resumed = state is not None
     ctx.emit(
-        "run_start", run_dir=str(ctx.run.root), resumed=resumed, config=ctx.cfg.redacted_json()
+        "run_start",
+        run_dir=str(ctx.run.root),
+        resumed=resumed,
+        config=ctx.cfg.redacted_json(),
+        code=ctx.code.to_json(),
     )
     for message in warnings_for(ctx.cfg):
         ctx.emit("warning", message=message)
@@ -64,7 +69,9 @@ async def train(ctx: RunContext, initial_skill: str) -> dict[str, Any]:
         ctx.emit("warning", message=large)
     if state is None:
         state = commit(ctx, state, await baseline(ctx, initial_skill))
-    elif state.status == "stopped":  # a callback asked to stop: re-running resumes
+    else:
+        state = resumed_code(ctx, state)
+    if state.status == "stopped":  # a callback asked to stop: re-running resumes
         state = replace(state, status="running", stop_reason="")
     elif (
         state.status == "finished"
@@ -97,6 +104,22 @@ async def train(ctx: RunContext, initial_skill: str) -> dict[str, Any]:
         else:
             state = commit(ctx, state, await training_step(ctx, state))
     return await finish(ctx, state)
+
+
+def resumed_code(ctx: RunContext, state: TrainState) -> TrainState:
+    """A resumed run records the code resuming it when that differs from the code that last
+    wrote it, and warns: results written by different code are one run only by name."""
+    code = written_by(state.code, ctx.code)
+    if code == state.code:
+        return state
+    before = describe(code_summary(state.code)) if state.code else "code it did not record"
+    now = describe(code_summary((ctx.code,)))
+    ctx.emit(
+        "warning",
+        message=f"this run resumes on {now}, not on the code that wrote it ({before}); "
+        f"{ctx.run.paths.summary.name}'s `code` lists every code that wrote it",
+    )
+    return commit(ctx, state, replace(state, code=code))
 
 
 def commit(
@@ -170,6 +193,7 @@ async def baseline(ctx: RunContext, skill: str) -> TrainState:
         best_skill=skill,
         epoch_start_skill=skill,
         val_ever_passed={s.item_id: bool(s.passed) for s in scores},
+        code=(ctx.code,),
     )
     ctx.emit("baseline", val_score=score, skill_tokens=ctx.count_tokens(skill))
     return state
@@ -249,4 +273,4 @@ def initial_skill_text(path: str, base_dir: str) -> str:
     return Skill.load(p if p.is_absolute() else Path(base_dir) / p).text
 
 
-__all__ = ["baseline", "commit", "finish", "initial_skill_text", "train"]
+__all__ = ["baseline", "commit", "finish", "initial_skill_text", "resumed_code", "train"]

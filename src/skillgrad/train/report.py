@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from skillgrad.runs.provenance import describe
 from skillgrad.runs.records import StepRecord
 from skillgrad.skill.text import fence_for
 
@@ -46,6 +47,7 @@ def render_report(
         f"- status: **{s['status']}** " + (f"({s['stop_reason']})" if s["stop_reason"] else ""),
         f"- task: `{s['task']}` · optimizer `{s['optimizer_model']}` · "
         f"target `{s['target_model']}`",
+        *([f"- code: {describe(s['code'])}"] if "code" in s else []),  # older: not recorded
         f"- validation score: {_fmt(s['val_initial'])} -> {_fmt(s['val_best'])} "
         f"(best at step {s['best_step']})",
         f"- test score (held out): initial {_fmt(s['test_initial'])} "

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from skillgrad.runs.provenance import CodeProvenance
 from skillgrad.runs.records import (
     CheckResult,
     Conflict,
@@ -57,6 +58,9 @@ class TrainState:
     adherence: dict[str, dict[str, int]] = field(default_factory=dict)
     """Per rule text: how many judged train tasks it applied to and broke, summed over steps
     (``train/adherence.py``; empty with ``train.adherence`` off)."""
+    code: tuple[CodeProvenance, ...] = ()
+    """The code that wrote the run: its start's first, then each different code a resume ran
+    (``runs/provenance.py: written_by``); empty in a run begun before it was recorded."""
     status: str = "running"
     stop_reason: str = ""
 
@@ -86,6 +90,10 @@ class TrainState:
         if not isinstance(found, dict):
             raise ValueError("runtime state: 'adherence' is not an object")
         kwargs["adherence"] = {str(k): dict(v) for k, v in found.items()}
+        code = kwargs.get("code") or ()
+        if not isinstance(code, (list, tuple)):
+            raise ValueError("runtime state: 'code' is not a list")
+        kwargs["code"] = tuple(CodeProvenance.from_json(x) for x in code)
         return cls(**kwargs)
 
 

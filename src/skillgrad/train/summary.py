@@ -1,7 +1,8 @@
 """summary.json: the final numbers of a run (their text is ``train/report.py``).
 
 Validation score (initial -> best), held-out test score (initial vs best skill), skill length,
-edit acceptance rate, steps, calls / tokens / cost per role, persistent failures, warnings.
+edit acceptance rate, steps, calls / tokens / cost per role, persistent failures, warnings, and
+the code that wrote the run (``code``: ``runs/provenance.py: code_summary``).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from skillgrad.config import Config
+from skillgrad.runs.provenance import code_summary
 from skillgrad.runs.records import Leak, StepRecord
 from skillgrad.skill.package import file_lengths, prompt_text
 from skillgrad.train.examples import example_blocks
@@ -73,6 +75,7 @@ def build_summary(
         "task": cfg.env.task,
         "optimizer_model": models[0] if models else cfg.models.optimizer.name,
         "target_model": models[1] if models else cfg.models.target.name,
+        "code": code_summary(state.code),
         "steps": len(steps),
         "slow_updates": len(history) - len(steps),
         "epochs_completed": state.epoch if state.status == "finished" else state.epoch - 1,
