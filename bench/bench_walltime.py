@@ -287,8 +287,9 @@ def main(argv: list[str] | None = None) -> int:
                            capture_output=True, check=False)  # fmt: skip
         shutil.rmtree(tmp, ignore_errors=True)
         write(args.out, result)
-    print(table(result))
-    (args.out / "walltime.md").write_text(table(result) + "\n", encoding="utf-8")
+    if result["runs"]:
+        print(table(result))
+        (args.out / "walltime.md").write_text(table(result) + "\n", encoding="utf-8")
     failed = any(r["returncode"] != 0 for r in result["runs"])
     return code or int(failed)
 

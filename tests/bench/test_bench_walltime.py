@@ -168,7 +168,7 @@ def test_ctrl_c_mid_arm_leaves_no_training_process(tmp_path: Path) -> None:
             os.kill(pid, signal.SIGKILL)
 
 
-def test_a_busy_machine_is_refused_or_measured_and_recorded_with_force(tmp_path: Path) -> None:
+def test_busy_machine_refused_or_forced_and_arms_take_their_settings(tmp_path: Path) -> None:
     config, out = _config(tmp_path), tmp_path / "out"
     args = ["--old", "HEAD", "--new", str(REPO), "--max-load", "-1", "--settle", "0"]
     refused = _bench(tmp_path, config, out, *args)
@@ -177,10 +177,15 @@ def test_a_busy_machine_is_refused_or_measured_and_recorded_with_force(tmp_path:
     result = json.loads((out / "walltime.json").read_text(encoding="utf-8"))
     assert result["status"].startswith("refused") and result["runs"] == []
     assert _worktrees_under(tmp_path) == []
-    forced = _bench(tmp_path, config, tmp_path / "forced", *args, "--force")
+    arms = ["--arm", "plain:new", "--arm", "set:new:hardware.rollout_workers=3 train.seed=5"]
+    forced = _bench(tmp_path, config, tmp_path / "forced", *args, *arms, "--force")
     assert forced.returncode == 0 and "WARNING" in forced.stderr
     runs = json.loads((tmp_path / "forced" / "walltime.json").read_text())["runs"]
-    assert len(runs) == 2 and all(r["load_over_limit"] for r in runs)
+    assert [r["arm"] for r in runs] == ["plain", "set"] and all(r["load_over_limit"] for r in runs)
+    assert runs[1]["sets"] == ["hardware.rollout_workers=3", "train.seed=5"]
+    (recorded,) = (tmp_path / "forced" / "set-0").glob("*/config.json")
+    config_used = json.loads(recorded.read_text(encoding="utf-8"))
+    assert config_used["hardware"]["rollout_workers"] == 3 and config_used["train"]["seed"] == 5
 
 
 @pytest.mark.parametrize(
