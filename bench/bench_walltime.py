@@ -13,6 +13,7 @@ import argparse
 import contextlib
 import json
 import os
+import re
 import shlex
 import shutil
 import signal
@@ -100,9 +101,15 @@ def parse_arm(text: str, old: str, new: str) -> Arm:
     """``NAME:REV[:KEY=VALUE ...]``; REV ``old``/``new`` stands for --old/--new."""
     name, _, rest = text.partition(":")
     rev, _, sets = rest.partition(":")
-    pairs = shlex.split(sets)
-    if not name or not rev or any("=" not in p for p in pairs):
-        raise BenchError(f"--arm {text!r}: expected NAME:REV[:KEY=VALUE ...]")
+    try:
+        pairs = shlex.split(sets)
+    except ValueError:  # an unclosed quote
+        pairs = [""]
+    named = re.fullmatch(r"\w[\w.-]*", name)  # it names files under --out
+    if not named or not rev or any("=" not in p for p in pairs):
+        raise BenchError(
+            f"--arm {text!r}: expected NAME:REV[:KEY=VALUE ...], NAME of letters, digits, _.-"
+        )
     return Arm(name, {"old": old, "new": new}.get(rev, rev), pairs)
 
 

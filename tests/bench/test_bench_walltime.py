@@ -194,6 +194,8 @@ def test_busy_machine_refused_or_forced_and_arms_take_their_settings(tmp_path: P
         (["--old", "no-such-revision-x"], "neither a directory nor a commit"),
         (["--old", "HEAD", "--arm", "broken"], "expected NAME:REV"),
         (["--old", "HEAD", "--arm", "a:new:nokeyvalue"], "expected NAME:REV"),
+        (["--old", "HEAD", "--arm", "../up:new"], "expected NAME:REV"),
+        (["--old", "HEAD", "--arm", "a:new:k='unclosed"], "expected NAME:REV"),
         (["--old", "HEAD", "--config", "configs/no-such.yaml"], "no such file"),
     ],
 )
