@@ -14,7 +14,7 @@ import yaml
 from typer.testing import CliRunner
 
 from skillgrad.cli import app
-from skillgrad.config import load_config, with_former_defaults
+from skillgrad.config import load_config
 from skillgrad.runs.io import read_json, read_jsonl
 
 TOY = Path(__file__).parent / "fakes_e2e.py"
@@ -104,6 +104,8 @@ def test_a_run_recorded_under_strict_keeps_it_on_resume(old_run: Path) -> None:
 
 
 def test_a_run_predating_gate_rule_resumes_under_strict(old_run: Path) -> None:
+    from skillgrad.config import with_former_defaults
+
     stored = read_json(old_run / "config.json")
     del stored["train"]["gate_rule"]
     (old_run / "config.json").write_text(json.dumps(stored))
