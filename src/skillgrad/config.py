@@ -12,7 +12,15 @@ import re
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from skillgrad.errors import ConfigError
 from skillgrad.models.spec import ModelSpec, provider_names
@@ -98,7 +106,7 @@ class TrainConfig(_Section):
         0.0, ge=0, lt=1, description="accept only if the val mean improves by more than this"
     )
     gate_rule: Literal["strict", "paired"] = Field(
-        "strict",
+        "paired",
         description="strict: the candidate's val mean must be higher; paired: the one-sided "
         "lower confidence bound of the mean per-item difference must exceed gate_min_delta "
         "(exact sign-flip test; see docs/gate.md)",
@@ -430,11 +438,67 @@ def drop_retired(raw: dict[str, Any], source: str = "<config>") -> dict[str, Any
     return out
 
 
+# The settings whose default changed: (section, key) -> the former default. A run or sweep
+# recorded before the change ran with the former value: a stored config that lacks the key
+# (it predates the setting) is read with it, and a resumed run whose config leaves the setting
+# unset keeps the value its run directory recorded (``keep_run_settings``), never the new one.
+FORMER_DEFAULTS: dict[tuple[str, str], Any] = {
+    ("train", "gate_rule"): "strict",
+}
+
+
+def with_former_defaults(stored: dict[str, Any]) -> dict[str, Any]:
+    """A stored config (a run's config.json) with each setting whose default changed and that
+    it lacks at its former default (``FORMER_DEFAULTS``): what that run ran with."""
+    out = dict(stored)
+    for (section, key), former in FORMER_DEFAULTS.items():
+        block = out.get(section)
+        if isinstance(block, dict) and key not in block:
+            out[section] = {**block, key: former}
+    return out
+
+
+def kept_settings(cfg: Config, stored: dict[str, Any]) -> dict[str, Any]:
+    """``{"section.key": value}``: each setting whose default changed (``FORMER_DEFAULTS``)
+    that ``cfg`` leaves unset and the stored config of a run or sweep recorded at another
+    value (``with_former_defaults``: one it lacks ran with the former default)."""
+    stored = with_former_defaults(stored)
+    out: dict[str, Any] = {}
+    for section, key in FORMER_DEFAULTS:
+        block, record = getattr(cfg, section), stored.get(section)
+        if key in block.model_fields_set or not isinstance(record, dict) or key not in record:
+            continue
+        try:
+            value = TypeAdapter(type(block).model_fields[key].annotation).validate_python(
+                record[key]
+            )
+        except ValidationError:
+            continue  # a damaged record: the comparison with the run refuses it by name
+        if value != getattr(block, key):
+            out[f"{section}.{key}"] = value
+    return out
+
+
+def keep_run_settings(cfg: Config, stored: dict[str, Any] | None) -> Config:
+    """``cfg`` resuming the run whose config.json holds ``stored`` (None: a new run), with
+    ``kept_settings``: a resumed run keeps the rule it started with when the config leaves it
+    unset. A setting ``cfg`` sets stays (a different value is refused as a changed config)."""
+    for dotted, value in kept_settings(cfg, stored or {}).items():
+        section, key = dotted.split(".")
+        block = getattr(cfg, section)
+        cfg = cfg.model_copy(update={section: block.model_copy(update={key: value})})
+    return cfg
+
+
 def config_defaults() -> dict[str, Any]:
     """Every setting at its default, as JSON (what a resumed run or sweep compares a setting
-    its stored config lacks with: one added by a later version), and each retired setting at
-    its neutral value (one a stored config still has: removed by a later version)."""
+    its stored config lacks with: one added by a later version), each setting whose default
+    changed at its former default (``FORMER_DEFAULTS``: what such a stored config ran with), and
+    each retired setting at its neutral value (one a stored config still has: removed by a later
+    version)."""
     out = Config().redacted_json()
+    for (section, key), former in FORMER_DEFAULTS.items():
+        out[section][key] = former
     for (section, key), retired in RETIRED.items():
         out[section][key] = retired.neutral
     return out
@@ -644,8 +708,11 @@ __all__ = [
     "config_defaults",
     "config_markdown",
     "config_schema",
+    "keep_run_settings",
+    "kept_settings",
     "load_config",
     "load_yaml",
     "redact",
     "validate_config",
+    "with_former_defaults",
 ]

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from skillgrad.callbacks import Callback
-from skillgrad.config import Config, check_target_problems, config_defaults
+from skillgrad.config import Config, check_target_problems, config_defaults, keep_run_settings
 from skillgrad.errors import (
     BudgetExceeded,
     ConfigError,
@@ -291,6 +291,8 @@ async def arun_training(
     try:
         task = task or load_task(cfg.env.task, dict(cfg.env.options), Path(cfg.base_dir))
         items = load_splits(task, require_test=require_test)
+        # a resumed run keeps a setting whose default changed since it started
+        cfg = keep_run_settings(cfg, run.stored_config())
         # takes the run directory's writer lock
         resumed = run.create_or_check(cfg.redacted_json(), items, defaults=config_defaults())
         store = CallCache(run.paths.calls_db)

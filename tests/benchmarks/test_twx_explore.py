@@ -64,10 +64,11 @@ def test_exploration_with_gold_off_finds_a_demonstration_the_gate_accepts(
 
     options = {"game": "peckingorder", "actions": "free", "max_steps": 12, "n_train": 2,
                "n_val": 1, "n_test": 1, "use_gold": False}  # fmt: skip
+    # strict: one val episode, on which no gain passes the default paired gate
     train = {"num_epochs": 1, "steps_per_epoch": 1, "batch_size": 2, "examples": "on",
              "max_example_tokens": 200, "explore": "on", "explore_attempts": 1,
              "semantic_merge": False, "rank_with_optimizer": False, "use_slow_update": False,
-             "use_meta_skill": False}  # fmt: skip
+             "use_meta_skill": False, "gate_rule": "strict"}  # fmt: skip
     env = {"task": "textworld_express", "options": options, "output_root": str(tmp_path)}
     cfg = load_config(data={"env": env, "train": train, "hardware": {"rollout_workers": 1}})
     result = run_training(cfg, optimizer=FunctionBackend(optimizer), target=FunctionBackend(target))

@@ -13,12 +13,14 @@ AGENT_KEY = "sk-agent-key-0123456789abcdef"  # the harness endpoint's key (AGENT
 
 
 def code_config(folder: Path, executor: str, *, run_name: str = "code", extra: str = "") -> Path:
-    """A one-epoch run of the ``code`` benchmark (real bubblewrap sandbox) with the fakes."""
+    """A one-epoch run of the ``code`` benchmark (real bubblewrap sandbox) with the fakes;
+    ``strict``: no gain could pass the default paired gate on 3 val items, and these runs test
+    where rollouts run, not the gate."""
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{run_name}.yaml"
     path.write_text(
         f"""
-train: {{num_epochs: 1, batch_size: 2}}
+train: {{num_epochs: 1, batch_size: 2, gate_rule: strict}}
 models:
   optimizer: {{provider: function, model: "{FAKES}:Optimizer"}}
   target: {{provider: function, model: "{FAKES}:Target"}}

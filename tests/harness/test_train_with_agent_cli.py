@@ -80,7 +80,9 @@ def test_one_training_step_with_claude_code(
                         "output_root": str(tmp_path / "runs"), "run_name": "cc"},
                 "train": {"init_skill": str(pkg), "num_epochs": 1, "batch_size": 1,
                           "semantic_merge": False, "use_slow_update": False,
-                          "use_meta_skill": False},
+                          "use_meta_skill": False,
+                          # one val item: no gain passes the default paired gate
+                          "gate_rule": "strict"},
                 "hardware": {"rollout_workers": 1},
             }
         )  # fmt: skip

@@ -66,6 +66,9 @@ def _tiny(task: str, options: dict, tmp: Path, **train: object) -> object:
                 "optimizer_max_tokens": 160,
                 "max_edits_per_reflection": 1,
                 "rank_with_optimizer": False,
+                # 2-3 val items: these runs test the wiring, not the gate, and no gain could
+                # pass the default paired rule on so few (the headroom check would stop them)
+                "gate_rule": "strict",
                 **train,
             },
             "hardware": {"rollout_workers": 2, "analyst_workers": 1},

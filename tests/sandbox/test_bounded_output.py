@@ -54,7 +54,8 @@ def test_a_training_run_on_flooding_code_writes_a_small_run_directory(tmp_path: 
     config = tmp_path / "code.yaml"
     config.write_text(
         f"""
-train: {{num_epochs: 1, batch_size: 2}}
+# strict: no gain passes the default paired gate on 2 val items (this tests the output bound)
+train: {{num_epochs: 1, batch_size: 2, gate_rule: strict}}
 models:
   optimizer: {{provider: function, model: "{FAKES}:ToyOptimizer"}}
   target: {{provider: function, model: "{FAKES}:FloodingTarget"}}

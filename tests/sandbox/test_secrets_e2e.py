@@ -20,7 +20,8 @@ def _config(tmp_path: Path, options: str = "") -> Path:
     path = tmp_path / "code.yaml"
     path.write_text(
         f"""
-train: {{num_epochs: 1, batch_size: 2}}
+# strict: no gain passes the default paired gate on 2 val items (this tests the key's path)
+train: {{num_epochs: 1, batch_size: 2, gate_rule: strict}}
 models:
   optimizer: {{provider: function, model: "{FAKES}:RecordingOptimizer"}}
   target: {{provider: function, model: "{FAKES}:HuntingTarget"}}

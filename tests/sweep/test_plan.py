@@ -146,6 +146,34 @@ def test_a_sweep_from_before_a_setting_existed_resumes_while_it_is_default(
         check_or_write_plan(build_plan(config, seeds=2, out=out))
 
 
+@pytest.mark.parametrize("recorded", ["strict", None])
+def test_a_sweep_begun_under_the_former_gate_default_keeps_it_in_every_run(
+    tmp_path: Path, recorded: str | None
+) -> None:
+    """A sweep recorded under ``strict`` (or before ``train.gate_rule`` existed) resumes by a
+    config leaving the rule unset: every run, started or not, keeps ``strict``."""
+    config = write_config(tmp_path)
+    out = tmp_path / "sw"
+    assert check_or_write_plan(build_plan(config, seeds=2, out=out)) is False
+    record = read_json(out / PLAN_FILE)
+    assert record["config"]["train"]["gate_rule"] == "paired"  # a new sweep: the default
+    if recorded is None:
+        del record["config"]["train"]["gate_rule"]
+    else:
+        record["config"]["train"]["gate_rule"] = recorded
+    atomic_write_json(out / PLAN_FILE, record)
+    resumed = build_plan(config, seeds=2, out=out)
+    assert check_or_write_plan(resumed) is True
+    assert {c.train.gate_rule for c in resumed.run_configs.values()} == {"strict"}
+    # as a worker loads each run: its config path and overrides
+    workers = {load_config(j.config_path, list(j.overrides)).train.gate_rule for j in resumed.jobs}
+    assert workers == {"strict"}
+    # a rule the command names is a changed sweep, as before
+    named = build_plan(config, seeds=2, out=out, sets=["train.gate_rule=paired"])
+    with pytest.raises(RunDirError, match=re.escape(f"train.gate_rule: {recorded!r} -> 'paired'")):
+        check_or_write_plan(named)
+
+
 def test_a_folder_that_is_not_a_sweep_is_refused(tmp_path: Path) -> None:
     out = tmp_path / "busy"
     out.mkdir()

@@ -63,9 +63,11 @@ def test_a_candidate_whose_every_reply_is_an_invalid_command_is_rejected_not_the
 ) -> None:
     """StrictEnv raises ValueError on a command it does not list; the candidate with the fake
     optimizer's good rule makes the target type ``xyzzy`` in every episode."""
+    # strict: its lossless early rejection plays every val episode when the incumbent scores 0
+    # (the point here); paired would stop after 3
     train = (
         "train: {num_epochs: 2, batch_size: 4, patience: 5, learning_rate: 4, "
-        "min_learning_rate: 1, lr_decay_on_reject: 0.5, minibatch_size: 2}"
+        "min_learning_rate: 1, lr_decay_on_reject: 0.5, minibatch_size: 2, gate_rule: strict}"
     )
     target = f"{HOSTILE}:InvalidCommandTarget"
     cfg = config(tmp_path, f"{HOSTILE}:StrictEnv", target, train=train)

@@ -94,6 +94,8 @@ def _env_cfg(tmp_path: Path, use_gold: bool, explore: str, name: str = "run") ->
                 "rank_with_optimizer": False,
                 "use_slow_update": False,
                 "use_meta_skill": False,
+                # these tests are about exploration, not the gate: strict accepts on 2 val items
+                "gate_rule": "strict",
             },
         }
     )

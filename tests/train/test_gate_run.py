@@ -55,7 +55,8 @@ def test_paired_run_records_difference_interval_and_attribution(tmp_path: Path) 
 
 
 def test_strict_run_shows_the_interval_of_each_accepted_step(tmp_path: Path) -> None:
-    result = run_training(_cfg(tmp_path), optimizer=make_optimizer(), target=make_target())
+    cfg = _cfg(tmp_path, gate_rule="strict")
+    result = run_training(cfg, optimizer=make_optimizer(), target=make_target())
     steps = result.summary["accepted_steps"]
     assert steps and all(a["diff_low"] is not None for a in steps)
     assert result.summary["gate_rule"] == "strict"

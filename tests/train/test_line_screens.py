@@ -197,8 +197,10 @@ def test_a_fit_never_learns_an_items_fact_or_a_line_to_the_grader(tmp_path: Path
     cfg = load_config(
         data={
             "env": {"task": "reading", "output_root": str(tmp_path), "run_name": "run"},
+            # about the line screens, not the gate: strict accepts on 2 val items
             "train": {"num_epochs": 1, "batch_size": 4, "steps_per_epoch": 1,
-                      "learning_rate": 3, "use_slow_update": False, "use_meta_skill": False},
+                      "learning_rate": 3, "use_slow_update": False, "use_meta_skill": False,
+                      "gate_rule": "strict"},
         }
     )  # fmt: skip
     result = run_training(cfg, task=task, optimizer=FunctionBackend(_reading_optimizer),

@@ -80,7 +80,8 @@ def test_a_noisy_target_has_its_flips_measured_and_its_noise_sized_gain_refused(
 ) -> None:
     options = "n_train: 8, n_val: 16, n_test: 4"
     noisy = f"{FAKES}:NoisyTarget"
-    train = "num_epochs: 4, patience: 8, use_slow_update: false"
+    # the noise floor guarding the strict gate (docs/gate.md's worked example)
+    train = "num_epochs: 4, patience: 8, use_slow_update: false, gate_rule: strict"
     free = _config(
         tmp_path, f"{FAKES}:NeutralOptimizer", noisy, f"{train}, noise_gate: false", options
     )

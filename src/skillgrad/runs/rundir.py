@@ -118,6 +118,11 @@ class RunDir:
     def exists(self) -> bool:
         return self.paths.config.exists()
 
+    def stored_config(self) -> dict[str, Any] | None:
+        """The config.json of a run to resume (``read_run_config``), None for a new run."""
+        integrity.check_no_links(self.root)
+        return read_run_config(self.paths) if self.exists() else None
+
     def create_or_check(
         self,
         config: dict[str, Any],

@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from skillgrad.config import Config, config_defaults, load_config, load_yaml
+from skillgrad.config import Config, config_defaults, kept_settings, load_config, load_yaml
 from skillgrad.errors import ConfigError, RunDirError
 from skillgrad.runs.io import atomic_write_json, private_dirs, read_json
 from skillgrad.runs.rundir import _comparable, _flat_diff
@@ -171,6 +171,10 @@ def build_plan(
     axes = parse_grid(grid)
     base = load_config(config_path, list(sets))
     sweep_dir = (out or _default_out(base, config_path)).resolve()
+    kept = _kept_sets(sweep_dir, base)
+    if kept:  # every run of a resumed sweep keeps a setting whose default changed since
+        sets = [*kept, *sets]
+        base = load_config(config_path, list(sets))
     combos = [dict(zip([a.key for a in axes], vs, strict=True)) for vs in
               itertools.product(*(a.values for a in axes))]  # fmt: skip
     first = base.train.seed
@@ -209,6 +213,15 @@ def _resolve(config_path: Path, overrides: list[str], name: str) -> Config:
         return load_config(config_path, overrides)
     except ConfigError as exc:
         raise ConfigError(f"sweep run {name}: {exc}") from None
+
+
+def _kept_sets(sweep_dir: Path, base: Config) -> list[str]:
+    """``--set`` overrides keeping what a stored sweep ran with (``config.kept_settings``)."""
+    data = read_json(sweep_dir / PLAN_FILE)
+    stored = data.get("config") if isinstance(data, dict) else None
+    if not isinstance(stored, dict):
+        return []
+    return [f"{k}={json.dumps(v)}" for k, v in kept_settings(base, stored).items()]
 
 
 def _existing_id(sweep_dir: Path) -> str | None:

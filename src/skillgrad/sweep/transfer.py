@@ -22,7 +22,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from skillgrad.config import Config, load_yaml, validate_config
+from skillgrad.config import Config, load_yaml, validate_config, with_former_defaults
 from skillgrad.errors import ConfigError, RunDirError
 from skillgrad.evaluate import eval_session, score_skill
 from skillgrad.models.registry import check_models, parse_model_arg
@@ -208,7 +208,8 @@ def run_config(paths: RunPaths) -> Config:
             "environment variable (the *_env settings) in the config, or evaluate the run's "
             "skills with `skillgrad eval CONFIG --skill ...`"
         )
-    return validate_config(raw, source=str(paths.config))
+    # a run begun before a default changed ran with the former value
+    return validate_config(with_former_defaults(raw), source=str(paths.config))
 
 
 def skill_paths(paths: RunPaths) -> dict[str, Path]:

@@ -64,13 +64,23 @@ class Headroom:
         if not self.detectable:
             return head + (
                 f"no achievable gain can pass the {self.rule} gate on {self.items} items (even "
-                f"every item at full credit, {self.max_gain:+.3f}, would be refused). Use more "
-                "val items, a lower train.gate_confidence, or a less noisy target"
+                f"every item at full credit, {self.max_gain:+.3f}, would be refused). "
+                + self._ways_out
             )
         return head + (
             f"the gate can accept a gain of {self.min_gain:+.3f} "
             f"({self.min_items_flipped} item(s) to full credit) or more"
         )
+
+    @property
+    def _ways_out(self) -> str:
+        if self.rule.startswith("paired"):  # the default rule, refusing small splits
+            return (
+                "Use more val items, or train.gate_rule: strict (accepts any gain of the val "
+                "mean, noise included; docs/gate.md); a lower train.gate_confidence or a less "
+                "noisy target may also do"
+            )
+        return "Use more val items, a lower train.gate_confidence, or a less noisy target"
 
 
 def headroom(values: Sequence[float], rule: GateRule, noise_threshold: float) -> Headroom:
