@@ -107,13 +107,35 @@ def test_same_plan_resumes_a_different_one_is_refused(tmp_path: Path) -> None:
     assert again.sweep_id == first.sweep_id
     assert check_or_write_plan(again) is True  # limits may change between invocations
     for changed in (
-        build_plan(config, seeds=3, grid=grid, out=out),
+        build_plan(config, seeds=1, grid=grid, out=out),  # fewer seeds would drop finished runs
+        build_plan(config, seeds=3, grid=grid, out=out, sets=["train.seed=1"]),
         build_plan(config, seeds=2, grid=["train.lr_scheduler=constant"], out=out),
         build_plan(config, seeds=2, grid=grid, out=out, sets=["train.batch_size=2"]),
         build_plan(config, seeds=2, grid=grid, out=out, vary_split=True),
     ):
         with pytest.raises(RunDirError, match="holds a different sweep"):
             check_or_write_plan(changed)
+
+
+def test_more_seeds_extend_the_sweep_in_place(tmp_path: Path) -> None:
+    config = write_config(tmp_path)
+    out = tmp_path / "sw"
+    grid = ["train.lr_scheduler=constant,cosine"]
+    first = build_plan(config, seeds=2, grid=grid, out=out, vary_split=True)
+    check_or_write_plan(first)
+    more = build_plan(config, seeds=4, grid=grid, out=out, vary_split=True)
+    assert check_or_write_plan(more) is True
+    record = read_json(out / PLAN_FILE)
+    assert record["seeds"] == [0, 1, 2, 3] and record["sweep_id"] == first.sweep_id
+    kept = {j.name: j.overrides for j in first.jobs}
+    now = {j["name"]: tuple(j["overrides"]) for j in record["jobs"]}
+    assert len(now) == 8 and all(now[name] == o for name, o in kept.items())
+    # the extended record is the one a later resume, or a smaller extension, is checked against
+    assert check_or_write_plan(build_plan(config, seeds=4, grid=grid, out=out, vary_split=True))
+    with pytest.raises(RunDirError, match="holds a different sweep"):
+        check_or_write_plan(build_plan(config, seeds=3, grid=grid, out=out, vary_split=True))
+    with pytest.raises(RunDirError, match="holds a different sweep"):  # more seeds, other data
+        check_or_write_plan(build_plan(config, seeds=5, grid=grid, out=out))
 
 
 def test_grid_values_may_be_lists_holding_commas() -> None:

@@ -63,6 +63,20 @@ def test_rerun_skips_finished_runs_and_pays_nothing(reference: tuple[Path, Refer
     assert comparable_summary(folder / "sweep") == summary
 
 
+def test_more_seeds_run_only_the_new_runs(tmp_path: Path, reference: tuple[Path, Reference]) -> None:
+    folder, (summary, paid) = reference
+    config = write_config(tmp_path)
+    first = run_sweep(sweep_cmd(config, tmp_path / "sweep", "--seeds", "1", *GRID, *LOCAL))
+    assert first.returncode == 0, first.stderr
+    before = calls(tmp_path)
+    more = run_sweep(sweep_cmd(config, tmp_path / "sweep", "--seeds", "2", *GRID, *LOCAL))
+    assert more.returncode == 0, more.stderr
+    assert more.stderr.count(" skipped") == 2 and more.stderr.count(" finished") == 2
+    assert calls(tmp_path) == paid  # the seed-0 runs were not run again
+    assert calls(tmp_path) != before
+    assert comparable_summary(tmp_path / "sweep") == summary  # as if run with --seeds 2 at once
+
+
 @pytest.mark.slow
 def test_killed_worker_then_rerun_finishes_without_paying_twice(
     tmp_path: Path, reference: tuple[Path, Reference]

@@ -3,7 +3,8 @@
 skillgrad sweep CONFIG --seeds N [--grid KEY=V1,V2,...]... [--out DIR] [--executor local|ray]
                 [--workers W] [--ray-address ADDR] [--vary-split] [--set KEY=VALUE]...
 
-Re-running the same command resumes. Exit 0: every run finished; 1: some runs did not finish
+Re-running the same command resumes; raising ``--seeds`` extends the sweep in place (its finished
+runs are kept, the new seeds run). Exit 0: every run finished; 1: some runs did not finish
 (listed; re-run to resume); 2: bad input (config, grid, a different sweep in --out); 130: Ctrl-C.
 """
 

@@ -230,7 +230,8 @@ def _existing_id(sweep_dir: Path) -> str | None:
 
 
 def check_or_write_plan(plan: SweepPlan) -> bool:
-    """Write ``sweep.json`` for a new sweep; for an existing one, refuse a different plan.
+    """Write ``sweep.json`` for a new sweep; for an existing one, refuse a different plan, except
+    more seeds of the same one (``--seeds`` raised), which extends it in place.
 
     Returns True when resuming. Limits and parallelism (budget, hardware) may change."""
     path = plan.sweep_dir / PLAN_FILE
@@ -255,6 +256,9 @@ def check_or_write_plan(plan: SweepPlan) -> bool:
         return False
     if not isinstance(stored, dict) or "sweep_id" not in stored:
         raise RunDirError(f"{path}: not a skillgrad sweep record; restore it or use another --out")
+    if _extends(stored, plan):  # more seeds of the same sweep: its finished runs are kept
+        atomic_write_json(path, record)
+        return True
     diffs = _flat_diff(
         {k: stored.get(k) for k in ("seeds", "grid", "vary_split", "config")},
         plan.identity(),
@@ -267,6 +271,26 @@ def check_or_write_plan(plan: SweepPlan) -> bool:
             + "\nRe-run the original command to resume it, or pass a new --out for this sweep."
         )
     return True
+
+
+def _extends(stored: dict[str, Any], plan: SweepPlan) -> bool:
+    """``plan`` is ``stored`` with more seeds after the stored ones, everything else the same:
+    each stored run keeps its name, seed, split and config, so the sweep grows in place."""
+    seeds = stored.get("seeds")
+    new = list(plan.seeds)
+    if not isinstance(seeds, list) or len(seeds) >= len(new) or new[: len(seeds)] != seeds:
+        return False
+    same = {k: stored.get(k) for k in ("grid", "vary_split", "config")}
+    rest = {k: v for k, v in plan.identity().items() if k != "seeds"}
+    defaults = {"config": _comparable(config_defaults())}
+    if _flat_diff(same, rest, defaults=defaults):
+        return False
+    jobs = stored.get("jobs")
+    planned = {j.name: (j.seed, list(j.overrides)) for j in plan.jobs}
+    return isinstance(jobs, list) and all(
+        isinstance(j, dict) and planned.get(str(j.get("name"))) == (j.get("seed"), j.get("overrides"))
+        for j in jobs
+    )
 
 
 def load_plan_record(sweep_dir: Path) -> dict[str, Any] | None:
