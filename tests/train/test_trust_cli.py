@@ -52,6 +52,7 @@ def test_an_optimizer_answering_an_older_format_says_why_nothing_was_learned(
     assert reason.startswith("every reflection failed validation")
     assert "rules" in reason and "Field required" in reason  # the first validation error
     assert history[0]["gate_reason"] == f"no edit applied: {reason}"
+    assert all(r["gate_rule"] is None for r in history)  # no gate decided these steps
     gate = read_json(run / "steps/step_0001/gate.json")
     assert gate["reason"] == f"no edit applied: {reason}"
     # the step line (the console's text of each step_end event)

@@ -251,8 +251,9 @@ class StepRecord:
     """Cost in USD of the run so far (all roles)."""
     timings: dict[str, float] = field(default_factory=dict)
     """Wall-clock seconds per stage (``rollout``, ``reflect``, ``gate``); never part of results."""
-    gate_rule: GateRuleName = "strict"
-    """``train.gate_rule`` the gate decided under."""
+    gate_rule: GateRuleName | None = None
+    """``train.gate_rule`` the gate decided under; None when no gate decided the step (no edit,
+    a refusal before the gate, ``--no-gate``)."""
     mean_diff: float | None = None
     """Mean paired difference candidate minus incumbent on the val items both were scored on."""
     diff_low: float | None = None

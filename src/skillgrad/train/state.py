@@ -291,7 +291,7 @@ def _record(
         cum_calls=int(usage.get("cum_calls", 0)),
         cum_cost=float(usage.get("cum_cost", 0.0)),
         timings={k: round(v, 3) for k, v in out.timings.items()},
-        gate_rule=g.rule if g else "strict",
+        gate_rule=g.rule if g else None,
         mean_diff=g.mean_diff if g else None,
         diff_low=g.diff_low if g else None,
         diff_high=g.diff_high if g else None,
