@@ -63,8 +63,10 @@ def test_rerun_skips_finished_runs_and_pays_nothing(reference: tuple[Path, Refer
     assert comparable_summary(folder / "sweep") == summary
 
 
-def test_more_seeds_run_only_the_new_runs(tmp_path: Path, reference: tuple[Path, Reference]) -> None:
-    folder, (summary, paid) = reference
+def test_more_seeds_run_only_the_new_runs(
+    tmp_path: Path, reference: tuple[Path, Reference]
+) -> None:
+    _, (summary, paid) = reference
     config = write_config(tmp_path)
     first = run_sweep(sweep_cmd(config, tmp_path / "sweep", "--seeds", "1", *GRID, *LOCAL))
     assert first.returncode == 0, first.stderr

@@ -288,7 +288,8 @@ def _extends(stored: dict[str, Any], plan: SweepPlan) -> bool:
     jobs = stored.get("jobs")
     planned = {j.name: (j.seed, list(j.overrides)) for j in plan.jobs}
     return isinstance(jobs, list) and all(
-        isinstance(j, dict) and planned.get(str(j.get("name"))) == (j.get("seed"), j.get("overrides"))
+        isinstance(j, dict)
+        and planned.get(str(j.get("name"))) == (j.get("seed"), j.get("overrides"))
         for j in jobs
     )
 
