@@ -5,7 +5,9 @@ fakes (one item of 12: strict accepts, paired rejects; a real improvement: both 
 
 from __future__ import annotations
 
+import asyncio
 import itertools
+import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -190,6 +192,48 @@ async def test_early_rejection_is_lossless_with_repeated_samples(rule: GateRule)
         assert early[0] == full[0], cand
         saved += full[1] - early[1]
     assert saved > 0 or rule.rule == "tolerance_paired"  # as above: 3 items, nothing to save
+
+
+def jittered_echo(order_seed: int) -> FunctionBackend:
+    """``seed_echo`` answering after a random delay per call: calls come back in another order
+    for every ``order_seed``."""
+    rng = random.Random(order_seed)
+
+    async def answer(request: ChatRequest) -> str:
+        await asyncio.sleep(rng.random() * 0.003)
+        return str(request.seed)
+
+    return FunctionBackend(answer)
+
+
+@pytest.mark.parametrize("rule", [STRICT, GateRule("paired", 0.8)], ids=["strict", "paired"])
+async def test_what_is_evaluated_does_not_depend_on_which_call_returns_first(
+    rule: GateRule,
+) -> None:
+    """Early rejection with 3 workers: the same calls and the same record whatever the order
+    the calls come back in (a resumed run, answered from its cache, must make the same calls)."""
+    inc = [0.0, 1.0, 0.0, 0.5, 0.0, 1.0, 0.0, 0.0]
+    tried = 0
+    for cand in itertools.product([0.0, 1.0], repeat=8):
+        if sum(cand) > 3:
+            continue
+        table = {
+            "inc": {f"i{k}": [v] for k, v in enumerate(inc)},
+            "cand": {f"i{k}": [v] for k, v in enumerate(cand)},
+        }
+        seen = set()
+        for order in range(4):
+            task = TableTask(table, 8)
+            items = task.load_split("val")
+            scores = await score_items(task, items, "inc", seed_echo(), samples=1, workers=2)
+            out = await gate(task, items, "cand", {s.item_id: s for s in scores},
+                             jittered_echo(order), rule=rule, workers=3)  # fmt: skip
+            r = out.result
+            calls = tuple(sorted(c for c in task.calls if c[0] == "cand"))
+            seen.add((calls, r.evaluated, r.candidate_score, r.early_rejected, r.accepted))
+        assert len(seen) == 1, cand
+        tried += next(iter(seen))[3]
+    assert tried > 10  # early rejections happened, mid-flight
 
 
 async def test_missing_items_are_left_out_for_both_skills_not_zero() -> None:
