@@ -282,3 +282,20 @@ def test_exploration_never_runs_on_a_val_or_test_item() -> None:
     for split in ("val", "test"):
         with pytest.raises(ValueError, match="train items only"):
             explorable(ctx, [failed(items[split][0])])
+
+
+def test_the_report_says_when_exploration_never_found_a_success() -> None:
+    from skillgrad.runs.records import StepRecord
+    from skillgrad.train.report import exploration_lines
+
+    def step(n: int, attempts: int, found: int) -> StepRecord:
+        return StepRecord(step=n, epoch=1, kind="step", explore_attempts=attempts,
+                          explore_found=found)  # fmt: skip
+
+    none = exploration_lines([step(1, 8, 0), step(2, 8, 0)])
+    assert "- step 2: 0 failed train items solved in 8 attempts" in none
+    assert any(line.startswith("- no attempt passed (16 in all)") for line in none)
+    assert "train.explore_attempts" in none[-1] and "train.batch_size" in none[-1]
+    some = exploration_lines([step(1, 8, 0), step(2, 7, 1)])
+    assert not any("no attempt passed" in line for line in some)
+    assert exploration_lines([step(1, 0, 0)]) == []  # nothing explored: no section

@@ -424,6 +424,14 @@ def exploration_lines(history: Sequence[StepRecord]) -> list[str]:
         f"{r.explore_attempts} attempts"
         for r in steps
     ]
+    if not any(r.explore_found for r in steps):
+        tried = sum(r.explore_attempts for r in steps)
+        rows.append(
+            f"- no attempt passed ({tried} in all): the run had no demonstration of its own to "
+            "learn from. More attempts per item (train.explore_attempts, at most 8) or more "
+            "items per step (train.batch_size) give exploration more chances, at the cost of "
+            "target calls."
+        )
     return ["", "## Exploration", "", *rows]
 
 
