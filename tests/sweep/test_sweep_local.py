@@ -122,10 +122,11 @@ def test_a_different_sweep_in_the_same_directory_is_refused(
     reference: tuple[Path, Reference],
 ) -> None:
     folder, _ = reference
-    cmd = sweep_cmd(folder / "config.yaml", folder / "sweep", "--seeds", "3", *GRID)
+    # fewer seeds (more would extend it: test_more_seeds_run_only_the_new_runs)
+    cmd = sweep_cmd(folder / "config.yaml", folder / "sweep", "--seeds", "1", *GRID)
     refused = run_sweep(cmd)
     assert refused.returncode == 2
-    assert "holds a different sweep" in refused.stderr and "seeds: [0, 1] -> [0, 1, 2]" in (
+    assert "holds a different sweep" in refused.stderr and "seeds: [0, 1] -> [0]" in (
         refused.stderr
     )
     assert "Traceback" not in refused.stderr

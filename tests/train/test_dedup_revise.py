@@ -177,6 +177,14 @@ def test_a_rule_reciting_the_optimizers_instructions_never_enters_the_skill(
     assert instruction_copied(RECITED) is not None
     assert instruction_copied("Never quote a task's input or its expected answer.") is not None
     assert instruction_copied(FOLLOWED) is None and instruction_copied("Reply in JSON.") is None
+    # measured on HumanEval with exploration: a paraphrase around the contrast prompt's phrase
+    # (12 of its 25 words in the sentence, but "rule that asks for what the" in a row)
+    paraphrase = (
+        "If the target fails a task, it should identify the step, action, or reply form that "
+        "differs between the two attempts and write a rule that asks for what the"
+    )
+    assert instruction_copied(paraphrase) is not None
+    assert instruction_copied("Return the function body only, with the signature as given.") is None
 
     def reply(request: ChatRequest) -> Any:
         assert optimizer_call_kind(request) in ("reflect", "deep_reflect")

@@ -106,19 +106,25 @@ OPTIMIZER_INSTRUCTIONS = (
 sentences is the optimizer reciting its instructions, not learning from the failures."""
 _PARROT_MIN_WORDS = 6
 _PARROT_SHARE = 0.8
+_PARROT_RUN = 6
 
 
 @lru_cache(maxsize=1)
-def _instruction_sentences() -> tuple[tuple[str, frozenset[str]], ...]:
-    out: list[tuple[str, frozenset[str]]] = []
+def _instruction_sentences() -> tuple[tuple[str, frozenset[str], tuple[str, ...]], ...]:
+    out: list[tuple[str, frozenset[str], tuple[str, ...]]] = []
     for name in OPTIMIZER_INSTRUCTIONS:
         text = (resources.files("skillgrad.prompts") / f"{name}.md").read_text("utf-8")
         for block in re.split(r"\n\s*(?:-\s+|\n)", "\n" + text):  # list items, paragraphs
             for sentence in sentences(block):
-                found = frozenset(words(sentence)) - {"number", "what"}
+                seq = words(sentence)
+                found = frozenset(seq) - {"number", "what"}
                 if len(found) >= _PARROT_MIN_WORDS:
-                    out.append((sentence, found))
+                    out.append((sentence, found, seq))
     return tuple(out)
+
+
+def _runs(seq: Sequence[str], n: int) -> set[tuple[str, ...]]:
+    return {tuple(seq[i : i + n]) for i in range(len(seq) - n + 1)}
 
 
 def instruction_copied(rule: str) -> str | None:
@@ -126,12 +132,20 @@ def instruction_copied(rule: str) -> str | None:
     ``rule`` repeats: at least ``_PARROT_MIN_WORDS`` distinct words, ``_PARROT_SHARE`` of them
     in that sentence (measured on IFBench: the 1.5B proposed "Write to the model that reads the
     skill (its own system prompt) in the second person, …" and "Never quote a task's input or
-    its expected answer." as rules). None when it repeats none."""
-    said = set(words(rule))  # normalised: invisible characters cannot hide a recitation
+    its expected answer." as rules), or ``_PARROT_RUN`` of its words in a row in that sentence
+    (a paraphrase around a copied phrase; measured on HumanEval with exploration: "If the target
+    fails a task, it should identify the step, action, or reply form that differs between the
+    two attempts and write a rule that asks for what the …" from the contrast prompt). None
+    when it repeats none."""
+    seq = words(rule)  # normalised: invisible characters cannot hide a recitation
+    said = set(seq)
     if len(said) < _PARROT_MIN_WORDS:
         return None
-    for sentence, found in _instruction_sentences():
+    runs = _runs(seq, _PARROT_RUN)
+    for sentence, found, sentence_seq in _instruction_sentences():
         if len(said & found) >= _PARROT_SHARE * len(said):
+            return sentence
+        if runs & _runs(sentence_seq, _PARROT_RUN):
             return sentence
     return None
 
