@@ -256,14 +256,14 @@ def check_or_write_plan(plan: SweepPlan) -> bool:
         return False
     if not isinstance(stored, dict) or "sweep_id" not in stored:
         raise RunDirError(f"{path}: not a skillgrad sweep record; restore it or use another --out")
-    if _extends(stored, plan):  # more seeds of the same sweep: its finished runs are kept
+    ran = {k: stored.get(k) for k in ("seeds", "grid", "vary_split", "config")}
+    defaults = {"config": _comparable(config_defaults())}
+    if _more_seeds(ran["seeds"], list(plan.seeds)) and not _flat_diff(
+        {**ran, "seeds": list(plan.seeds)}, plan.identity(), defaults=defaults
+    ):  # the same sweep with more seeds: it grows in place, its finished runs kept
         atomic_write_json(path, record)
         return True
-    diffs = _flat_diff(
-        {k: stored.get(k) for k in ("seeds", "grid", "vary_split", "config")},
-        plan.identity(),
-        defaults={"config": _comparable(config_defaults())},
-    )
+    diffs = _flat_diff(ran, plan.identity(), defaults=defaults)
     if diffs:
         raise RunDirError(
             f"{plan.sweep_dir} holds a different sweep (seeds, grid or config changed):\n  "
@@ -273,25 +273,9 @@ def check_or_write_plan(plan: SweepPlan) -> bool:
     return True
 
 
-def _extends(stored: dict[str, Any], plan: SweepPlan) -> bool:
-    """``plan`` is ``stored`` with more seeds after the stored ones, everything else the same:
-    each stored run keeps its name, seed, split and config, so the sweep grows in place."""
-    seeds = stored.get("seeds")
-    new = list(plan.seeds)
-    if not isinstance(seeds, list) or len(seeds) >= len(new) or new[: len(seeds)] != seeds:
-        return False
-    same = {k: stored.get(k) for k in ("grid", "vary_split", "config")}
-    rest = {k: v for k, v in plan.identity().items() if k != "seeds"}
-    defaults = {"config": _comparable(config_defaults())}
-    if _flat_diff(same, rest, defaults=defaults):
-        return False
-    jobs = stored.get("jobs")
-    planned = {j.name: (j.seed, list(j.overrides)) for j in plan.jobs}
-    return isinstance(jobs, list) and all(
-        isinstance(j, dict)
-        and planned.get(str(j.get("name"))) == (j.get("seed"), j.get("overrides"))
-        for j in jobs
-    )
+def _more_seeds(stored: Any, new: list[int]) -> bool:
+    """``new`` is the stored seeds followed by more (each stored run keeps its name and seed)."""
+    return isinstance(stored, list) and len(stored) < len(new) and new[: len(stored)] == stored
 
 
 def load_plan_record(sweep_dir: Path) -> dict[str, Any] | None:

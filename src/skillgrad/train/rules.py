@@ -110,8 +110,9 @@ _PARROT_RUN = 6
 
 
 @lru_cache(maxsize=1)
-def _instruction_sentences() -> tuple[tuple[str, frozenset[str], tuple[str, ...]], ...]:
-    out: list[tuple[str, frozenset[str], tuple[str, ...]]] = []
+def _instruction_sentences() -> tuple[tuple[str, frozenset[str], set[tuple[str, ...]]], ...]:
+    """Each instruction sentence, its distinct words and its runs of ``_PARROT_RUN`` words."""
+    out: list[tuple[str, frozenset[str], set[tuple[str, ...]]]] = []
     for name in OPTIMIZER_INSTRUCTIONS:
         text = (resources.files("skillgrad.prompts") / f"{name}.md").read_text("utf-8")
         for block in re.split(r"\n\s*(?:-\s+|\n)", "\n" + text):  # list items, paragraphs
@@ -119,7 +120,7 @@ def _instruction_sentences() -> tuple[tuple[str, frozenset[str], tuple[str, ...]
                 seq = words(sentence)
                 found = frozenset(seq) - {"number", "what"}
                 if len(found) >= _PARROT_MIN_WORDS:
-                    out.append((sentence, found, seq))
+                    out.append((sentence, found, _runs(seq, _PARROT_RUN)))
     return tuple(out)
 
 
@@ -142,10 +143,8 @@ def instruction_copied(rule: str) -> str | None:
     if len(said) < _PARROT_MIN_WORDS:
         return None
     runs = _runs(seq, _PARROT_RUN)
-    for sentence, found, sentence_seq in _instruction_sentences():
-        if len(said & found) >= _PARROT_SHARE * len(said):
-            return sentence
-        if runs & _runs(sentence_seq, _PARROT_RUN):
+    for sentence, found, sentence_runs in _instruction_sentences():
+        if len(said & found) >= _PARROT_SHARE * len(said) or runs & sentence_runs:
             return sentence
     return None
 
