@@ -29,6 +29,10 @@ FAKES_PATH = Path(__file__).resolve()  # for configs naming these fakes (provide
 GOOD_RULE = "Always answer with the word in UPPERCASE."
 BAD_RULE = "Reply in lowercase only."
 NEUTRAL_RULE = "Answer with the word only."  # changes nothing for the fake target
+RULES_ONLY = {"examples": "off", "explore": "off"}
+"""``train`` settings of a test of the rule path (reflect, screens, gate, revise, leaks): worked
+examples and exploration are on by default and have their own tests (``tests/train/
+test_examples.py``, ``test_explore.py``)."""
 
 
 def target_reply(request: ChatRequest) -> str:

@@ -1,7 +1,9 @@
 """The default gate rule is ``paired`` (docs/gate.md, "Why paired is the default"): a config that
 does not name ``train.gate_rule`` resolves to it; a val split too small for it is refused before
 anything is spent, naming both ways out; and a run started under the former default (``strict``,
-recorded in its config.json or predating the setting) keeps its rule when it resumes."""
+recorded in its config.json or predating the setting) keeps its rule when it resumes. The same
+holds for worked examples and exploration, on by default since round 5 (docs/method.md, "The
+defaults"): a run predating them resumes with both off."""
 
 from __future__ import annotations
 
@@ -131,3 +133,31 @@ def test_a_rule_named_in_the_config_is_still_a_changed_config(old_run: Path) -> 
 def test_a_new_run_of_the_same_config_gets_paired(tmp_path: Path) -> None:
     cfg = load_config(_config(tmp_path))
     assert cfg.train.gate_rule == "paired" and "gate_rule" not in cfg.train.model_fields_set
+
+
+def test_a_config_without_them_has_worked_examples_and_exploration_on(tmp_path: Path) -> None:
+    printed = runner.invoke(app, ["config", str(_config(tmp_path))])
+    train = yaml.safe_load(printed.output)["train"]
+    assert (train["examples"], train["explore"]) == ("on", "on")
+    run = runner.invoke(app, ["train", str(_config(tmp_path)), "--quiet"])
+    assert run.exit_code == 0, run.output
+    history = read_json(tmp_path / "runs/small/history.json")
+    # the empty skill fails the toy's train items: step 1 explores them
+    assert history[0]["explore_attempts"] > 0
+
+
+def test_a_run_predating_examples_and_exploration_resumes_without_them(old_run: Path) -> None:
+    stored = read_json(old_run / "config.json")["train"]
+    assert "examples" not in stored and "explore" not in stored
+    before = len(read_json(old_run / "history.json"))
+    _resume()
+    start = [e for e in read_jsonl(old_run / "events.jsonl") if e["event"] == "run_start"]
+    train = start[-1]["config"]["train"]
+    assert (train["examples"], train["explore"]) == ("off", "off")
+    resumed = read_json(old_run / "history.json")[before:]
+    assert resumed and all(r["explore_attempts"] == 0 for r in resumed)
+    log = read_jsonl(old_run / "patch_log.jsonl")
+    assert all(r["edit"].get("source") != "example" for r in log)
+    # naming the new default in the config is a changed config, as for the gate rule
+    changed = runner.invoke(app, ["train", "config.yaml", "--quiet", "--set", "train.explore=on"])
+    assert changed.exit_code == 2 and "train.explore: 'off' -> 'on'" in changed.output

@@ -161,7 +161,7 @@ class TrainConfig(_Section):
         "does not refuse); 'strict' whenever its val mean loses more than the tolerance",
     )
     examples: Literal["off", "on"] = Field(
-        "off",
+        "on",
         description="worked examples as an edit kind: each step may add one demonstration built "
         "by code from a train trajectory (its input and the passing reply, or a failed item's "
         "reference when the scorer passes it) to the skill's Examples section; gated like any "
@@ -183,7 +183,7 @@ class TrainConfig(_Section):
         "buffer): rules a small optimizer writes beside a demonstration can contradict it",
     )
     explore: Literal["off", "on"] = Field(
-        "off",
+        "on",
         description="exploration: for each failed train item of a step, the target tries again "
         "(train.explore_attempts times at most, stopping at the first pass) with sampling, a "
         "retry that sees its own failed attempt and the scorer's feedback, and what the task "
@@ -444,6 +444,8 @@ def drop_retired(raw: dict[str, Any], source: str = "<config>") -> dict[str, Any
 # unset keeps the value its run directory recorded (``keep_run_settings``), never the new one.
 FORMER_DEFAULTS: dict[tuple[str, str], Any] = {
     ("train", "gate_rule"): "strict",
+    ("train", "examples"): "off",
+    ("train", "explore"): "off",
 }
 
 

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
-from fakes_e2e import BAD_RULE, GOOD_RULE, make_optimizer, make_target
+from fakes_e2e import BAD_RULE, GOOD_RULE, RULES_ONLY, make_optimizer, make_target
 from skillgrad.callbacks import Control
 from skillgrad.config import load_config
 from skillgrad.dashboard import create_app
@@ -28,7 +28,8 @@ def _cfg(root: Path, name: str, lr: float = 4) -> Any:
     return load_config(data={
         "env": {"task": "toy", "output_root": str(root), "run_name": name},
         "train": {"num_epochs": 2, "batch_size": 4, "patience": 5, "learning_rate": lr,
-                  "min_learning_rate": 1, "stop_at_ceiling": False},
+                  "min_learning_rate": 1, "stop_at_ceiling": False,
+                  **RULES_ONLY},
     })  # fmt: skip
 
 

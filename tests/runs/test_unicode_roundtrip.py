@@ -129,7 +129,7 @@ def test_a_run_whose_edits_hold_line_breakers_trains_resumes_and_reports(tmp_pat
     config.write_text(
         f"""
 train: {{num_epochs: 2, batch_size: 4, patience: 5, use_meta_skill: true,
-        stop_at_ceiling: false}}
+        stop_at_ceiling: false, examples: off, explore: off}}
 models:
   optimizer: {{provider: function, model: "{FAKES}:UnicodeOptimizer"}}
   target: {{provider: function, model: "{FAKES}:ToyTarget"}}

@@ -67,7 +67,8 @@ def test_a_candidate_whose_every_reply_is_an_invalid_command_is_rejected_not_the
     # (the point here); paired would stop after 3
     train = (
         "train: {num_epochs: 2, batch_size: 4, patience: 5, learning_rate: 4, "
-        "min_learning_rate: 1, lr_decay_on_reject: 0.5, minibatch_size: 2, gate_rule: strict}"
+        "min_learning_rate: 1, lr_decay_on_reject: 0.5, minibatch_size: 2, gate_rule: strict, "
+        "examples: off, explore: off}"
     )
     target = f"{HOSTILE}:InvalidCommandTarget"
     cfg = config(tmp_path, f"{HOSTILE}:StrictEnv", target, train=train)

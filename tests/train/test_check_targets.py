@@ -27,7 +27,7 @@ from skillgrad.testing import ToyTask
 from skillgrad.types import Score, Trajectory
 
 sys.path.insert(0, str(Path(__file__).parents[1]))
-from fakes_e2e import GOOD_RULE, make_optimizer, make_target
+from fakes_e2e import GOOD_RULE, RULES_ONLY, make_optimizer, make_target
 
 FAKES = Path(__file__).parents[1] / "fakes_e2e.py"
 
@@ -38,7 +38,7 @@ def check(breaks_on: str = "", spoil: list[str] | None = None) -> dict[str, Any]
 
 
 def _cfg(tmp_path: Path, checks: list[Any], **train: Any) -> Any:
-    base = {"num_epochs": 1, "batch_size": 4, "patience": 5, "learning_rate": 4}
+    base = {"num_epochs": 1, "batch_size": 4, "patience": 5, "learning_rate": 4, **RULES_ONLY}
     return load_config(
         data={
             "env": {"task": "toy", "output_root": str(tmp_path), "run_name": "run"},

@@ -7,6 +7,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from fakes_e2e import RULES_ONLY
 from skillgrad.config import load_config
 from skillgrad.runs.io import read_json, read_jsonl
 from skillgrad.runs.records import RejectedEdit, StepRecord
@@ -106,7 +107,7 @@ def _cfg(tmp_path: Path, **train: Any) -> Any:
     off = ("semantic_merge", "rank_with_optimizer", "use_slow_update", "use_meta_skill")
     base: dict[str, Any] = {"num_epochs": 1, "batch_size": 4, "patience": 5, "learning_rate": 2,
                             "min_learning_rate": 1, "init_skill": str(init)}  # fmt: skip
-    base.update(dict.fromkeys(off, False))
+    base.update(dict.fromkeys(off, False), **RULES_ONLY)
     return load_config(
         data={
             "env": {"task": "toy", "output_root": str(tmp_path), "run_name": "run"},

@@ -25,6 +25,7 @@ from typing import Any, ClassVar
 import pytest
 from starlette.testclient import TestClient
 
+from fakes_e2e import RULES_ONLY
 from skillgrad.config import load_config
 from skillgrad.dashboard import create_app
 from skillgrad.report.html import write_html_report
@@ -105,6 +106,7 @@ def _run(
                 "batch_size": 4,
                 "steps_per_epoch": 2,
                 "reject_leaks": reject,
+                **RULES_ONLY,
                 # the pasted item is what the line screen refuses first (one item's word or
                 # answer); these runs test the leak check behind it
                 "line_screens": False,
@@ -198,7 +200,13 @@ def test_the_initial_skill_may_hold_examples_from_the_data(tmp_path: Path) -> No
     cfg = load_config(
         data={
             "env": {"task": "toy", "output_root": str(tmp_path), "run_name": "run"},
-            "train": {"num_epochs": 1, "batch_size": 4, "steps_per_epoch": 1, "reject_leaks": True},
+            "train": {
+                "num_epochs": 1,
+                "batch_size": 4,
+                "steps_per_epoch": 1,
+                "reject_leaks": True,
+                **RULES_ONLY,
+            },
         }
     )
     seed = f"Example: {item.input} -> {item.reference}\n"
@@ -260,6 +268,7 @@ def _slow_update_run(tmp_path: Path, task: ToyTask) -> tuple[Path, list[Any], An
                 "steps_per_epoch": 1,
                 "reject_leaks": True,
                 "use_meta_skill": False,
+                **RULES_ONLY,
                 "stop_at_ceiling": False,  # the slow update of epoch 2 is the subject
             },
         }

@@ -16,7 +16,7 @@ from skillgrad.testing import FunctionBackend, optimizer_call_kind, user_text
 from skillgrad.train.select import Schedule, effective_lr
 
 sys.path.insert(0, str(Path(__file__).parents[1]))
-from fakes_e2e import BAD_RULE, GOOD_RULE, make_optimizer, make_target
+from fakes_e2e import BAD_RULE, GOOD_RULE, RULES_ONLY, make_optimizer, make_target
 
 
 def _cfg(tmp_path: Path, **train: Any) -> Any:
@@ -29,6 +29,7 @@ def _cfg(tmp_path: Path, **train: Any) -> Any:
         "lr_scheduler": "cosine",
         "lr_decay_on_reject": 0.5,
         "stop_at_ceiling": False,  # these runs exercise epoch 2 after val reaches 1.0
+        **RULES_ONLY,
     }
     return load_config(
         data={

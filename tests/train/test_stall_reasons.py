@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from fakes_e2e import RULES_ONLY
 from skillgrad.config import load_config
 from skillgrad.runs.io import read_json
 from skillgrad.session import run_training
@@ -36,7 +37,7 @@ def test_a_stall_counts_every_dropped_rule_under_its_cause(tmp_path: Path) -> No
             "env": {"task": "toy", "output_root": str(tmp_path), "run_name": "run"},
             "train": {"num_epochs": 1, "batch_size": 4, "steps_per_epoch": 1,
                       "minibatch_size": 2, "init_skill": str(init), "max_edit_tokens": 40,
-                      "use_slow_update": False, "use_meta_skill": False},
+                      "use_slow_update": False, "use_meta_skill": False, **RULES_ONLY},
         }
     )  # fmt: skip
     target = FunctionBackend(lambda r: "nope", "function:wrong-target")

@@ -26,7 +26,7 @@ def _config(tmp_path: Path, task: str, optimizer: str, train: str) -> Path:
     path = tmp_path / "arms.yaml"
     path.write_text(
         f"""
-train: {{batch_size: 4, num_epochs: 1, {train}}}
+train: {{batch_size: 4, num_epochs: 1, examples: off, explore: off, {train}}}
 models:
   optimizer: {{provider: function, model: "{optimizer}"}}
   target: {{provider: function, model: "{TOY}:FakeTarget"}}

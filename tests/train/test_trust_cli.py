@@ -25,7 +25,7 @@ def _config(
     path = tmp_path / "trust.yaml"
     path.write_text(
         f"""
-train: {{batch_size: 4, {train or "num_epochs: 1, patience: 2"}}}
+train: {{batch_size: 4, examples: off, explore: off, {train or "num_epochs: 1, patience: 2"}}}
 models:
   optimizer: {{provider: function, model: "{optimizer}"}}
   target: {{provider: function, model: "{target}"}}
