@@ -8,7 +8,7 @@ from typing import Any
 from skillgrad.config import load_config
 from skillgrad.runs.io import read_json
 from skillgrad.session import run_training
-from skillgrad.skill.document import approx_tokens
+from skillgrad.skill.document import Skill, approx_tokens
 from skillgrad.tasks.episode_view import shown_observation
 from skillgrad.testing import (
     FunctionBackend,
@@ -23,6 +23,7 @@ from skillgrad.train.examples import (
     choose_example,
     example_blocks,
     example_item,
+    example_lines,
     register_renderer,
     render_actions,
     trajectory_kind,
@@ -301,3 +302,31 @@ def test_a_tasks_example_context_comes_first_and_a_failing_one_is_left_out() -> 
     assert (
         plain is not None and plain.content == f"Input: Word: {item.input}\nReply: {item.reference}"
     )
+
+
+def test_a_code_reply_with_blank_lines_is_one_fenced_demonstration() -> None:
+    """A passing program holds blank lines (HumanEval's do): it is shown in a fence, and the
+    Examples section reads it as one demonstration, beside another one after it."""
+    a, b = TRAIN[0], TRAIN[1]
+    code = "def f(x):\n    y = x + 1\n\n    return y\n\n\n# done"
+    choice = _choose([_traj(a, code, passed=True)], {a.id: a}, max_tokens=200)
+    assert choice.edit is not None
+    text = choice.edit.content
+    assert code in text and text.count("\n\n") >= 2
+    skill, results = Skill("- Be brief.\n").apply([choice.edit])
+    assert results[0].status == "applied", results[0].reason
+    assert example_blocks(skill.text) == [text]
+    second = _choose([_traj(b, b.reference, True)], {b.id: b}, skill=skill.text, max_tokens=200)
+    assert second.edit is not None
+    skill, _ = skill.apply([second.edit])
+    assert example_blocks(skill.text) == [text, second.edit.content]
+    # its lines are the section's (never rules); "# done" inside the fence is no heading
+    assert {"return y", "# done"} <= example_lines(skill.text)
+
+
+def test_a_rendering_that_would_read_as_two_demonstrations_is_not_offered() -> None:
+    item = TRAIN[3]
+    register_renderer("toy-split", lambda t, reply, limit: f"Input: {limit}\n\nReply: {reply}")
+    t = _traj(item, item.reference, True, ({"kind": "toy-split"},))
+    choice = _choose([t], {item.id: item})
+    assert choice.edit is None and choice.reason == "no train trajectory gives a demonstration"

@@ -351,6 +351,20 @@ def _left_open(kind: str, lines: list[str], first: int, stop: int, markup: str) 
     return None
 
 
+def blocks(text: str) -> list[str]:
+    """``text`` split at its blank lines outside code (CommonMark's fenced and indented code,
+    ``_structure``), each block stripped, empty ones dropped: a fenced reply with blank lines
+    in it stays one block."""
+    code = _structure(text).opaque
+    out: list[list[str]] = [[]]
+    for i, line in enumerate(text.split("\n")):
+        if not line.strip() and i not in code:
+            out.append([])
+        else:
+            out[-1].append(line)
+    return [b for b in ("\n".join(chunk).strip() for chunk in out) if b]
+
+
 def open_at_end(text: str) -> Unclosed | None:
     """The code fence or HTML block (comment, ``<pre>``...) that ``text`` leaves open, if any."""
     return _structure(text).unclosed

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from skillgrad.skill.document import Skill
+from skillgrad.skill.match import blocks
 from skillgrad.skill.text import cut
 from skillgrad.tasks.reply_view import render_reply, shown_reply, user_input
 from skillgrad.tasks.tools_view import render_actions
@@ -101,8 +102,9 @@ def _examples_body(skill_text: str) -> str:
 
 
 def example_blocks(skill_text: str) -> list[str]:
-    """The demonstrations of the skill's Examples section (blank-line separated blocks)."""
-    return [b.strip() for b in _examples_body(skill_text).split("\n\n") if b.strip()]
+    """The demonstrations of the skill's Examples section: its blocks separated by blank lines
+    outside code (a fenced multi-line reply with blank lines in it is one demonstration)."""
+    return blocks(_examples_body(skill_text))
 
 
 def example_lines(skill_text: str) -> set[str]:
@@ -150,11 +152,11 @@ def choose_example(
     for t, attempt in _candidates(trajs, found, items, set(tried)):
         item = items.get(t.item_id)
         reply = example_reply(t, item, scorer)
-        if reply is None or "\n\n" in reply.strip():
+        if reply is None:
             continue
         text = _fit(t, reply, max_tokens, count, _context_line(context, item))
-        if text is None or any(text == b for b in shown):
-            continue
+        if text is None or len(blocks(text)) != 1 or any(text == b for b in shown):
+            continue  # too long, more than one demonstration as the section reads it, or shown
         if why := guard.refusal(text):
             refused.append((t.item_id, why))
             continue
