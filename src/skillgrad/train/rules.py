@@ -110,9 +110,9 @@ _PARROT_RUN = 6
 
 
 @lru_cache(maxsize=1)
-def _instruction_sentences() -> tuple[tuple[str, frozenset[str], set[tuple[str, ...]]], ...]:
+def _instruction_sentences() -> tuple[tuple[str, frozenset[str], frozenset[tuple[str, ...]]], ...]:
     """Each instruction sentence, its distinct words and its runs of ``_PARROT_RUN`` words."""
-    out: list[tuple[str, frozenset[str], set[tuple[str, ...]]]] = []
+    out: list[tuple[str, frozenset[str], frozenset[tuple[str, ...]]]] = []
     for name in OPTIMIZER_INSTRUCTIONS:
         text = (resources.files("skillgrad.prompts") / f"{name}.md").read_text("utf-8")
         for block in re.split(r"\n\s*(?:-\s+|\n)", "\n" + text):  # list items, paragraphs
@@ -120,7 +120,7 @@ def _instruction_sentences() -> tuple[tuple[str, frozenset[str], set[tuple[str, 
                 seq = words(sentence)
                 found = frozenset(seq) - {"number", "what"}
                 if len(found) >= _PARROT_MIN_WORDS:
-                    out.append((sentence, found, _runs(seq, _PARROT_RUN)))
+                    out.append((sentence, found, frozenset(_runs(seq, _PARROT_RUN))))
     return tuple(out)
 
 
