@@ -31,7 +31,14 @@ def old_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 # What later versions add to a run's records (issues 26 and 27): the old version did not write them.
-NEW_RECORD_KEYS = {"stall_reason", "example_alone", "pruned", "explore_attempts", "explore_found"}
+NEW_RECORD_KEYS = {
+    "stall_reason",
+    "example_alone",
+    "pruned",
+    "explore_attempts",
+    "explore_found",
+    "explore_repeats",
+}
 NEW_SUMMARY_KEYS = {
     "noise_floor",
     "controls",
@@ -118,7 +125,7 @@ def test_an_old_run_resumes_to_what_the_old_version_wrote(old_run: Path) -> None
 ENV_FIXTURE = Path(__file__).parent / "fixtures" / "old_run_c28278c_env"
 ENV_EXPECTED = ENV_FIXTURE / "expected"
 # What later versions add to a run's records and summary: c28278c did not write them.
-ENV_NEW_RECORD_KEYS = {"pruned", "explore_attempts", "explore_found"}
+ENV_NEW_RECORD_KEYS = {"pruned", "explore_attempts", "explore_found", "explore_repeats"}
 ENV_NEW_SUMMARY_KEYS = {"code"}
 
 

@@ -201,6 +201,14 @@ class TrainConfig(_Section):
         description="the target's sampling temperature during exploration (each attempt has its "
         "own seed derived from train.seed, the step, the item and the attempt)",
     )
+    explore_temperature_step: float = Field(
+        0.3,
+        ge=0,
+        le=1,
+        description="added to the exploration temperature of an item's later attempts each time "
+        "an attempt repeats an earlier failed one exactly (the same reply, or the same commands): "
+        "a target that locks onto its own mistake samples wider, up to 2; 0 keeps it fixed",
+    )
     revise: bool = Field(
         True,
         description="revise mode: when a step's rules only repeat lines the skill has, ask the "
@@ -446,6 +454,7 @@ FORMER_DEFAULTS: dict[tuple[str, str], Any] = {
     ("train", "gate_rule"): "strict",
     ("train", "examples"): "off",
     ("train", "explore"): "off",
+    ("train", "explore_temperature_step"): 0.0,
 }
 
 

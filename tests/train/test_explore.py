@@ -263,6 +263,50 @@ def test_a_retry_sees_its_failed_attempt_and_never_a_withheld_reference(tmp_path
     assert (explored["items"], explored["attempts"], explored["found"]) == (4, 8, 4)
 
 
+def test_a_retry_sees_every_earlier_failure_and_a_repeat_samples_wider(tmp_path: Path) -> None:
+    """A target that makes the same mistake every time: each repeat is recorded and raises the
+    temperature of the attempts after it; a retry shows the repeated attempt once, counted."""
+    target = Recorder(lambda r: user_text(r).removeprefix("Word: ").strip())
+    cfg = _toy_cfg(tmp_path, explore_attempts=4, batch_size=1)
+    result = run_training(cfg, optimizer=FunctionBackend(toy_optimizer), target=target.backend)
+    rows = read_jsonl(result.run_dir / "steps/step_0001/exploration.jsonl")
+    assert [(r["attempt"], r["retry"], r["repeat"]) for r in rows] == [
+        (1, False, False),
+        (2, True, True),
+        (3, True, True),
+        (4, True, True),
+    ]
+    assert [r["temperature"] for r in rows] == pytest.approx([0.7, 0.7, 1.0, 1.3])
+    explored = [r for stage, r in target.calls if stage == "explore"]
+    assert [r.temperature for r in explored] == pytest.approx([0.7, 0.7, 1.0, 1.3])
+    second, third = system_text(explored[1]), system_text(explored[2])
+    assert RETRY in second and "made" not in second  # one failure: the single-attempt form
+    assert "## Your previous attempts at this task" in third
+    assert "### Attempt 1 (made 2 times, the same way each time)" in third
+    assert "### Attempt 2" not in third  # the same attempt is shown once
+    events = read_jsonl(result.run_dir / "events.jsonl")
+    assert next(e for e in events if e["event"] == "explore")["repeats"] == 3
+    assert read_json(result.run_dir / "history.json")[0]["explore_repeats"] == 3
+    report = (result.run_dir / "report.md").read_text()
+    assert "solved in 4 attempts (3 repeated an earlier attempt exactly)" in report
+
+
+def test_a_retry_shows_the_most_recent_distinct_failures_oldest_first() -> None:
+    from skillgrad.train.explore import RETRY_SHOWN, distinct_failures, retry_skill
+
+    def failed(reply: str) -> Trajectory:
+        return Trajectory("i", "h", (Message("user", "Word: x"),), reply, Score(0, False, "no"))
+
+    tried = [failed(r) for r in ("a", "b", "A ", "c", "d")]
+    shown = distinct_failures(tried)
+    assert len(shown) == RETRY_SHOWN == 3
+    assert [(t.output.strip().lower(), n) for t, n in shown] == [("a", 2), ("c", 1), ("d", 1)]
+    prompt = retry_skill("Be brief.", tried, show_reference=True)
+    assert prompt.startswith("Be brief.\n\n## Your previous attempts at this task")
+    order = [prompt.index(f"Your reply: '{r}'") for r in ("A ", "c", "d")]
+    assert order == sorted(order) and "Your reply: 'b'" not in prompt
+
+
 def test_exploration_never_runs_on_a_val_or_test_item() -> None:
     """The exploration phase refuses a held-out trajectory outright (a bug, not data)."""
     from skillgrad.train.explore import explorable

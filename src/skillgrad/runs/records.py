@@ -289,6 +289,8 @@ class StepRecord:
     """Exploration attempts at the step's failed train items (``train.explore``)."""
     explore_found: int = 0
     """Failed train items of the step an exploration attempt solved (``train.explore``)."""
+    explore_repeats: int = 0
+    """Exploration attempts that repeated an earlier failed attempt at their item exactly."""
 
     @property
     def verdict(self) -> str:

@@ -4,9 +4,13 @@ Each failed train item of the batch gets up to ``train.explore_attempts`` attemp
 the first pass, with what a trainer may use at train time and never at val/test: its own
 sampling seed per attempt at ``train.explore_temperature`` (past the call cache), the task's
 exploration variant (``Task.exploration_task``: an environment lists its valid actions each
-turn), and from the second attempt on a Reflexion-style retry that sees its previous failed
-attempt and the scorer's feedback (``prompts/explore_retry.md``, appended to the system prompt
-of that attempt only; it never enters the skill). A passing attempt is offered as a worked
+turn), and from the second attempt on a Reflexion-style retry that sees its earlier failed
+attempts (the ``RETRY_SHOWN`` most recent distinct ones) and the scorer's feedback
+(``prompts/explore_retry.md``, appended to the system prompt of that attempt only; it never
+enters the skill). An attempt that repeats an earlier failed one exactly (``same_attempt``)
+raises the temperature of the attempts after it by ``train.explore_temperature_step``: measured
+on Pecking Order with 4 attempts, 11 of one run's 24 retries repeated an earlier attempt command
+for command, and that run found nothing to learn from. A passing attempt is offered as a worked
 example (``train/examples.py``) and shown to the optimizer beside the failed one
 (``train/contrast.py``). Attempts are cached like rollouts: a resumed run pays nothing again.
 """
@@ -29,6 +33,8 @@ from skillgrad.train.state import TrainState
 from skillgrad.types import Item, Trajectory, to_json
 
 VIEW_CHARS = 500  # the input, reply and feedback of a chat attempt as the retry shows them
+RETRY_SHOWN = 3  # the most recent distinct failed attempts a retry shows
+MAX_TEMPERATURE = 2.0
 
 
 def attempt_id(item_id: str, step: int, attempt: int) -> str:
@@ -52,6 +58,9 @@ class Attempt:
     cache_id: str
     trajectory: Trajectory
     retry: bool
+    repeat: bool = False
+    """It repeats an earlier failed attempt at the item exactly (``same_attempt``)."""
+    temperature: float | None = None
 
     @property
     def passed(self) -> bool:
@@ -62,7 +71,8 @@ class Attempt:
         """One row of the step's ``exploration.jsonl``."""
         t = self.trajectory
         row = {"item_id": self.item_id, "attempt": self.number, "cache_id": self.cache_id}
-        row |= {"retry": self.retry, "passed": self.passed, "score": t.score.value}
+        row |= {"retry": self.retry, "repeat": self.repeat, "temperature": self.temperature}
+        row |= {"passed": self.passed, "score": t.score.value}
         return {**row, "feedback": t.score.feedback, "trajectory": to_json(t)}
 
 
@@ -86,6 +96,11 @@ class Exploration:
         """(items explored, attempts, items solved)."""
         items = {a.item_id for a in self.attempts}
         return len(items), len(self.attempts), len(self.found)
+
+    @property
+    def repeats(self) -> int:
+        """Attempts that repeated an earlier failed attempt at their item exactly."""
+        return sum(a.repeat for a in self.attempts)
 
 
 def explorable(ctx: RunContext, trajs: Sequence[Trajectory]) -> list[Item]:
@@ -125,7 +140,10 @@ async def explore(
         ctx.progress.finish("explore")
     out = Exploration(tuple(a for attempts in per_item for a in attempts))
     n_items, n_attempts, n_found = out.counts()
-    ctx.emit("explore", step=step, items=n_items, attempts=n_attempts, found=n_found)
+    ctx.emit(
+        "explore", step=step, items=n_items, attempts=n_attempts, found=n_found,
+        repeats=out.repeats,
+    )  # fmt: skip
     return out
 
 
@@ -133,29 +151,70 @@ async def explore_item(
     ctx: RunContext, task: Task, skill: str, step: int, item: Item
 ) -> list[Attempt]:
     """Up to ``train.explore_attempts`` attempts at ``item``, stopping at the first pass or an
-    infrastructure failure; from the second on, each sees the one before (``retry_skill``)."""
+    infrastructure failure; from the second on, each sees the failed ones before it
+    (``retry_skill``), and each exact repeat of a failed attempt samples the next ones wider."""
     t = ctx.cfg.train
     attempts: list[Attempt] = []
+    failed: list[Trajectory] = []
     for number in range(1, t.explore_attempts + 1):
-        previous = attempts[-1].trajectory if attempts else None
-        shown = skill if previous is None else retry_skill(skill, previous, t.show_reference)
+        shown = skill if not failed else retry_skill(skill, failed, t.show_reference)
+        repeats = sum(a.repeat for a in attempts)
+        temperature = min(
+            MAX_TEMPERATURE, t.explore_temperature + t.explore_temperature_step * repeats
+        )
         seed = exploration_seed(t.seed, step, item.id, number)
-        backend = SampledBackend(ctx.target, seed, t.explore_temperature)
+        backend = SampledBackend(ctx.target, seed, temperature)
         cache_id = attempt_id(item.id, step, number)
         traj = await rollout_item(task, item, shown, backend, store=ctx.store, cache_id=cache_id)
-        attempts.append(Attempt(item.id, number, cache_id, traj, shown != skill))
+        repeat = any(same_attempt(traj, f) for f in failed)
+        attempts.append(
+            Attempt(item.id, number, cache_id, traj, shown != skill, repeat, temperature)
+        )
         if attempts[-1].passed or traj.infra_error is not None:
             break
+        failed.append(traj)
     return attempts
 
 
-def retry_skill(skill: str, previous: Trajectory, show_reference: bool) -> str:
-    """The system prompt of a retry: the skill, then the previous attempt and its feedback
-    (``prompts/explore_retry.md``). A skill package is sampled again as it is (its rendering
-    is the package's own)."""
+def same_attempt(a: Trajectory, b: Trajectory) -> bool:
+    """Two attempts at one item did the same: the same reply (an episode's: its commands, in
+    order), up to case and spacing."""
+    return " ".join(a.output.split()).casefold() == " ".join(b.output.split()).casefold()
+
+
+def distinct_failures(failed: Sequence[Trajectory]) -> list[tuple[Trajectory, int]]:
+    """The ``RETRY_SHOWN`` most recent distinct failed attempts, oldest first, each with how
+    many times it was made."""
+    out: list[tuple[Trajectory, int]] = []
+    for t in failed:
+        same = next((i for i, (seen, _) in enumerate(out) if same_attempt(t, seen)), None)
+        if same is None:
+            out.append((t, 1))
+        else:
+            out.append((t, out.pop(same)[1] + 1))
+    return out[-RETRY_SHOWN:]
+
+
+def retry_skill(skill: str, failed: Sequence[Trajectory], show_reference: bool) -> str:
+    """The system prompt of a retry: the skill, then the earlier failed attempts and their
+    feedback (``prompts/explore_retry.md``; several: ``prompts/explore_retries.md``). A skill
+    package is sampled again as it is (its rendering is the package's own)."""
     if is_package_text(skill):
         return skill
-    section = render_prompt("explore_retry", attempt=attempt_view(previous, show_reference))
+    shown = distinct_failures(failed)
+    if len(shown) == 1 and shown[0][1] == 1:
+        section = render_prompt("explore_retry", attempt=attempt_view(shown[0][0], show_reference))
+    else:
+        blocks = [
+            render_prompt(
+                "explore_retries_attempt",
+                number=n,
+                times="" if times == 1 else f" (made {times} times, the same way each time)",
+                attempt=attempt_view(t, show_reference),
+            )
+            for n, (t, times) in enumerate(shown, 1)
+        ]
+        section = render_prompt("explore_retries", attempts="\n".join(blocks).rstrip())
     return f"{skill.rstrip()}{section}" if skill.strip() else section.lstrip("\n")
 
 
@@ -183,9 +242,11 @@ __all__ = [
     "Exploration",
     "attempt_id",
     "attempt_view",
+    "distinct_failures",
     "explorable",
     "exploration_seed",
     "explore",
     "explore_item",
     "retry_skill",
+    "same_attempt",
 ]

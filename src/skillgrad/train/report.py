@@ -422,6 +422,11 @@ def exploration_lines(history: Sequence[StepRecord]) -> list[str]:
     rows = [
         f"- step {r.step}: {r.explore_found} failed train items solved in "
         f"{r.explore_attempts} attempts"
+        + (
+            f" ({r.explore_repeats} repeated an earlier attempt exactly)"
+            if r.explore_repeats
+            else ""
+        )
         for r in steps
     ]
     if not any(r.explore_found for r in steps):

@@ -142,6 +142,8 @@ class StepOutcome:
     """Exploration attempts of the step (``train.explore``)."""
     explore_found: int = 0
     """Train items of the step's batch an exploration attempt solved."""
+    explore_repeats: int = 0
+    """Exploration attempts that repeated an earlier failed attempt at their item exactly."""
 
 
 def advance(state: TrainState, out: StepOutcome, *, patience: int, buffer_size: int) -> TrainState:
@@ -306,6 +308,7 @@ def _record(
         pruned=out.pruned,
         explore_attempts=out.explore_attempts,
         explore_found=out.explore_found,
+        explore_repeats=out.explore_repeats,
     )
 
 

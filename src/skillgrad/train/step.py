@@ -103,6 +103,7 @@ async def training_step(ctx: RunContext, state: TrainState) -> StepOutcome:
         adherence=tuple(kept_to.rows) if kept_to else (),
         explore_attempts=attempts,
         explore_found=solved,
+        explore_repeats=explored.repeats if explored else 0,
     )
 
 
