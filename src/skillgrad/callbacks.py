@@ -75,6 +75,7 @@ def describe_event(event: dict[str, Any]) -> tuple[int, str] | None:
         return logging.INFO, (
             f"step {event['step']} exploration: {event['found']} of {event['items']} failed "
             f"train items solved in {event['attempts']} attempts"
+            + (f", {event['repeats']} repeating an earlier one" if event.get("repeats") else "")
         )
     if name == "warning":
         return logging.WARNING, str(event["message"])

@@ -4,6 +4,7 @@ shipped fakes. What each fake model received is read back per ledger stage."""
 
 from __future__ import annotations
 
+import logging
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -11,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from skillgrad.callbacks import describe_event
 from skillgrad.config import load_config
 from skillgrad.errors import PermanentModelError
 from skillgrad.models.context import current_context
@@ -285,7 +287,13 @@ def test_a_retry_sees_every_earlier_failure_and_a_repeat_samples_wider(tmp_path:
     assert "### Attempt 1 (made 2 times, the same way each time)" in third
     assert "### Attempt 2" not in third  # the same attempt is shown once
     events = read_jsonl(result.run_dir / "events.jsonl")
-    assert next(e for e in events if e["event"] == "explore")["repeats"] == 3
+    explore_event = next(e for e in events if e["event"] == "explore")
+    assert explore_event["repeats"] == 3
+    assert describe_event(explore_event) == (
+        logging.INFO,
+        "step 1 exploration: 0 of 1 failed train items solved in 4 attempts, 3 repeating an "
+        "earlier one",
+    )
     assert read_json(result.run_dir / "history.json")[0]["explore_repeats"] == 3
     report = (result.run_dir / "report.md").read_text()
     assert "solved in 4 attempts (3 repeated an earlier attempt exactly)" in report
