@@ -125,3 +125,22 @@ def test_train_names_no_step_kind() -> None:
             if isinstance(node, ast.alias) and node.name in ("is_episode", "transcript_view"):
                 found.append(f"{where}: imports {node.name}")
     assert not found, "train/ names a step kind:\n" + "\n".join(found)
+
+
+def test_a_passing_episode_cut_short_lists_every_command_in_order() -> None:
+    """The read-then-act loop of a passing episode is its procedure: the compact view cuts its
+    middle steps, so it lists every command too (a failed or a short episode does not)."""
+    from skillgrad.tasks.episode import episode_view
+
+    actions = ["read book", "take a", "read book", "take b", "read book", "take c", "read book"]
+    steps = [EnvReset(task="Follow the book.", observation="A room.").to_json()]
+    steps += [
+        EnvStep(step=n, action=a, observation=f"answer {n}").to_json()
+        for n, a in enumerate(actions, 1)
+    ]
+    passed = episode_view(steps, None, "solved", passed=True)
+    assert "steps cut]" in passed
+    assert f"Every command, in order: {' | '.join(actions)}" in passed
+    assert "Every command" not in episode_view(steps, None, "unsolved", passed=False)
+    short = steps[:4]
+    assert "Every command" not in episode_view(short, None, "solved", passed=True)

@@ -315,6 +315,29 @@ def test_a_retry_shows_the_most_recent_distinct_failures_oldest_first() -> None:
     assert order == sorted(order) and "Your reply: 'b'" not in prompt
 
 
+def test_the_contrast_pair_is_the_failure_the_passing_retry_corrected() -> None:
+    """A retry that passes is paired with the attempt it saw (both made with the exploration's
+    affordances); a first attempt that passes is paired with the batch's failed trajectory."""
+    from skillgrad.train.explore import Attempt, Exploration
+
+    def traj(item: str, reply: str, passed: bool) -> Trajectory:
+        score = Score(float(passed), passed, "ok" if passed else "no")
+        return Trajectory(item, "h", (Message("user", "Word: x"),), reply, score)
+
+    batch = [traj("a", "batch-a", False), traj("b", "batch-b", False)]
+    attempts = (
+        Attempt("a", 1, "a#x1.1", traj("a", "first-a", False), False),
+        Attempt("a", 2, "a#x1.2", traj("a", "second-a", False), True),
+        Attempt("a", 3, "a#x1.3", traj("a", "third-a", True), True),
+        Attempt("b", 1, "b#x1.1", traj("b", "first-b", True), False),
+    )
+    pairs = Exploration(attempts).pairs(batch)
+    assert [(f.output, a.trajectory.output) for f, a in pairs] == [
+        ("second-a", "third-a"),
+        ("batch-b", "first-b"),
+    ]
+
+
 def test_exploration_never_runs_on_a_val_or_test_item() -> None:
     """The exploration phase refuses a held-out trajectory outright (a bug, not data)."""
     from skillgrad.train.explore import explorable

@@ -9,7 +9,9 @@ rendering the optimizer reads: the task, the first observation whole (a board ga
 first steps and the steps around where it went wrong, the commands the environment accepted there
 (also in free mode, where the target never saw them), the gold action sequence of a train
 episode, the result. Long episodes are cut, and the cut is said, so the optimizer never mistakes
-a cut for the agent's behaviour.
+a cut for the agent's behaviour; a passing episode whose steps were cut also lists every command
+in order (its procedure is what a rule would teach: a contrast call once read "…[7 steps cut]…"
+where the passing attempt's read-then-act loop was).
 """
 
 from __future__ import annotations
@@ -303,6 +305,9 @@ def episode_view(
     lines += _start(reset.observation)
     lines.append(f"Steps ({len(played)}):")
     lines += _step_lines(played, fail) or ["  (none)"]
+    if passed and len(_shown(len(_runs(played)), None)) < len(_runs(played)):
+        commands = _clip(" | ".join(s.action for s in played), LIST_CHARS)
+        lines.append(f"Every command, in order: {commands}")
     if fail is not None:
         s = played[fail]
         lines.append(f"Where it went wrong: step {s.step} ({_clip(s.action, 120)!r})")

@@ -1,13 +1,14 @@
 """Contrast: rules written from the difference between a failed and a passing attempt.
 
 For each train item the step's batch failed and exploration solved (``train/explore.py``), the
-optimizer reads the failed trajectory and the passing attempt side by side, each through its
-kind's own view (``reflect.render_trajectories``), and is asked for the rule that makes the
-difference, stated for the kind of task, not the item (``prompts/contrast_*.md``). One call per
-step holds up to ``train.minibatch_size`` pairs (the system prompt and the skill are read once:
-the cheaper of one call per pair and one call for all). The reply has the reflection's schema;
-its rules become edits with source ``contrast`` that join the step's reflection edits before
-aggregation, so they are screened, selected and gated like every rule.
+optimizer reads the nearest failure (``Exploration.pairs``: the attempt the passing retry
+corrected, else the batch's failed trajectory) and the passing attempt side by side, each
+through its kind's own view (``reflect.render_trajectories``), and is asked for the rule that
+makes the difference, stated for the kind of task, not the item (``prompts/contrast_*.md``).
+One call per step holds up to ``train.minibatch_size`` pairs (the system prompt and the skill
+are read once: the cheaper of one call per pair and one call for all). The reply has the
+reflection's schema; its rules become edits with source ``contrast`` that join the step's
+reflection edits before aggregation, so they are screened, selected and gated like every rule.
 """
 
 from __future__ import annotations

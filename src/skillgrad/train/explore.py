@@ -88,9 +88,17 @@ class Exploration:
         return [a for a in self.attempts if a.passed]
 
     def pairs(self, trajs: Sequence[Trajectory]) -> list[tuple[Trajectory, Attempt]]:
-        """(the batch's failed trajectory, the passing attempt) per item exploration solved."""
+        """(the nearest failure, the passing attempt) per item exploration solved: the failed
+        attempt the passing retry saw and corrected (the attempt before it: under the same
+        exploration affordances, so what differs is the target's own choice), else the batch's
+        failed trajectory (the first attempt passed)."""
         failed = {t.item_id: t for t in trajs if not t.score.passed}
-        return [(failed[a.item_id], a) for a in self.found if a.item_id in failed]
+        before = {(a.item_id, a.number): a.trajectory for a in self.attempts if not a.passed}
+        return [
+            (before.get((a.item_id, a.number - 1), failed[a.item_id]), a)
+            for a in self.found
+            if a.item_id in failed
+        ]
 
     def counts(self) -> tuple[int, int, int]:
         """(items explored, attempts, items solved)."""
