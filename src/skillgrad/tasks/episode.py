@@ -305,7 +305,8 @@ def episode_view(
     lines += _start(reset.observation)
     lines.append(f"Steps ({len(played)}):")
     lines += _step_lines(played, fail) or ["  (none)"]
-    if passed and len(_shown(len(_runs(played)), None)) < len(_runs(played)):
+    runs = len(_runs(played))
+    if passed and len(_shown(runs, None)) < runs:  # the view cut some of its steps
         commands = _clip(" | ".join(s.action for s in played), LIST_CHARS)
         lines.append(f"Every command, in order: {commands}")
     if fail is not None:

@@ -34,7 +34,7 @@ from skillgrad.types import Item, Trajectory, to_json
 
 VIEW_CHARS = 500  # the input, reply and feedback of a chat attempt as the retry shows them
 RETRY_SHOWN = 3  # the most recent distinct failed attempts a retry shows
-MAX_TEMPERATURE = 2.0
+MAX_TEMPERATURE = 2.0  # the bound of train.explore_temperature: a hotter repeat stops there
 
 
 def attempt_id(item_id: str, step: int, attempt: int) -> str:
