@@ -24,10 +24,12 @@ from skillgrad.testing import (
 from skillgrad.train.screens.dedup import near_duplicate, screen, skill_lines
 from skillgrad.train.screens.specific import (
     ITEM_SPECIFIC,
+    ONE_ATTEMPT,
     PLACEHOLDER,
     TO_GRADER,
     ItemWords,
     addressed_to_grader,
+    attempt_step,
     item_specific,
     placeholder_form,
     screen_lines,
@@ -158,6 +160,26 @@ def test_a_line_addressed_to_the_grader_is_refused_and_no_shipped_skill_line_is(
     index = ItemWords.build(_reading_items())
     out = screen_lines([_add(x) for x in GRADER_LINES], index, "")
     assert not out.kept and all(d["reason"].startswith(TO_GRADER) for d in out.dropped)
+
+
+def test_a_line_naming_a_step_of_one_shown_attempt_is_refused() -> None:
+    # measured on Pecking Order with gold off: an accepted skill held this line; the episode
+    # view numbers one attempt's steps ("Where it went wrong: step 3")
+    banana = "If the target fails to take the banana in step 3, they should take it in step 3."
+    assert attempt_step(banana, "") == "in step 3"
+    assert attempt_step("Read the map at turn #2 before you move.", "") == "at turn #2"
+    for line in ("Step 3: put the coin in the box.",
+                 "Take the coin in 3 steps or fewer.",
+                 "Read the instructions book before every step.",
+                 "Follow the steps in order, one command per step."):  # fmt: skip
+        assert attempt_step(line, "") is None, line
+    # the skill's own numbered procedure: naming its step is a reference, not one attempt's
+    assert attempt_step(banana, "1. Read the book.\nStep 3: take the fruit.") is None
+    hits = [(p.name, x) for p, x in _shipped_skill_lines() if attempt_step(x, "")]
+    assert hits == []
+    out = screen_lines([_add(banana), _add(GENERAL)], ItemWords.build(_reading_items()), "")
+    assert [e.content for e in out.kept] == [f"- {GENERAL}"]
+    assert out.dropped[0]["reason"].startswith(f"{ONE_ATTEMPT}: 'in step 3'")
 
 
 @dataclass

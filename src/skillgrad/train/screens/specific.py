@@ -1,11 +1,15 @@
 """Lines that do not teach the task: a rule naming what only one train item holds, a reply
-form holding one item's answer, a line addressed to the grader or the feedback.
+form holding one item's answer, a line addressed to the grader or the feedback, a line naming a
+numbered step of an attempt the optimizer was shown.
 
 Measured on two tasks kept apart from the project: a reading task's best skill held one train
 item's fact ("The national animal of Silplen is the Veltorta."), and a letter-counting skill held
 "Ask for the number of times the letter 'r' appears in the text.", "Provide the input and
 expected answer in the feedback." and "... Reply in exactly this form: 1" (one item's answer).
 A rule is for every item of the task; the skill is read by the target, never by the scorer.
+On Pecking Order with gold off, an accepted skill held "If the target fails to take the banana
+in step 3, they should take the banana in step 3.": the optimizer's episode view numbers the
+steps of one attempt ("Where it went wrong: step 3"), a numbering a new episode does not share.
 """
 
 from __future__ import annotations
@@ -22,6 +26,15 @@ from skillgrad.types import Edit, Item
 PLACEHOLDER = "<answer>"
 ITEM_SPECIFIC = "item-specific"
 TO_GRADER = "addressed to the grader"
+ONE_ATTEMPT = "about one attempt"
+_ATTEMPT_STEP = re.compile(
+    r"\b(?:in|at|on|during|after|before|from|until|by)\s+(?:the\s+)?"
+    r"(?P<step>(?:step|turn|move|action|round)\s+(?:#\s*)?\d+)\b",
+    re.IGNORECASE,
+)
+"""A step position named as one attempt's ("in step 3", "at turn 5"); a procedure's own
+numbering ("Step 3: put the coin in the box") is written as a heading, not after a preposition,
+and a numbering the skill itself holds is known (``attempt_step``)."""
 _QUOTED = re.compile(r"""(?:^|(?<=[\s(]))['"`‘“]([^'"`’”\n]{1,40})['"`’”]""")
 _FORM_TAIL = re.compile(r":\s*(?P<value>[^:\n]{1,80}?)\s*[.!]?\s*$")
 _MAX_ANSWER_WORDS = 12
@@ -91,6 +104,16 @@ def addressed_to_grader(line: str) -> str | None:
     return m.group(0) if m else None
 
 
+def attempt_step(line: str, known_text: str) -> str | None:
+    """The step position of one shown attempt that ``line`` names ("in step 3"), unless the
+    skill in force (``known_text``) numbers its own steps the same way, else None."""
+    for m in _ATTEMPT_STEP.finditer(line):
+        said = " ".join(m.group("step").lower().replace("#", " ").split())
+        if said not in " ".join(known_text.lower().replace("#", " ").split()):
+            return m.group(0)
+    return None
+
+
 def _distinctive(line: str) -> list[str]:
     """Words of ``line`` that could name one item: quoted, holding a digit, or capitalised
     mid-sentence (a name)."""
@@ -136,10 +159,11 @@ class LineScreen:
 def screen_lines(
     edits: Sequence[Edit], index: ItemWords, known_text: str, *, rewrite: bool = True
 ) -> LineScreen:
-    """Refuse each rule with a line addressed to the grader or naming what one train item
-    holds; show a reply form holding one item's answer as ``PLACEHOLDER`` (``rewrite``) or
-    refuse it. ``known_text``: the skill in force and the initial skill (their words are not
-    one item's). Worked examples (built by code from their item on purpose) pass."""
+    """Refuse each rule with a line addressed to the grader, naming a numbered step of one
+    shown attempt, or naming what one train item holds; show a reply form holding one item's
+    answer as ``PLACEHOLDER`` (``rewrite``) or refuse it. ``known_text``: the skill in force and
+    the initial skill (their words are not one item's). Worked examples (built by code from
+    their item on purpose) pass."""
     known = frozenset(normalise(w) for w in WORD_RE.findall(normalise(known_text)))
     out = LineScreen([], [], [])
     for edit in edits:
@@ -150,6 +174,9 @@ def screen_lines(
         for i, line in enumerate(lines):
             if said := addressed_to_grader(line):
                 why = f"{TO_GRADER}: {said!r} (a rule speaks to the model doing the task)"
+            elif step := attempt_step(line, known_text):
+                why = (f"{ONE_ATTEMPT}: {step!r} numbers a step of an episode the optimizer was "
+                       "shown; a new episode's steps differ")  # fmt: skip
             elif (shown := placeholder_form(line, index)) is not None:
                 if not rewrite:
                     why = f"{ITEM_SPECIFIC}: the reply form is one train item's answer"
@@ -176,11 +203,13 @@ def screen_lines(
 
 __all__ = [
     "ITEM_SPECIFIC",
+    "ONE_ATTEMPT",
     "PLACEHOLDER",
     "TO_GRADER",
     "ItemWords",
     "LineScreen",
     "addressed_to_grader",
+    "attempt_step",
     "item_specific",
     "placeholder_form",
     "screen_lines",
