@@ -23,7 +23,7 @@ from typing import Any, ClassVar, get_args
 
 from skillgrad.benchmarks.generated import GeneratedTask
 from skillgrad.models.function import FunctionBackend, as_completion
-from skillgrad.prompts import render_prompt
+from skillgrad.prompts import prompt_head
 from skillgrad.tasks.base import Split
 from skillgrad.tasks.chat import ChatTask
 from skillgrad.train.optimizer_call import CallKind
@@ -58,7 +58,7 @@ def optimizer_call_kind(request: ChatRequest) -> str | None:
     prompt; None for any other request (a target rollout, a judge call)."""
     system = system_text(request)
     for kind in OPTIMIZER_CALL_KINDS:
-        if system.startswith(render_prompt(f"{kind}_system").strip()):
+        if system.startswith(prompt_head(f"{kind}_system")):
             return kind
     return None
 

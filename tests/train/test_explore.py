@@ -16,6 +16,7 @@ from skillgrad.callbacks import describe_event
 from skillgrad.config import load_config
 from skillgrad.errors import PermanentModelError
 from skillgrad.models.context import current_context
+from skillgrad.prompts import render_prompt
 from skillgrad.runs.io import read_json, read_jsonl
 from skillgrad.session import run_training
 from skillgrad.testing import (
@@ -142,6 +143,10 @@ def test_an_exploration_success_becomes_a_gated_self_found_example(tmp_path: Pat
         assert f"episode {row['item_id']}: score 0.00 (FAIL)" in prompt
         assert f"episode {row['item_id']}: score 1.00 (PASS)" in prompt
     assert "Reference actions" not in prompt  # use_gold off: no gold anywhere
+    # an episode is compared as a procedure in words, never by one attempt's step numbers
+    system = system_text(contrast[0])
+    assert render_prompt("contrast_episodes").strip() in system
+    assert "no step number" in system and "which step" not in system
     records = read_json(run / "steps/step_0001/reflections.json")
     assert [r["mode"] for r in records] == ["shallow", "contrast"]
     assert records[1]["attempts"] == [r["cache_id"] for r in rows]
@@ -235,9 +240,9 @@ def toy_optimizer(request: ChatRequest) -> Any:
 
 
 def test_a_retry_sees_its_failed_attempt_and_never_a_withheld_reference(tmp_path: Path) -> None:
-    target = Recorder(toy_retrier)
+    target, optimizer = Recorder(toy_retrier), FunctionBackend(toy_optimizer)
     cfg = _toy_cfg(tmp_path, show_reference=False)
-    result = run_training(cfg, optimizer=FunctionBackend(toy_optimizer), target=target.backend)
+    result = run_training(cfg, optimizer=optimizer, target=target.backend)
     rows = read_jsonl(result.run_dir / "steps/step_0001/exploration.jsonl")
     assert {(r["attempt"], r["retry"], r["passed"]) for r in rows} == {
         (1, False, False),
@@ -263,6 +268,13 @@ def test_a_retry_sees_its_failed_attempt_and_never_a_withheld_reference(tmp_path
         assert pre["calls"][role] >= usage[role]["calls"] > 0
     explored = next(e for e in events if e["event"] == "explore")
     assert (explored["items"], explored["attempts"], explored["found"]) == (4, 8, 4)
+    # a reply is compared by its form and content: the reply prompt, not the episode one
+    contrast = [r for r in optimizer.calls if optimizer_call_kind(r) == "contrast"]
+    assert contrast and all(
+        render_prompt("contrast_replies").strip() in system_text(r)
+        and render_prompt("contrast_episodes").strip() not in system_text(r)
+        for r in contrast
+    )
 
 
 def test_a_retry_sees_every_earlier_failure_and_a_repeat_samples_wider(tmp_path: Path) -> None:

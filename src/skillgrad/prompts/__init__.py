@@ -22,4 +22,15 @@ def render_prompt(name: str, **fields: object) -> str:
     return Template(text).substitute({k: str(v) for k, v in fields.items()})
 
 
-__all__ = ["render_prompt"]
+def prompt_head(name: str) -> str:
+    """The fixed opening of ``<name>.md``: its text before the first ``$field`` placeholder (all
+    of it when it has none), stripped; what tells a call's prompt apart without its fields."""
+    text = resources.files(__name__).joinpath(f"{name}.md").read_text("utf-8")
+    for m in Template.pattern.finditer(text):
+        if m.group("named") or m.group("braced"):
+            text = text[: m.start()]
+            break
+    return Template(text).safe_substitute().strip()
+
+
+__all__ = ["prompt_head", "render_prompt"]

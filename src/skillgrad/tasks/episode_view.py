@@ -133,6 +133,8 @@ class EpisodeView:
     kind = "episode"
     examples = (render_observed_episode, render_episode)
     """Its own demonstration first; the commands alone when that does not fit the budget."""
+    contrast_prompt = "contrast_episodes"
+    """A passing episode is a procedure: its commands in order, written in words."""
 
     def claims(self, steps: Sequence[Any]) -> bool:
         return is_episode(steps)

@@ -32,6 +32,10 @@ class AgentView:
     def examples(self) -> tuple[ExampleRenderer, ...]:
         return self.inner.examples
 
+    @property
+    def contrast_prompt(self) -> str:
+        return self.inner.contrast_prompt
+
     def claims(self, steps: Sequence[Any]) -> bool:
         return any(s.get("type") == AGENT_EXIT for s in steps) and self.inner.claims(steps)
 

@@ -43,6 +43,7 @@ class ReplyView:
 
     kind = "reply"
     examples: tuple[ExampleRenderer, ...] = (render_reply,)
+    contrast_prompt = "contrast_replies"
 
     def claims(self, steps: Sequence[Any]) -> bool:
         return True

@@ -35,6 +35,12 @@ class TrajectoryView(Protocol):
         order until one fits the example budget)."""
         ...
 
+    @property
+    def contrast_prompt(self) -> str:
+        """The prompt saying what to compare between a failed and a passing attempt of this
+        kind (``prompts/<name>.md``, the contrast call's ``$compare``: ``train/contrast.py``)."""
+        ...
+
     def claims(self, steps: Sequence[Any]) -> bool:
         """Whether a trajectory with these steps is of this kind."""
         ...

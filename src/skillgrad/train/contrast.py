@@ -5,6 +5,15 @@ optimizer reads the nearest failure (``Exploration.pairs``: the attempt the pass
 corrected, else the batch's failed trajectory) and the passing attempt side by side, each
 through its kind's own view (``reflect.render_trajectories``), and is asked for the rule that
 makes the difference, stated for the kind of task, not the item (``prompts/contrast_*.md``).
+What to compare is the kind's (``TrajectoryView.contrast_prompt``): a reply's form and content
+(``contrast_replies.md``), or an episode's procedure in words, in the order it is followed, each
+object named by its role and no step number (``contrast_episodes.md``). Measured by re-asking
+the 18 recorded first contrast calls of five gold-off environment sweeps
+(``bench/bench_contrast_rules.py``): asked where the two attempts differ ("which step, which
+action"), the 1.5B wrote 33 rules, 7 naming a step ("If the target fails to take the banana in
+step 3, they should take the banana in step 3."), 5 reciting its instructions and 29 about "the
+target"; with the episode prompt, 31 rules, none naming a step or reciting, 1 about the target
+(the most frequent: "Read the instructions book first.").
 One call per step holds up to ``train.minibatch_size`` pairs (the system prompt and the skill
 are read once: the cheaper of one call per pair and one call for all). The reply has the
 reflection's schema; its rules become edits with source ``contrast`` that join the step's
@@ -18,6 +27,7 @@ from collections.abc import Sequence
 from skillgrad.models.context import call_context
 from skillgrad.prompts import render_prompt
 from skillgrad.skill.package import is_package_text
+from skillgrad.tasks.views import view_of
 from skillgrad.train.context import RunContext
 from skillgrad.train.explore import Attempt
 from skillgrad.train.optimizer_call import ask_optimizer
@@ -66,6 +76,7 @@ async def contrast(
         t.max_edits_per_reflection, lines=choices.lines, headings=choices.headings, package=package
     )
     hint = render_prompt("reflect_revise_hint").rstrip("\n") if choices.lines else ""
+    compare = render_prompt(view_of(shown[0][1].trajectory).contrast_prompt).rstrip("\n")
     with call_context("contrast", step):
         reply = await ask_optimizer(
             ctx.optimizer,
@@ -76,6 +87,7 @@ async def contrast(
             seed=step,
             check=reply_check(skill, state.rejected_buffer, rule_copies(ctx, state)),
             check_temperature=t.reask_temperature,
+            system={"compare": compare},
             skill=skill or EMPTY_SKILL,
             rejected=render_rejected(state.rejected_buffer),
             n_items=len(shown),

@@ -9,7 +9,7 @@ is recorded as failed by the caller, never replaced.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Literal
 
 from skillgrad.models.base import ModelBackend
@@ -39,13 +39,14 @@ async def ask_optimizer(
     seed: int = 0,
     check: Callable[[M], str | None] | None = None,
     check_temperature: float | None = None,
+    system: Mapping[str, object] | None = None,
     **fields: object,
 ) -> StructuredReply[M]:
-    """Render ``<kind>_system``/``<kind>_user`` (with ``fields``) and ask for ``schema``
-    (``check``: see ``ask_structured``)."""
+    """Render ``<kind>_system`` (with ``system``)/``<kind>_user`` (with ``fields``) and ask for
+    ``schema`` (``check``: see ``ask_structured``)."""
     return await ask_structured(
         optimizer,
-        render_prompt(f"{kind}_system"),
+        render_prompt(f"{kind}_system", **(system or {})),
         render_prompt(f"{kind}_user", **fields),
         schema,
         max_tokens=max_tokens,

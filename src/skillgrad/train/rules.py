@@ -98,6 +98,8 @@ OPTIMIZER_INSTRUCTIONS = (
     "deep_reflect_system",
     "revise_system",
     "contrast_system",
+    "contrast_replies",
+    "contrast_episodes",
     "reflect_repeated",
     "reflect_copied",
     "reflect_cut",
