@@ -276,10 +276,10 @@ class TrainConfig(_Section):
     line_screens: bool = Field(
         True,
         description="refuse, before selection, a proposed rule addressed to the grader or the "
-        "feedback, naming a numbered step of one shown attempt ('in step 3'), or naming what only "
-        "one train item holds (a quoted letter, a number, a name in no other item nor the "
-        "skill); a reply form holding one train item's answer is shown "
-        "as <answer> (train/screens/specific.py)",
+        "feedback, naming a numbered step of one shown attempt ('in step 3') or an object some "
+        "shown episodes hold and others do not, or naming what only one train item holds (a "
+        "quoted letter, a number, a name in no other item nor the skill); a reply form holding "
+        "one train item's answer is shown as <answer> (train/screens/specific.py)",
     )
     prune: Literal["off", "on"] = Field(
         "on",

@@ -71,7 +71,7 @@ def optimizer_reply(request: ChatRequest) -> Any:
     return rules_reply(CONTRAST_RULE if kind == "contrast" else REFLECT_RULE)
 
 
-def _env_cfg(tmp_path: Path, use_gold: bool, explore: str, name: str = "run") -> Any:
+def _env_cfg(tmp_path: Path, use_gold: bool, explore: str, name: str = "run", seed: int = 0) -> Any:
     return load_config(
         data={
             "env": {
@@ -85,6 +85,7 @@ def _env_cfg(tmp_path: Path, use_gold: bool, explore: str, name: str = "run") ->
                     "n_test": 1,
                     "max_steps": 4,
                     "use_gold": use_gold,
+                    "seed": seed,
                 },
             },
             "train": {
@@ -154,6 +155,38 @@ def test_an_exploration_success_becomes_a_gated_self_found_example(tmp_path: Pat
     report = (run / "report.md").read_text()
     assert "- step 1: 2 failed train items solved in 2 attempts" in report
     assert f"self-found: exploration attempt `{shown[0]['attempt']}`" in report
+
+
+def test_a_contrast_rule_naming_one_episodes_object_is_refused(tmp_path: Path) -> None:
+    from skillgrad.tasks.environment import EnvironmentTask
+    from skillgrad.testing import TinyEnv
+
+    def containers(seed: int) -> list[str]:
+        task = EnvironmentTask("skillgrad.testing:TinyEnv", n_train=2, n_val=2, seed=seed)
+        starts = [TinyEnv().reset(seed=i.input["seed"])[0] for i in task.load_split("train")]
+        return [start.split("closed ")[1].split()[0] for start in starts]
+
+    # the first data seed whose two train episodes hold different containers
+    seed = next(s for s in range(50) if len(set(containers(s))) == 2)
+    first = containers(seed)[0]
+    one = f"Open the {first} first, then take what is inside it."
+
+    def optimizer(request: ChatRequest) -> Any:
+        kind = optimizer_call_kind(request)
+        return rules_reply(one, CONTRAST_RULE) if kind == "contrast" else optimizer_reply(request)
+
+    target = Recorder(env_player)
+    result = run_training(
+        _env_cfg(tmp_path, use_gold=False, explore="on", seed=seed),
+        optimizer=FunctionBackend(optimizer),
+        target=target.backend,
+    )
+    screened = read_json(result.run_dir / "steps/step_0001/selection.json")["screened"]
+    refused = [d for d in screened if d["edit"]["content"].endswith(one)]
+    assert len(refused) == 1, screened
+    assert refused[0]["reason"].startswith(f"about one attempt: names {first!r}")
+    candidate = (result.run_dir / "steps/step_0001/candidate.md").read_text()
+    assert CONTRAST_RULE in candidate and one not in candidate
 
 
 def test_use_gold_must_be_a_boolean() -> None:

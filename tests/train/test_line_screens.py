@@ -27,6 +27,7 @@ from skillgrad.train.screens.specific import (
     ONE_ATTEMPT,
     PLACEHOLDER,
     TO_GRADER,
+    EpisodeObjects,
     ItemWords,
     addressed_to_grader,
     attempt_step,
@@ -180,6 +181,33 @@ def test_a_line_naming_a_step_of_one_shown_attempt_is_refused() -> None:
     out = screen_lines([_add(banana), _add(GENERAL)], ItemWords.build(_reading_items()), "")
     assert [e.content for e in out.kept] == [f"- {GENERAL}"]
     assert out.dropped[0]["reason"].startswith(f"{ONE_ATTEMPT}: 'in step 3'")
+
+
+def _start(text: str, *acted: str) -> tuple[frozenset[str], frozenset[str]]:
+    return frozenset(text.lower().replace(".", "").split()), frozenset(acted)
+
+
+def test_a_line_naming_an_object_some_shown_episodes_hold_is_refused() -> None:
+    # Pecking Order's shape: every episode starts with the book, each with other fruit
+    book = "Your task is to read and follow the instructions book."
+    objects = EpisodeObjects.build([
+        _start(f"{book} You see an apple and a banana.", "instructions", "book", "apple"),
+        _start(f"{book} You see a papaya.", "instructions", "book", "papaya"),
+        None,  # a trajectory of a kind without commands adds nothing
+    ])  # fmt: skip
+    assert objects.words == {"apple", "papaya"}  # banana: never acted on
+    assert objects.named("Take the apple next.", frozenset()) == "apple"
+    for line in ("Read the instructions book first.",
+                 "Take the object you are instructed to take next.",
+                 "Take the banana only when the book names it."):  # fmt: skip
+        assert objects.named(line, frozenset()) is None, line
+    assert objects.named("Take the apple next.", frozenset({"apple"})) is None  # the skill's
+    # one episode shown: nothing to compare, nothing refused
+    assert EpisodeObjects.build([_start(book, "apple")]).words == frozenset()
+    index = ItemWords.build({"train": [Item("train-1", {"seed": 1}), Item("train-2", {"seed": 2})]})
+    out = screen_lines([_add("Take the apple next."), _add(GENERAL)], index, "", objects=objects)
+    assert [e.content for e in out.kept] == [f"- {GENERAL}"]
+    assert out.dropped[0]["reason"].startswith(f"{ONE_ATTEMPT}: names 'apple'")
 
 
 @dataclass

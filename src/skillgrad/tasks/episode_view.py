@@ -162,6 +162,18 @@ class EpisodeView:
         """The episode's commands (``episode_actions``), never a reply or a reference."""
         return episode_actions(t)
 
+    def vocabulary(self, t: Trajectory) -> tuple[frozenset[str], frozenset[str]] | None:
+        """The words of the episode's task and first observation, and the words the commands the
+        environment accepted act on (after the verb: ``take apple`` acts on ``apple``; a refused
+        command, "Move to the next room", names nothing of the episode)."""
+        records = episode_steps(t.steps)
+        start = next((r for r in records if isinstance(r, EnvReset)), None)
+        if start is None:
+            return None
+        played = [r for r in records if isinstance(r, EnvStep) and r.valid]
+        acted = {w for s in played for w in _object_words(s.action or "")}
+        return frozenset(words(f"{start.task} {start.observation}")), frozenset(acted)
+
 
 __all__ = [
     "OBSERVATION_CHARS",

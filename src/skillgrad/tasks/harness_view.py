@@ -52,5 +52,8 @@ class AgentView:
     def example_reply(self, t: Trajectory, generic: str | None) -> str | None:
         return self.inner.example_reply(t, generic)
 
+    def vocabulary(self, t: Trajectory) -> tuple[frozenset[str], frozenset[str]] | None:
+        return self.inner.vocabulary(t)
+
 
 __all__ = ["AGENT_EXIT", "AgentView"]

@@ -59,5 +59,8 @@ class ReplyView:
     def example_reply(self, t: Trajectory, generic: str | None) -> str | None:
         return generic
 
+    def vocabulary(self, t: Trajectory) -> tuple[frozenset[str], frozenset[str]] | None:
+        return None
+
 
 __all__ = ["ExampleRenderer", "ReplyView", "render_reply", "shown_reply", "user_input"]

@@ -63,6 +63,12 @@ class TrajectoryView(Protocol):
         ``generic`` is a passing reply or a reference the task's scorer passes."""
         ...
 
+    def vocabulary(self, t: Trajectory) -> tuple[frozenset[str], frozenset[str]] | None:
+        """The normalised words of ``t``'s start (its task and first observation) and the words
+        its commands act on; None for a kind without commands of its own (the line screen's
+        episode objects, ``train/screens/specific.py``)."""
+        ...
+
 
 REPLY = ReplyView()
 """The generic view: what a trajectory no view in ``VIEWS`` claims shows."""

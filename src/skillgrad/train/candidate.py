@@ -19,6 +19,7 @@ from skillgrad.runs.records import CheckResult, Conflict, RejectedEdit
 from skillgrad.skill.document import Skill
 from skillgrad.skill.package import is_package_text
 from skillgrad.tasks.base import task_abilities
+from skillgrad.tasks.views import view_of
 from skillgrad.train.aggregate import Aggregated, aggregate
 from skillgrad.train.check_targets import gate_candidate
 from skillgrad.train.context import RunContext
@@ -39,7 +40,7 @@ from skillgrad.train.screens.leak_check import (
     leak_refusal,
     rule_copies,
 )
-from skillgrad.train.screens.specific import LineScreen, screen_lines
+from skillgrad.train.screens.specific import EpisodeObjects, LineScreen, screen_lines
 from skillgrad.train.select import Selection, select
 from skillgrad.train.stall import Drops, stall_reason
 from skillgrad.train.state import TrainState
@@ -205,7 +206,8 @@ async def propose_candidate(
         refl.edits += contrasted.edits
         refl.records += contrasted.records
     kept = drop_copies(ctx, state, step, refl.edits)
-    lines = screen_specific(ctx, state, step, kept)
+    shown = [*trajs, *(a.trajectory for a in (explored.attempts if explored else ()))]
+    lines = screen_specific(ctx, state, step, kept, shown=shown)
     agg = aggregate(lines.kept, t.merge_similarity, step=step)
     if t.semantic_merge:
         with call_context("aggregate", step):
@@ -242,16 +244,23 @@ async def propose_candidate(
 
 
 def screen_specific(
-    ctx: RunContext, state: TrainState, step: int, edits: list[Edit], rewrite: bool = True
+    ctx: RunContext,
+    state: TrainState,
+    step: int,
+    edits: list[Edit],
+    rewrite: bool = True,
+    shown: Sequence[Trajectory] = (),
 ) -> LineScreen:
     """``edits`` through the line screen (``train/screens/specific.py``): a rule addressed to the
     grader or naming what one train item holds is refused (a warning names it), a reply form
     holding one item's answer is shown with a placeholder (``rewrite``) or refused; all pass
-    with ``train.line_screens`` off."""
+    with ``train.line_screens`` off. ``shown``: the step's trajectories (exploration's
+    included), whose episodes name the objects one episode holds (``EpisodeObjects``)."""
     if not ctx.cfg.train.line_screens:
         return LineScreen(list(edits), [], [])
+    objects = EpisodeObjects.build([view_of(t).vocabulary(t) for t in shown])
     out = screen_lines(edits, ctx.item_words, f"{state.skill}\n{state.initial_skill}",
-                       rewrite=rewrite)  # fmt: skip
+                       rewrite=rewrite, objects=objects)  # fmt: skip
     if out.dropped:
         said = "; ".join(f"{d['edit'].content.strip()[:80]!r}: {d['reason']}" for d in out.dropped)
         ctx.emit("warning", message=f"step {step}: refused before selection: {said}")
@@ -320,13 +329,14 @@ async def _revise(
         )  # fmt: skip
     screened = screen(revision.edits, state.skill, step=step, threshold=t.merge_similarity)
     revision.edits, revision.dropped = screened.kept, revision.dropped + screened.dropped
-    lines = screen_specific(ctx, state, step, revision.edits)
+    lines = screen_specific(ctx, state, step, revision.edits, shown=trajs)
     revision.edits, revision.dropped = lines.kept, revision.dropped + lines.dropped
     if not revision.edits and rules and t.show_reference:  # built from a reference
         items = {i.id: i for i in ctx.items["train"]}
         built = built_revision(step, _most_pressing(rules, sel.repeated, revision), failures,
                                items, ctx.task, state.tried)  # fmt: skip
-        built_lines = screen_specific(ctx, state, step, [built] if built else [], rewrite=False)
+        built_lines = screen_specific(ctx, state, step, [built] if built else [], rewrite=False,
+                                      shown=trajs)  # fmt: skip
         revision.edits, revision.dropped = built_lines.kept, revision.dropped + built_lines.dropped
     sel.selected += revision.edits[: max(0, k - len(sel.selected))]
     return revision

@@ -1,6 +1,7 @@
 """Lines that do not teach the task: a rule naming what only one train item holds, a reply
 form holding one item's answer, a line addressed to the grader or the feedback, a line naming a
-numbered step of an attempt the optimizer was shown.
+numbered step of an attempt the optimizer was shown, a line naming an object some shown
+episodes hold and others do not.
 
 Measured on two tasks kept apart from the project: a reading task's best skill held one train
 item's fact ("The national animal of Silplen is the Veltorta."), and a letter-counting skill held
@@ -10,6 +11,9 @@ A rule is for every item of the task; the skill is read by the target, never by 
 On Pecking Order with gold off, an accepted skill held "If the target fails to take the banana
 in step 3, they should take the banana in step 3.": the optimizer's episode view numbers the
 steps of one attempt ("Where it went wrong: step 3"), a numbering a new episode does not share.
+An environment's items are seeds, so the item-specific screen sees no episode's words: re-asked
+on recorded Pecking Order pairs, 5 of 31 contrast rules named one episode's object ("Take the
+apple next."), which ``EpisodeObjects`` catches.
 """
 
 from __future__ import annotations
@@ -146,6 +150,35 @@ def placeholder_form(line: str, index: ItemWords) -> str | None:
     return None
 
 
+Vocabulary = tuple[frozenset[str], frozenset[str]]
+"""An episode's start words and the words its accepted commands act on
+(``TrajectoryView.vocabulary``)."""
+
+
+@dataclass(frozen=True)
+class EpisodeObjects:
+    """Words that name one episode's objects: acted on by a command the environment accepted in
+    a shown episode, named in that episode's start and missing from another played episode's
+    start (``apple`` in Pecking Order, ``north`` or ``garage`` in Map Reader). A word every
+    episode starts with (``book``, ``map``, ``coin``) is the task's. Built from the step's
+    trajectories through their kind's view (``TrajectoryView.vocabulary``); empty without two
+    episodes."""
+
+    words: frozenset[str] = frozenset()
+
+    @classmethod
+    def build(cls, vocabularies: Sequence[Vocabulary | None]) -> EpisodeObjects:
+        shown = [v for v in vocabularies if v is not None]
+        if len(shown) < 2:
+            return cls()
+        common = frozenset.intersection(*(start for start, _ in shown))
+        return cls(frozenset(w for start, acted in shown for w in acted & start) - common)
+
+    def named(self, line: str, known: frozenset[str]) -> str | None:
+        """The first word of ``line`` naming one episode's object, not in ``known``."""
+        return next((w for w in words(line) if w in self.words and w not in known), None)
+
+
 @dataclass
 class LineScreen:
     """Rules after the screen: ``kept`` (rewritten ones included), ``dropped`` (edit, reason)
@@ -157,10 +190,16 @@ class LineScreen:
 
 
 def screen_lines(
-    edits: Sequence[Edit], index: ItemWords, known_text: str, *, rewrite: bool = True
+    edits: Sequence[Edit],
+    index: ItemWords,
+    known_text: str,
+    *,
+    rewrite: bool = True,
+    objects: EpisodeObjects = EpisodeObjects(),
 ) -> LineScreen:
     """Refuse each rule with a line addressed to the grader, naming a numbered step of one
-    shown attempt, or naming what one train item holds; show a reply form holding one item's
+    shown attempt, naming one episode's object (``objects``), or naming what one train item
+    holds; show a reply form holding one item's
     answer as ``PLACEHOLDER`` (``rewrite``) or refuse it. ``known_text``: the skill in force and
     the initial skill (their words are not one item's). Worked examples (built by code from
     their item on purpose) pass."""
@@ -177,6 +216,9 @@ def screen_lines(
             elif step := attempt_step(line, known_text):
                 why = (f"{ONE_ATTEMPT}: {step!r} numbers a step of an episode the optimizer was "
                        "shown; a new episode's steps differ")  # fmt: skip
+            elif (obj := objects.named(line, known)) is not None:
+                why = (f"{ONE_ATTEMPT}: names {obj!r}, an object some shown episodes hold and "
+                       "others do not; name it by its role in the task")  # fmt: skip
             elif (shown := placeholder_form(line, index)) is not None:
                 if not rewrite:
                     why = f"{ITEM_SPECIFIC}: the reply form is one train item's answer"
@@ -206,6 +248,7 @@ __all__ = [
     "ONE_ATTEMPT",
     "PLACEHOLDER",
     "TO_GRADER",
+    "EpisodeObjects",
     "ItemWords",
     "LineScreen",
     "addressed_to_grader",
