@@ -13,6 +13,7 @@ from skillgrad.config import load_config
 from skillgrad.runs.io import read_jsonl
 from skillgrad.session import run_training
 from skillgrad.tasks.base import Split
+from skillgrad.tasks.episode import Vocabulary
 from skillgrad.testing import (
     FunctionBackend,
     ToyTask,
@@ -183,8 +184,9 @@ def test_a_line_naming_a_step_of_one_shown_attempt_is_refused() -> None:
     assert out.dropped[0]["reason"].startswith(f"{ONE_ATTEMPT}: 'in step 3'")
 
 
-def _start(text: str, *acted: str) -> tuple[frozenset[str], frozenset[str]]:
-    return frozenset(text.lower().replace(".", "").split()), frozenset(acted)
+def _start(text: str, *acted: str) -> Vocabulary:
+    seen = frozenset(text.lower().replace(".", "").split())
+    return Vocabulary(seen, tuple(f"take {w}" for w in acted), frozenset(acted))
 
 
 def test_a_line_naming_an_object_some_shown_episodes_hold_is_refused() -> None:

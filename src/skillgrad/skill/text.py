@@ -57,6 +57,11 @@ def valid_data(value: Any) -> Any:
 
 
 WORD_RE = re.compile(r"\w+")
+FUNCTION_WORDS = frozenset(
+    "a an the and or to of in on at by for with from as is are be it its this that these those "
+    "you your yours before after then than so".split()
+)
+"""Words that name nothing: no instruction of a rule, no object of a command."""
 Words = tuple[str, ...]
 
 

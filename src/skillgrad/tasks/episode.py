@@ -36,6 +36,18 @@ shown as a worked example (``tasks/episode_view.py``)."""
 
 
 @dataclass(frozen=True)
+class Vocabulary:
+    """What an episode names and does, as the line screen and the command forms read it:
+    ``seen``, the normalised words of its task and every observation; ``commands``, the
+    commands the environment accepted, in order; ``acted``, the words those commands act on
+    (after the verb: ``take apple`` acts on ``apple``)."""
+
+    seen: frozenset[str]
+    commands: tuple[str, ...]
+    acted: frozenset[str]
+
+
+@dataclass(frozen=True)
 class EnvReset:
     """The episode's start: the task, the first observation and the commands listed then."""
 
@@ -332,6 +344,7 @@ __all__ = [
     "EnvStep",
     "EpisodeError",
     "EpisodeStep",
+    "Vocabulary",
     "env_steps",
     "episode_feedback",
     "episode_steps",

@@ -13,12 +13,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from skillgrad.prompts import render_prompt
-from skillgrad.skill.text import cut, sentences, words
+from skillgrad.skill.text import FUNCTION_WORDS, cut, sentences, words
 from skillgrad.tasks.episode import (
     MAX_DEMO_ACTIONS,
     EnvGold,
     EnvReset,
     EnvStep,
+    Vocabulary,
     episode_steps,
     episode_view,
     is_episode,
@@ -162,17 +163,19 @@ class EpisodeView:
         """The episode's commands (``episode_actions``), never a reply or a reference."""
         return episode_actions(t)
 
-    def vocabulary(self, t: Trajectory) -> tuple[frozenset[str], frozenset[str]] | None:
-        """The words of the episode's task and first observation, and the words the commands the
-        environment accepted act on (after the verb: ``take apple`` acts on ``apple``; a refused
-        command, "Move to the next room", names nothing of the episode)."""
+    def vocabulary(self, t: Trajectory) -> Vocabulary | None:
+        """The words of the episode's task and observations, the commands the environment
+        accepted and the words they act on (a refused command, "Move to the next room", names
+        nothing of the episode)."""
         records = episode_steps(t.steps)
         start = next((r for r in records if isinstance(r, EnvReset)), None)
         if start is None:
             return None
-        played = [r for r in records if isinstance(r, EnvStep) and r.valid]
-        acted = {w for s in played for w in _object_words(s.action or "")}
-        return frozenset(words(f"{start.task} {start.observation}")), frozenset(acted)
+        played = [r for r in records if isinstance(r, EnvStep)]
+        seen = " ".join([start.task, start.observation, *(s.observation for s in played)])
+        commands = tuple(" ".join(s.action.split()) for s in played if s.valid and s.action)
+        acted = frozenset(w for c in commands for w in _object_words(c)) - FUNCTION_WORDS
+        return Vocabulary(frozenset(words(seen)), commands, acted)
 
 
 __all__ = [

@@ -10,6 +10,7 @@ from typing import Any
 
 from skillgrad.harnesses.transcript import transcript_view
 from skillgrad.prompts import render_prompt
+from skillgrad.tasks.episode import Vocabulary
 from skillgrad.tasks.reply_view import ExampleRenderer, ReplyView
 from skillgrad.types import Trajectory
 
@@ -52,7 +53,7 @@ class AgentView:
     def example_reply(self, t: Trajectory, generic: str | None) -> str | None:
         return self.inner.example_reply(t, generic)
 
-    def vocabulary(self, t: Trajectory) -> tuple[frozenset[str], frozenset[str]] | None:
+    def vocabulary(self, t: Trajectory) -> Vocabulary | None:
         return self.inner.vocabulary(t)
 
 

@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from skillgrad.skill.text import cut, fence_for
+from skillgrad.tasks.episode import Vocabulary
 from skillgrad.types import Trajectory
 
 ExampleRenderer = Callable[[Trajectory, str, int], str]
@@ -59,7 +60,7 @@ class ReplyView:
     def example_reply(self, t: Trajectory, generic: str | None) -> str | None:
         return generic
 
-    def vocabulary(self, t: Trajectory) -> tuple[frozenset[str], frozenset[str]] | None:
+    def vocabulary(self, t: Trajectory) -> Vocabulary | None:
         return None
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol
 
+from skillgrad.tasks.episode import Vocabulary
 from skillgrad.tasks.episode_view import EpisodeView
 from skillgrad.tasks.harness_view import AgentView
 from skillgrad.tasks.reply_view import ExampleRenderer, ReplyView
@@ -63,10 +64,10 @@ class TrajectoryView(Protocol):
         ``generic`` is a passing reply or a reference the task's scorer passes."""
         ...
 
-    def vocabulary(self, t: Trajectory) -> tuple[frozenset[str], frozenset[str]] | None:
-        """The normalised words of ``t``'s start (its task and first observation) and the words
-        its commands act on; None for a kind without commands of its own (the line screen's
-        episode objects, ``train/screens/specific.py``)."""
+    def vocabulary(self, t: Trajectory) -> Vocabulary | None:
+        """What ``t`` names and does (``tasks/episode.Vocabulary``); None for a kind without
+        commands of its own (read by the line screen's episode objects and the command forms,
+        ``train/screens/specific.py``, ``train/command_forms.py``)."""
         ...
 
 

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from skillgrad.runs.records import Conflict
+from skillgrad.skill.text import FUNCTION_WORDS
 from skillgrad.train.aggregate import CONFLICT_SIMILARITY, is_conflict, polarity_free, similarity
 from skillgrad.train.examples import example_lines
 from skillgrad.train.rules import rule_key
@@ -38,10 +39,6 @@ def _words(text: str) -> set[str]:
     return set(_WORD.findall(text.lower()))
 
 
-_FUNCTION_WORDS = frozenset(
-    "a an the and or to of in on at by for with from as is are be it its this that these those "
-    "you your yours before after then than so".split()
-)
 _GENERIC = frozenset(
     "always carefully closely fully properly thoroughly first every each time please make sure "
     "answer answers answering reply replies replying respond responding response responses "
@@ -53,7 +50,7 @@ _MIN_CONTENT = 2
 
 
 def _content(text: str) -> frozenset[str]:
-    return frozenset(_words(text) - _FUNCTION_WORDS)
+    return frozenset(_words(text) - FUNCTION_WORDS)
 
 
 def same_rule_padded(a: str, b: str) -> bool:

@@ -24,6 +24,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from skillgrad.skill.text import WORD_RE, normalise, words
+from skillgrad.tasks.episode import Vocabulary
 from skillgrad.train.screens.leaks import BOILERPLATE_SHARE, texts_of
 from skillgrad.types import Edit, Item
 
@@ -150,17 +151,12 @@ def placeholder_form(line: str, index: ItemWords) -> str | None:
     return None
 
 
-Vocabulary = tuple[frozenset[str], frozenset[str]]
-"""An episode's start words and the words its accepted commands act on
-(``TrajectoryView.vocabulary``)."""
-
-
 @dataclass(frozen=True)
 class EpisodeObjects:
     """Words that name one episode's objects: acted on by a command the environment accepted in
-    a shown episode, named in that episode's start and missing from another played episode's
-    start (``apple`` in Pecking Order, ``north`` or ``garage`` in Map Reader). A word every
-    episode starts with (``book``, ``map``, ``coin``) is the task's. Built from the step's
+    a shown episode, seen in that episode and missing from another played episode's task and
+    observations (``apple`` in Pecking Order, ``north`` or ``garage`` in Map Reader). A word
+    every episode shows (``book``, ``map``, ``coin``) is the task's. Built from the step's
     trajectories through their kind's view (``TrajectoryView.vocabulary``); empty without two
     episodes."""
 
@@ -171,8 +167,8 @@ class EpisodeObjects:
         shown = [v for v in vocabularies if v is not None]
         if len(shown) < 2:
             return cls()
-        common = frozenset.intersection(*(start for start, _ in shown))
-        return cls(frozenset(w for start, acted in shown for w in acted & start) - common)
+        common = frozenset.intersection(*(v.seen for v in shown))
+        return cls(frozenset(w for v in shown for w in v.acted & v.seen) - common)
 
     def named(self, line: str, known: frozenset[str]) -> str | None:
         """The first word of ``line`` naming one episode's object, not in ``known``."""
