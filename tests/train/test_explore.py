@@ -71,7 +71,14 @@ def optimizer_reply(request: ChatRequest) -> Any:
     return rules_reply(CONTRAST_RULE if kind == "contrast" else REFLECT_RULE)
 
 
-def _env_cfg(tmp_path: Path, use_gold: bool, explore: str, name: str = "run", seed: int = 0) -> Any:
+def _env_cfg(
+    tmp_path: Path,
+    use_gold: bool,
+    explore: str,
+    name: str = "run",
+    seed: int = 0,
+    command_forms: str = "on",
+) -> Any:
     return load_config(
         data={
             "env": {
@@ -94,6 +101,7 @@ def _env_cfg(tmp_path: Path, use_gold: bool, explore: str, name: str = "run", se
                 "batch_size": 2,
                 "examples": "on",
                 "explore": explore,
+                "command_forms": command_forms,
                 "semantic_merge": False,
                 "rank_with_optimizer": False,
                 "use_slow_update": False,
@@ -103,6 +111,13 @@ def _env_cfg(tmp_path: Path, use_gold: bool, explore: str, name: str = "run", se
             },
         }
     )
+
+
+def _run_env_seed(tmp_path: Path, seed: int) -> Any:
+    target, optimizer = Recorder(env_player), Recorder(optimizer_reply)
+    cfg = _env_cfg(tmp_path, use_gold=False, explore="on", seed=seed)
+    result = run_training(cfg, optimizer=optimizer.backend, target=target.backend)
+    return result, target, optimizer
 
 
 def _run_env(tmp_path: Path, use_gold: bool, explore: str, player: Any = env_player) -> Any:
@@ -157,18 +172,24 @@ def test_an_exploration_success_becomes_a_gated_self_found_example(tmp_path: Pat
     assert f"self-found: exploration attempt `{shown[0]['attempt']}`" in report
 
 
-def test_a_contrast_rule_naming_one_episodes_object_is_refused(tmp_path: Path) -> None:
+def _containers(seed: int) -> list[str]:
+    """The containers TinyEnv's two train episodes hold at data seed ``seed``."""
     from skillgrad.tasks.environment import EnvironmentTask
     from skillgrad.testing import TinyEnv
 
-    def containers(seed: int) -> list[str]:
-        task = EnvironmentTask("skillgrad.testing:TinyEnv", n_train=2, n_val=2, seed=seed)
-        starts = [TinyEnv().reset(seed=i.input["seed"])[0] for i in task.load_split("train")]
-        return [start.split("closed ")[1].split()[0] for start in starts]
+    task = EnvironmentTask("skillgrad.testing:TinyEnv", n_train=2, n_val=2, seed=seed)
+    starts = [TinyEnv().reset(seed=i.input["seed"])[0] for i in task.load_split("train")]
+    return [start.split("closed ")[1].split()[0] for start in starts]
 
-    # the first data seed whose two train episodes hold different containers
-    seed = next(s for s in range(50) if len(set(containers(s))) == 2)
-    first = containers(seed)[0]
+
+def _mixed_seed() -> int:
+    """The first data seed whose two train episodes hold different containers."""
+    return next(s for s in range(50) if len(set(_containers(s))) == 2)
+
+
+def test_a_contrast_rule_naming_one_episodes_object_is_refused(tmp_path: Path) -> None:
+    seed = _mixed_seed()
+    first = _containers(seed)[0]
     one = f"Open the {first} first, then take what is inside it."
 
     def optimizer(request: ChatRequest) -> Any:
@@ -187,6 +208,30 @@ def test_a_contrast_rule_naming_one_episodes_object_is_refused(tmp_path: Path) -
     assert refused[0]["reason"].startswith(f"about one attempt: names {first!r}")
     candidate = (result.run_dir / "steps/step_0001/candidate.md").read_text()
     assert CONTRAST_RULE in candidate and one not in candidate
+
+
+def test_solved_episodes_become_a_gated_line_of_command_forms(tmp_path: Path) -> None:
+    seed = _mixed_seed()
+    result, _, _ = _run_env_seed(tmp_path, seed)
+    candidate = (result.run_dir / "steps/step_0001/candidate.md").read_text()
+    line = next(x for x in candidate.splitlines() if x.startswith("- Commands that solved"))
+    # the container differs between the episodes: a placeholder; the door is every episode's
+    assert "`open <object>`" in line and "`unlock door`" in line
+    assert "<object> stands for a word that differs from episode to episode" in line
+    assert not any(c in line for c in _containers(seed))
+    applied = read_json(result.run_dir / "steps/step_0001/apply_report.json")
+    forms = [r for r in applied if r["edit"]["source"] == "commands"]
+    assert len(forms) == 1 and forms[0]["status"] == "applied"
+    assert "solved train episode" in forms[0]["edit"]["rationale"]
+    assert line in (result.run_dir / "best_skill.md").read_text()  # gated and accepted with it
+    # a run with the switch off has no such line
+    off = run_training(
+        _env_cfg(tmp_path, use_gold=False, explore="on", name="off", seed=seed,
+                 command_forms="off"),
+        optimizer=FunctionBackend(optimizer_reply),
+        target=Recorder(env_player).backend,
+    )  # fmt: skip
+    assert "Commands that solved" not in (off.run_dir / "best_skill.md").read_text()
 
 
 def test_use_gold_must_be_a_boolean() -> None:

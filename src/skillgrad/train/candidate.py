@@ -22,6 +22,8 @@ from skillgrad.tasks.base import task_abilities
 from skillgrad.tasks.views import view_of
 from skillgrad.train.aggregate import Aggregated, aggregate
 from skillgrad.train.check_targets import gate_candidate
+from skillgrad.train.command_forms import SOURCE as FORMS_SOURCE
+from skillgrad.train.command_forms import forms_edit
 from skillgrad.train.context import RunContext
 from skillgrad.train.contrast import contrast
 from skillgrad.train.examples import ExampleChoice, choose_example
@@ -237,6 +239,8 @@ async def propose_candidate(
     example = _example(ctx, state, step, trajs, explored)
     if example is not None and example.edit is not None:
         sel.selected.append(example.edit)
+    if (forms := _command_forms(ctx, state, step, trajs, explored)) is not None:
+        sel.selected.append(forms)
     skill, report = Skill(state.skill).apply(sel.selected)
     copied = [e for e in refl.edits if not any(e is k for k in kept)]
     proposal = Proposal(refl, agg, sel, len(copied), revision, example, copied, lines.dropped)
@@ -381,6 +385,22 @@ def _example(
     )
 
 
+def _command_forms(
+    ctx: RunContext,
+    state: TrainState,
+    step: int,
+    trajs: list[Trajectory],
+    explored: Exploration | None,
+) -> Edit | None:
+    """The command-forms line of the step's solved train episodes (``train.command_forms: on``,
+    ``train/command_forms.py``): the batch's passes and exploration's."""
+    if ctx.cfg.train.command_forms != "on" or is_package_text(state.skill):
+        return None
+    attempts = [a.trajectory for a in (explored.attempts if explored else ())]
+    solved = [x for x in [*trajs, *attempts] if x.score.passed and x.infra_error is None]
+    return forms_edit(state.skill, solved, [*trajs, *attempts], step) if solved else None
+
+
 async def judge_candidate(ctx: RunContext, state: TrainState, step: int, c: Candidate) -> None:
     """Leak check of a candidate with an applied edit, then (unless refused for a leak) the
     main gate and the check targets (``check_targets.gate_candidate``)."""
@@ -394,19 +414,21 @@ async def judge_candidate(ctx: RunContext, state: TrainState, step: int, c: Cand
 
 
 def example_alone(state: TrainState, c: Candidate) -> Candidate | None:
-    """The skill in force plus only the step's worked example, when the gate rejected (or a
-    leak check refused) a candidate holding that example beside rules; None otherwise. An
+    """The skill in force plus only the step's worked example (and its command-forms line), when
+    the gate rejected (or a leak check refused) a candidate holding that example beside rules;
+    None otherwise. An
     example is built by code from a train item's passing reply; rules written beside it can
     contradict it and cancel it (docs/method.md, "The example alone")."""
     x = c.proposal.example
     if x is None or x.edit is None or c.split is not None:
         return None
     applied = [r.edit for r in c.report if r.status == "applied"]
-    if x.edit not in applied or len(applied) < 2:
+    shown = [x.edit, *(e for e in applied if e.source == FORMS_SOURCE)]  # the demonstration's
+    if x.edit not in applied or len(applied) <= len(shown):
         return None
     if not c.refused and (c.outcome is None or c.outcome.result.accepted):
         return None
-    skill, report = Skill(state.skill).apply([x.edit])
+    skill, report = Skill(state.skill).apply(shown)
     if not any(r.status == "applied" for r in report):
         return None
     return Candidate(c.proposal, skill.text, report, split=c)
