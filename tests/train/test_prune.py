@@ -105,3 +105,6 @@ def test_only_pure_additions_are_candidates_for_removal() -> None:
     assert added_lines(old, "# Rules\n\n- Keep it short.\n- New rule.\n\n## Added\n") == [3]
     # a rewritten line is not an addition: removing it would delete the line it replaced
     assert added_lines(old, "# Rules\n\n- Keep it very short.\n") == []
+    # the command-forms line is built by code from solved episodes, like a worked example
+    forms = "- Commands that solved earlier episodes, exactly as typed: `read book`, `take <x>`"
+    assert added_lines(old, f"# Rules\n\n- Keep it short.\n{forms}\n- New rule.\n") == [4]

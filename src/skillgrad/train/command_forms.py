@@ -12,7 +12,8 @@ This module writes that line by code from the step's solved TRAIN episodes (the 
 and exploration's, ``train/explore.py``): the commands the environment accepted, in order of
 first use, an object word (``EpisodeObjects``: one some episodes show and others do not) as the
 placeholder. The edit (source ``commands``) joins the candidate beside the worked example,
-outside the learning rate's count, and is gated, leak-checked and pruned with it; a skill that
+outside the learning rate's count, and is gated and leak-checked with it (never pruned, like an
+example's lines: ``train/prune.added_lines``); a skill that
 already holds the line gets it replaced by the union of its forms and the new ones.
 """
 

@@ -18,6 +18,7 @@ from typing import Any
 
 from skillgrad.models.context import call_context
 from skillgrad.skill.package import is_package_text
+from skillgrad.train.command_forms import held_line
 from skillgrad.train.context import RunContext
 from skillgrad.train.examples import example_lines
 from skillgrad.train.gate import EPS, GateOutcome
@@ -51,9 +52,11 @@ class Pruned:
 def added_lines(incumbent: str, candidate: str) -> list[int]:
     """Indices of the candidate's lines that are pure additions to the incumbent (a rewritten
     line is not one: removing it would delete the line it replaced) and could be a rule (no
-    blank line, heading, fence, comment, table row or worked-example line)."""
+    blank line, heading, fence, comment, table row, worked-example line or command-forms line:
+    both are built by code from solved train items, and the forms line is there for a target
+    the example does not carry, which the fixed items cannot show; ``train/command_forms.py``)."""
     old, new = incumbent.split("\n"), candidate.split("\n")
-    shown = example_lines(candidate)
+    shown = example_lines(candidate) | {x.strip() for x in [held_line(candidate)] if x}
     matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
     return [
         j
