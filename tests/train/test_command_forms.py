@@ -25,6 +25,10 @@ def test_an_object_word_becomes_one_placeholder() -> None:
     assert command_form("take pineapple", objects) == "take <object>"
     assert command_form("put pineapple in towel rack", objects) == "put <object> in <object>"
     assert command_form("read instructions book", objects) == "read instructions book"
+    # a number is a value of one episode; a command that is nothing but values is no form
+    assert command_form("put 2 pineapple in box", objects) == "put <object> in box"
+    assert command_form("[50]", objects) is None
+    assert command_form("[1 2 3 4]", objects) is None
 
 
 def test_the_line_lists_accepted_commands_of_solved_episodes_only() -> None:

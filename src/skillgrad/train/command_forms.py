@@ -38,17 +38,20 @@ too, and the line stays a rule, not a transcript."""
 _FORM = re.compile(r"`([^`\n]+)`")
 
 
-def command_form(command: str, objects: EpisodeObjects) -> str:
-    """``command`` with each token naming an object of ``objects`` as ``PLACEHOLDER`` (a run of
-    them as one: ``put pineapple in towel rack`` -> ``put <object> in <object>``)."""
+def command_form(command: str, objects: EpisodeObjects) -> str | None:
+    """``command`` with each token naming an object of ``objects``, or a number, as
+    ``PLACEHOLDER`` (a run of them as one: ``put pineapple in towel rack`` -> ``put <object> in
+    <object>``); None when no word of it is left (``[50]``, a guess: a value, not a form)."""
     out: list[str] = []
     for token in command.split():
-        if set(words(token)) & objects.words:
+        said = set(words(token))
+        if said & objects.words or (said and all(w.isdigit() for w in said)):
             if not out or out[-1] != PLACEHOLDER:
                 out.append(PLACEHOLDER)
         else:
             out.append(token)
-    return " ".join(out)
+    form = " ".join(out)
+    return form if any(c.isalpha() for c in form.replace(PLACEHOLDER, "")) else None
 
 
 def command_forms(solved: Sequence[Trajectory], objects: EpisodeObjects) -> list[str]:
@@ -58,8 +61,8 @@ def command_forms(solved: Sequence[Trajectory], objects: EpisodeObjects) -> list
     for t in solved:
         vocabulary = view_of(t).vocabulary(t)
         for command in vocabulary.commands if vocabulary else ():
-            form = command_form(command, objects)
-            out.setdefault(form.casefold(), form)
+            if (form := command_form(command, objects)) is not None:
+                out.setdefault(form.casefold(), form)
     return list(out.values())[:MAX_FORMS]
 
 
