@@ -33,6 +33,7 @@ from skillgrad.train.screens.specific import (
     addressed_to_grader,
     attempt_step,
     item_specific,
+    known_rules,
     placeholder_form,
     screen_lines,
 )
@@ -204,6 +205,9 @@ def test_a_line_naming_an_object_some_shown_episodes_hold_is_refused() -> None:
                  "Take the banana only when the book names it."):  # fmt: skip
         assert objects.named(line, frozenset()) is None, line
     assert objects.named("Take the apple next.", frozenset({"apple"})) is None  # the skill's
+    # a worked example shows one episode's objects: its words are not the skill's own
+    skill = "- Read the book.\n\n# Examples\nAction: take apple\nObservation: You take the apple.\n"
+    assert "apple" not in known_rules(skill, "") and "Read the book." in known_rules(skill, "")
     # one episode shown: nothing to compare, nothing refused
     assert EpisodeObjects.build([_start(book, "apple")]).words == frozenset()
     index = ItemWords.build({"train": [Item("train-1", {"seed": 1}), Item("train-2", {"seed": 2})]})

@@ -42,7 +42,12 @@ from skillgrad.train.screens.leak_check import (
     leak_refusal,
     rule_copies,
 )
-from skillgrad.train.screens.specific import EpisodeObjects, LineScreen, screen_lines
+from skillgrad.train.screens.specific import (
+    EpisodeObjects,
+    LineScreen,
+    known_rules,
+    screen_lines,
+)
 from skillgrad.train.select import Selection, select
 from skillgrad.train.stall import Drops, stall_reason
 from skillgrad.train.state import TrainState
@@ -263,8 +268,8 @@ def screen_specific(
     if not ctx.cfg.train.line_screens:
         return LineScreen(list(edits), [], [])
     objects = EpisodeObjects.build([view_of(t).vocabulary(t) for t in shown])
-    out = screen_lines(edits, ctx.item_words, f"{state.skill}\n{state.initial_skill}",
-                       rewrite=rewrite, objects=objects)  # fmt: skip
+    known = known_rules(state.skill, state.initial_skill)
+    out = screen_lines(edits, ctx.item_words, known, rewrite=rewrite, objects=objects)
     if out.dropped:
         said = "; ".join(f"{d['edit'].content.strip()[:80]!r}: {d['reason']}" for d in out.dropped)
         ctx.emit("warning", message=f"step {step}: refused before selection: {said}")

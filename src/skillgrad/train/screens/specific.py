@@ -25,6 +25,7 @@ from typing import Any
 
 from skillgrad.skill.text import WORD_RE, normalise, words
 from skillgrad.tasks.episode import Vocabulary
+from skillgrad.train.examples import example_lines
 from skillgrad.train.screens.leaks import BOILERPLATE_SHARE, texts_of
 from skillgrad.types import Edit, Item
 
@@ -185,6 +186,13 @@ class LineScreen:
     rewritten: list[dict[str, Any]]
 
 
+def known_rules(*skills: str) -> str:
+    """The text of ``skills`` without their worked examples' lines: the words a rule may name
+    although one item holds them (an example shows one item's objects and names)."""
+    shown = {x for skill in skills for x in example_lines(skill)}
+    return "\n".join(x for skill in skills for x in skill.splitlines() if x.strip() not in shown)
+
+
 def screen_lines(
     edits: Sequence[Edit],
     index: ItemWords,
@@ -195,10 +203,10 @@ def screen_lines(
 ) -> LineScreen:
     """Refuse each rule with a line addressed to the grader, naming a numbered step of one
     shown attempt, naming one episode's object (``objects``), or naming what one train item
-    holds; show a reply form holding one item's
-    answer as ``PLACEHOLDER`` (``rewrite``) or refuse it. ``known_text``: the skill in force and
-    the initial skill (their words are not one item's). Worked examples (built by code from
-    their item on purpose) pass."""
+    holds; show a reply form holding one item's answer as ``PLACEHOLDER`` (``rewrite``) or
+    refuse it. ``known_text``: the rules of the skill in force and of the initial skill (their
+    words are not one item's; a worked example's are: ``known_rules``). Worked examples (built
+    by code from their item on purpose) pass."""
     known = frozenset(normalise(w) for w in WORD_RE.findall(normalise(known_text)))
     out = LineScreen([], [], [])
     for edit in edits:
@@ -250,6 +258,7 @@ __all__ = [
     "addressed_to_grader",
     "attempt_step",
     "item_specific",
+    "known_rules",
     "placeholder_form",
     "screen_lines",
 ]
