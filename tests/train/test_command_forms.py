@@ -14,7 +14,7 @@ def _episode(item: str, start: str, commands: list[str], passed: bool) -> Trajec
     for n, command in enumerate(commands, 1):
         valid = not command.startswith("dance")
         steps.append(EnvStep(step=n, reply=command, action=command, valid=valid,
-                             observation=f"You {command}.").to_json())  # fmt: skip
+                             observation="Done.").to_json())  # fmt: skip
     score = Score(1.0 if passed else 0.0, passed=passed)
     return Trajectory(item_id=item, skill_hash="s", messages=(), output="", score=score,
                       steps=tuple(steps))  # fmt: skip
@@ -51,6 +51,14 @@ def test_the_line_lists_accepted_commands_of_solved_episodes_only() -> None:
     assert forms_edit(merged.content, [apple], [apple, papaya], step=4) is None
     # no solved episode with commands: no line
     assert forms_edit("", [], [failed], step=1) is None
+
+
+def test_an_instance_of_a_general_form_is_not_listed() -> None:
+    # a fruit both played episodes show is no object to the screen, yet "take <object>" covers it
+    one = _episode("train-1", "A book, a banana, an apple.", ["take apple", "take banana"], True)
+    two = _episode("train-2", "A book, a banana, a pear.", ["take pear", "look around"], True)
+    edit = forms_edit("", [one, two], [one, two], step=1)
+    assert edit is not None and edit.content.endswith("`take <object>`, `look around`")
 
 
 def test_the_line_is_bounded() -> None:

@@ -63,7 +63,17 @@ def command_forms(solved: Sequence[Trajectory], objects: EpisodeObjects) -> list
         for command in vocabulary.commands if vocabulary else ():
             if (form := command_form(command, objects)) is not None:
                 out.setdefault(form.casefold(), form)
-    return list(out.values())[:MAX_FORMS]
+    general = [_pattern(f) for f in out.values() if PLACEHOLDER in f]
+    kept = [f for f in out.values() if PLACEHOLDER in f or not any(g.fullmatch(f) for g in general)]
+    return kept[:MAX_FORMS]
+
+
+def _pattern(form: str) -> re.Pattern[str]:
+    """A placeholder form as a pattern of its instances (``take <object>`` matches ``take
+    banana``: a fruit every played episode showed is no object to ``EpisodeObjects``, yet the
+    general form already covers it)."""
+    parts = [r"\S+(?: \S+)*" if t == PLACEHOLDER else re.escape(t) for t in form.split()]
+    return re.compile(" ".join(parts), re.IGNORECASE)
 
 
 def forms_line(forms: Sequence[str]) -> str:
