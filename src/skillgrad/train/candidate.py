@@ -244,7 +244,7 @@ async def propose_candidate(
     example = _example(ctx, state, step, trajs, explored)
     if example is not None and example.edit is not None:
         sel.selected.append(example.edit)
-    if (forms := _command_forms(ctx, state, step, trajs, explored)) is not None:
+    if (forms := _command_forms(ctx, state, step, shown)) is not None:
         sel.selected.append(forms)
     skill, report = Skill(state.skill).apply(sel.selected)
     copied = [e for e in refl.edits if not any(e is k for k in kept)]
@@ -391,19 +391,14 @@ def _example(
 
 
 def _command_forms(
-    ctx: RunContext,
-    state: TrainState,
-    step: int,
-    trajs: list[Trajectory],
-    explored: Exploration | None,
+    ctx: RunContext, state: TrainState, step: int, shown: list[Trajectory]
 ) -> Edit | None:
-    """The command-forms line of the step's solved train episodes (``train.command_forms: on``,
-    ``train/command_forms.py``): the batch's passes and exploration's."""
+    """The command-forms line of the step's solved train episodes among ``shown`` (the batch
+    and exploration's attempts; ``train.command_forms: on``, ``train/command_forms.py``)."""
     if ctx.cfg.train.command_forms != "on" or is_package_text(state.skill):
         return None
-    attempts = [a.trajectory for a in (explored.attempts if explored else ())]
-    solved = [x for x in [*trajs, *attempts] if x.score.passed and x.infra_error is None]
-    return forms_edit(state.skill, solved, [*trajs, *attempts], step) if solved else None
+    solved = [x for x in shown if x.score.passed and x.infra_error is None]
+    return forms_edit(state.skill, solved, shown, step) if solved else None
 
 
 async def judge_candidate(ctx: RunContext, state: TrainState, step: int, c: Candidate) -> None:
