@@ -46,3 +46,15 @@ class Picky(FunctionBackend):
 class Steady(FunctionBackend):
     def __init__(self) -> None:
         super().__init__(lambda r: _answer("steady", r, True), "function:fake-steady")
+
+
+class Copycat(FunctionBackend):
+    """Upper case exactly when the skill shows a worked example's reply (a ``Reply:`` line):
+    a target that copies a demonstration and ignores a rule in words."""
+
+    def __init__(self) -> None:
+        def reply(request: ChatRequest) -> str:
+            shown = any(x.startswith("Reply:") for x in system_text(request).split("\n"))
+            return _answer("copycat", request, shown)
+
+        super().__init__(reply, "function:fake-copycat")

@@ -9,6 +9,7 @@ from skillgrad.config import load_config
 from skillgrad.runs.io import read_json
 from skillgrad.session import run_training
 from skillgrad.skill.document import Skill, approx_tokens
+from skillgrad.skill.package import SkillPackage
 from skillgrad.tasks.episode_view import shown_observation
 from skillgrad.testing import (
     FunctionBackend,
@@ -27,6 +28,7 @@ from skillgrad.train.examples import (
     register_renderer,
     render_actions,
     trajectory_kind,
+    without_examples,
 )
 from skillgrad.train.screens.leak_check import example_copies
 from skillgrad.train.screens.leaks import LeakIndex
@@ -330,3 +332,27 @@ def test_a_rendering_that_would_read_as_two_demonstrations_is_not_offered() -> N
     t = _traj(item, item.reference, True, ({"kind": "toy-split"},))
     choice = _choose([t], {item.id: item})
     assert choice.edit is None and choice.reason == "no train trajectory gives a demonstration"
+
+
+def test_without_examples_cuts_every_examples_section_and_nothing_else() -> None:
+    text = (
+        "# Rules\n- Use upper case.\n\n## Examples\nInput: a\nReply: A\n\n### More\nx\n\n"
+        "## Tail\n- b\n"
+    )
+    assert without_examples(Skill(text)).text == "# Rules\n- Use upper case.\n\n## Tail\n- b\n"
+    only = Skill("# Examples\nInput: a\nReply: A\n")
+    assert without_examples(only).text == ""
+    plain = Skill("- Use upper case.\n")
+    assert without_examples(plain) is plain
+    fenced = Skill("- rule\n\n```\n# Examples\n```\n")  # not a heading: nothing to cut
+    assert without_examples(fenced) is fenced
+
+
+def test_without_examples_cuts_a_packages_skill_md_and_keeps_its_other_files() -> None:
+    files = {
+        "SKILL.md": "---\nname: s\ndescription: d\n---\n- rule\n\n# Examples\nReply: A\n",
+        "ref/notes.md": "# Examples\nkept: a reference file is not the demonstration section\n",
+    }
+    bundle = Skill(SkillPackage.from_files(files).bundle())
+    cut = SkillPackage.from_bundle(without_examples(bundle).text)
+    assert cut.file_map() == {**files, "SKILL.md": "---\nname: s\ndescription: d\n---\n- rule\n"}

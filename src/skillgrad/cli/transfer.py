@@ -1,6 +1,7 @@
 """``skillgrad transfer``: the skills of a sweep scored on other targets, as a matrix.
 
 skillgrad transfer SWEEP_DIR --target_model PROVIDER:MODEL [--target_model ...] [--split test]
+    [--rules-alone]
 
 Exit 0: every finished run scored and transfer_summary.json written; 1: a model stayed unreachable
 or the budget ran out mid-way (what was answered is cached: re-run the same command to resume);
@@ -38,6 +39,15 @@ def transfer_command(
         ),
     ] = None,
     split: Annotated[str, typer.Option(metavar="val|test", help="The split to score.")] = "test",
+    rules_alone: Annotated[
+        bool,
+        typer.Option(
+            "--rules-alone",
+            help="Also score each best skill with its worked examples cut, on every target "
+            "(the sweep's own included): does a target follow the rules in words, or copy the "
+            "demonstration?",
+        ),
+    ] = False,
 ) -> None:
     """Score the initial and the best skill of every finished run of a sweep on other targets,
     each on the run's own split, and write the matrix (transfer_summary.json). Re-running the
@@ -46,7 +56,7 @@ def transfer_command(
     from skillgrad.sweep.transfer import prepare_transfer, run_transfer
     from skillgrad.sweep.transfer_matrix import TRANSFER_FILE, write_transfer_summary
 
-    plan = prepare_transfer(sweep_dir, target_model or [], split)
+    plan = prepare_transfer(sweep_dir, target_model or [], split, rules_alone)
     _announce(plan)
     try:
         summary = write_transfer_summary(plan, asyncio.run(run_transfer(plan, _Progress(plan))))
@@ -62,9 +72,10 @@ def _announce(plan: TransferPlan) -> None:
     from skillgrad.sweep.worker import COMPLETE  # finished, or stopped by patience
 
     own = sorted({t.name for r, t in _own(plan)})
+    rules = "; the rules alone are scored on it" if any(r.rules for r in plan.runs) else ""
     for name in own:
         err.print(
-            f"{name} is the sweep's own target: its values come from the runs (no calls)",
+            f"{name} is the sweep's own target: its values come from the runs (no calls){rules}",
             markup=False,
         )
     left_out = {k: v for k, v in plan.status.items() if v not in COMPLETE}
@@ -75,7 +86,7 @@ def _announce(plan: TransferPlan) -> None:
         )
     err.print(
         f"transfer {plan.sweep_dir}: {len(plan.runs)} finished runs, "
-        f"{2 * len(plan.calls())} evaluations on the {plan.split} split",
+        f"{plan.evaluations()} evaluations on the {plan.split} split",
         markup=False,
     )
 
@@ -88,7 +99,7 @@ class _Progress:
     """One line per scored skill: ``[3/8] seed1 on llamacpp:smollm2-135m: best 0.625``."""
 
     def __init__(self, plan: TransferPlan) -> None:
-        self.total = 2 * len(plan.calls())
+        self.total = plan.evaluations()
         self.done = 0
 
     def __call__(

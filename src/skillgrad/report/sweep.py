@@ -83,28 +83,41 @@ TRANSFER_COLUMNS = ("target", "initial", "best", "gain mean [95% CI]", "gain per
 
 
 def transfer_rows(config: dict[str, Any]) -> list[tuple[str, ...]]:
-    """One row per target of one grid configuration of ``transfer_summary.json``."""
+    """One row per target of one grid configuration of ``transfer_summary.json``, and under it
+    the row of the best skill's rules alone when the transfer scored them (``--rules-alone``)."""
     rows: list[tuple[str, ...]] = []
     for target, cell in (config.get("targets") or {}).items():
-        gain = cell.get("gain") or {}
-        test = cell.get("paired_test") or {}
-        paired = "no pairs" if test.get("p_value") is None else (
-            f"+{test['wins']} / -{test['losses']} / ={test['ties']}, p = {fmt(test['p_value'], 4)}"
-        )  # fmt: skip
-        rows.append((
-            f"{target} (main target)" if cell.get("main") else target,
-            interval_text(cell.get("initial") or {}),
-            interval_text(cell.get("best") or {}),
-            interval_text(gain),
-            ", ".join(fmt(v) for v in gain.get("values", [])),
-            paired,
-        ))  # fmt: skip
+        name = f"{target} (main target)" if cell.get("main") else target
+        rows.append(_transfer_row(name, cell.get("initial") or {}, cell))
+        rules = cell.get("rules_alone")
+        if isinstance(rules, dict):
+            rows.append(_transfer_row(f"{target}: rules alone", cell.get("initial") or {}, rules))
     return rows
+
+
+def _transfer_row(name: str, initial: dict[str, Any], cell: dict[str, Any]) -> tuple[str, ...]:
+    gain = cell.get("gain") or {}
+    test = cell.get("paired_test") or {}
+    paired = "no pairs" if test.get("p_value") is None else (
+        f"+{test['wins']} / -{test['losses']} / ={test['ties']}, p = {fmt(test['p_value'], 4)}"
+    )  # fmt: skip
+    return (
+        name,
+        interval_text(initial),
+        interval_text(cell.get("best") or {}),
+        interval_text(gain),
+        ", ".join(fmt(v) for v in gain.get("values", [])),
+        paired,
+    )
 
 
 def render_transfer_text(summary: dict[str, Any]) -> str:
     """The transfer matrix (``skillgrad transfer``) as Markdown: a table per configuration."""
     s = summary
+    rules = (
+        "- rules alone: each best skill with its worked examples cut (its run's "
+        "_eval/best_skill.rules_alone), against the same initial skill"
+    )
     lines = [
         f"# Transfer: {s['sweep_dir']} ({s['split']} split)",
         "",
@@ -114,6 +127,7 @@ def render_transfer_text(summary: dict[str, Any]) -> str:
         "(main target): the sweep's own target, from the runs themselves (no calls)",
         f"- intervals: {s['interval']}; per item: {s['paired_test']}",
     ]
+    lines += [rules] if s.get("rules_alone") else []
     for c in s["configs"]:
         lines += ["", f"## {params_label(c['params'])}  ({c['runs_finished']} seeds)", ""]
         lines += ["| " + " | ".join(TRANSFER_COLUMNS) + " |", "|---" * len(TRANSFER_COLUMNS) + "|"]

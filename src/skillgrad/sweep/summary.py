@@ -62,24 +62,39 @@ def run_metrics(summary: dict[str, Any]) -> dict[str, float | None]:
     }
 
 
-def test_paired_diffs(run_dir: Path, split: str = "test") -> tuple[list[float], int]:
-    """Per item of ``split``: best-skill score minus initial-skill score on the run's own target
-    (its result cache; sample 0 of each item); and the items missing one."""
-    splits = read_splits(run_dir)
+def own_item_scores(
+    run_dir: Path, split: str = "test"
+) -> tuple[dict[str, float], dict[str, float]]:
+    """Per item of ``split``: the initial and the best skill's score on the run's own target
+    (its result cache; sample 0 of each item); an item its cache lacks is absent."""
     initial, best = committed_skills(run_dir)  # the full texts (a package: its bundle)
     store = CallCache(RunPaths(run_dir).calls_db)
     try:
-        diffs, missing = [], 0
-        for item_id in splits.get(split, []):
-            a = store.get_result(skill_hash(initial), item_id)
-            b = store.get_result(skill_hash(best), item_id)
-            if a is None or b is None:
-                missing += 1
-                continue
-            diffs.append(b.score.value - a.score.value)
+        scores: tuple[dict[str, float], dict[str, float]] = ({}, {})
+        for item_id in read_splits(run_dir).get(split, []):
+            for text, out in zip((initial, best), scores, strict=True):
+                result = store.get_result(skill_hash(text), item_id)
+                if result is not None:
+                    out[item_id] = result.score.value
     finally:
         store.close()
-    return diffs, missing
+    return scores
+
+
+def paired_diffs(
+    before: dict[str, float], after: dict[str, float], items: Sequence[str]
+) -> tuple[list[float], int]:
+    """Per item of ``items``: ``after`` minus ``before``; and the items missing either."""
+    pairs = [(before.get(i), after.get(i)) for i in items]
+    diffs = [b - a for a, b in pairs if a is not None and b is not None]
+    return diffs, len(pairs) - len(diffs)
+
+
+def test_paired_diffs(run_dir: Path, split: str = "test") -> tuple[list[float], int]:
+    """Per item of ``split``: best-skill score minus initial-skill score on the run's own target
+    (its result cache; sample 0 of each item); and the items missing one."""
+    initial, best = own_item_scores(run_dir, split)
+    return paired_diffs(initial, best, read_splits(run_dir).get(split, []))
 
 
 # The range each metric can take: a t-interval reaching past it (a score above 1 with scores
@@ -258,6 +273,8 @@ __all__ = [
     "check_rows",
     "load_sweep_summary",
     "metric_stats",
+    "own_item_scores",
+    "paired_diffs",
     "paired_record",
     "run_metrics",
     "run_status",

@@ -10,11 +10,18 @@ the run, one cache per setup (``<run>/_eval/<setup>/calls.sqlite``, ``eval_cache
 a re-run after Ctrl-C or a kill pays only for what was never answered, and two targets never
 share a result. A target that is a run's own ``models.target`` is not called: the matrix takes
 that run's own scores (``transfer_matrix``).
+
+With ``rules_alone`` each run's best skill is also scored with its worked examples cut
+(``without_examples``; written to ``<run>/_eval/best_skill.rules_alone.md``, a package as a
+folder), on every target, the sweep's own included (the run never scored it): a smaller target
+may copy a demonstration's objects where it would follow a rule in words. A best skill that holds
+no example is its own rules alone: no call.
 """
 
 from __future__ import annotations
 
 import math
+import shutil
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,18 +38,23 @@ from skillgrad.plugins import resolve_object
 from skillgrad.redact import REDACTED
 from skillgrad.registry import load_task
 from skillgrad.runs import integrity
-from skillgrad.runs.io import flatten
+from skillgrad.runs.io import atomic_write_text, flatten
 from skillgrad.runs.layout import RunPaths
 from skillgrad.runs.lock import RunLock
 from skillgrad.runs.rundir import read_run_config
 from skillgrad.runs.view import committed_skills, read_summary, read_transfer
 from skillgrad.session import load_splits, resolved_spec
 from skillgrad.skill.document import Skill, skill_hash
+from skillgrad.skill.package import SkillPackage, is_package_text
 from skillgrad.sweep.plan import load_plan_record
 from skillgrad.sweep.summary import run_status, test_paired_diffs
 from skillgrad.sweep.worker import COMPLETE
+from skillgrad.train.examples import without_examples
 
 SKILLS = ("initial", "best")
+RULES = "rules"
+"""The kind of the best skill with its worked examples cut (``rules_alone``)."""
+RULES_FILE = "best_skill.rules_alone"
 SPLITS = ("val", "test")
 
 
@@ -84,6 +96,15 @@ class TransferRun:
     skills: dict[str, Path]
     main: RunScores
     """The run's scores on its own target, the sweep's main target (``main_scores``)."""
+    rules: Skill | None = None
+    """The best skill's rules alone when they were asked for and it holds a worked example
+    (None: the best skill is its own rules alone, or they were not asked for)."""
+
+    @property
+    def rules_path(self) -> Path:
+        """Where the rules alone are written to be scored (a package: a folder)."""
+        package = self.rules is not None and is_package_text(self.rules.text)
+        return self.root / "_eval" / (RULES_FILE if package else RULES_FILE + ".md")
 
     @property
     def main_target(self) -> str:
@@ -100,10 +121,23 @@ class TransferPlan:
     runs: list[TransferRun]
     status: dict[str, str] = field(default_factory=dict)
     """Every job of the sweep by name: ``finished`` or why it is left out."""
+    rules_alone: bool = False
+
+    def kinds(self, run: TransferRun, target: ModelSpec) -> tuple[str, ...]:
+        """The skills of ``run`` to score on ``target``: none of the initial and best skill on
+        the run's own target (its values come from the run), the rules alone on every target
+        when asked for and the best skill holds an example."""
+        own = target.name == run.main_target
+        rules = (RULES,) if self.rules_alone and run.rules is not None else ()
+        return rules if own else (*SKILLS, *rules)
 
     def calls(self) -> list[tuple[TransferRun, ModelSpec]]:
-        """(run, target) pairs to score: a target that is the run's own is not called."""
-        return [(r, t) for r in self.runs for t in self.targets if t.name != r.main_target]
+        """(run, target) pairs with a skill to score (``kinds``)."""
+        return [(r, t) for r in self.runs for t in self.targets if self.kinds(r, t)]
+
+    def evaluations(self) -> int:
+        """How many skills will be scored (each on the whole split)."""
+        return sum(len(self.kinds(r, t)) for r, t in self.calls())
 
 
 def parse_targets(values: Sequence[str]) -> list[ModelSpec]:
@@ -135,7 +169,9 @@ def parse_targets(values: Sequence[str]) -> list[ModelSpec]:
     return specs
 
 
-def prepare_transfer(sweep_dir: Path, targets: Sequence[str], split: str) -> TransferPlan:
+def prepare_transfer(
+    sweep_dir: Path, targets: Sequence[str], split: str, rules_alone: bool = False
+) -> TransferPlan:
     """Everything checked before any model call or write: raises a located SkillgradError."""
     if split not in SPLITS:
         raise ConfigError(f"--split must be val or test, got {split!r}")
@@ -146,13 +182,15 @@ def prepare_transfer(sweep_dir: Path, targets: Sequence[str], split: str) -> Tra
             f"{sweep_dir} is not a sweep directory (no readable sweep.json): give the --out "
             "folder of a `skillgrad sweep`"
         )
-    plan = TransferPlan(Path(sweep_dir).resolve(), record, split, specs, [])
+    plan = TransferPlan(
+        Path(sweep_dir).resolve(), record, split, specs, [], rules_alone=rules_alone
+    )
     for job in _jobs(record, plan.sweep_dir):
         root = plan.sweep_dir / job["name"]
         status = run_status(root, read_summary(root))
         plan.status[job["name"]] = status
         if status in COMPLETE:
-            plan.runs.append(_load_run(job, root, split))
+            plan.runs.append(_load_run(job, root, split, rules_alone))
     return plan
 
 
@@ -177,7 +215,7 @@ def _valid_job(job: object) -> bool:
     return plain and isinstance(job.get("params"), dict) and isinstance(job.get("seed"), int)
 
 
-def _load_run(job: dict[str, Any], root: Path, split: str) -> TransferRun:
+def _load_run(job: dict[str, Any], root: Path, split: str, rules_alone: bool) -> TransferRun:
     """A finished run, checked: no symlink in it, its config, its own scores (summary and
     result cache), its skills as committed, its data and its transfer.jsonl readable."""
     paths = RunPaths(root)
@@ -189,7 +227,13 @@ def _load_run(job: dict[str, Any], root: Path, split: str) -> TransferRun:
     integrity.check_no_links(root)
     cfg = run_config(paths)
     main = main_scores(paths, split)
-    run = TransferRun(job["name"], job["params"], job["seed"], root, cfg, skill_paths(paths), main)
+    skills = skill_paths(paths)
+    rules = None
+    if rules_alone:
+        best = Skill.load(skills["best"])
+        cut = without_examples(best)
+        rules = None if cut.hash == best.hash else cut
+    run = TransferRun(job["name"], job["params"], job["seed"], root, cfg, skills, main, rules)
     task = load_task(cfg.env.task, dict(cfg.env.options), Path(cfg.base_dir))
     integrity.check_data(paths, load_splits(task, require_test=False))
     read_transfer(root)  # a damaged transfer.jsonl is refused before any call is made
@@ -247,12 +291,12 @@ def target_config(cfg: Config, target: ModelSpec, root: Path) -> Config:
 
 
 Results = dict[tuple[str, str], dict[str, dict[str, Any]]]
-"""``{(run name, target name): {"initial" | "best": score_skill's result}}``."""
+"""``{(run name, target name): {"initial" | "best" | "rules": score_skill's result}}``."""
 OnResult = Callable[[TransferRun, ModelSpec, str, dict[str, Any]], None]
 
 
 async def run_transfer(plan: TransferPlan, on_result: OnResult | None = None) -> Results:
-    """Score each run's two skills on each target not its own; ``{(run, target): {kind:
+    """Score each run's skills (``plan.kinds``) on each target; ``{(run, target): {kind:
     score_skill's result}}``. A run is locked while it is scored (we write into it)."""
     results: Results = {}
     for run in plan.runs:
@@ -261,13 +305,15 @@ async def run_transfer(plan: TransferPlan, on_result: OnResult | None = None) ->
             continue
         lock = RunLock.acquire(run.root)
         try:
+            paths = dict(run.skills)
+            if run.rules is not None and any(RULES in plan.kinds(run, t) for t in pending):
+                paths[RULES] = write_rules_alone(run.rules_path, run.rules)
             for target in pending:
                 cfg = target_config(run.cfg, target, run.root)
-                skills = {kind: Skill.load(run.skills[kind]) for kind in SKILLS}
-                async with eval_session(cfg) as session:  # one per target: both skills in it
-                    for kind in SKILLS:
-                        path = run.skills[kind]
-                        result = await score_skill(session, skills[kind], path, plan.split)
+                async with eval_session(cfg) as session:  # one per target: its skills in it
+                    for kind in plan.kinds(run, target):
+                        skill = Skill.load(paths[kind])
+                        result = await score_skill(session, skill, paths[kind], plan.split)
                         results.setdefault((run.name, target.name), {})[kind] = result
                         if on_result is not None:
                             on_result(run, target, kind, result)
@@ -276,7 +322,22 @@ async def run_transfer(plan: TransferPlan, on_result: OnResult | None = None) ->
     return results
 
 
+def write_rules_alone(path: Path, rules: Skill) -> Path:
+    """A run's rules alone written at ``path`` (``TransferRun.rules_path``), replacing what is
+    there: always the text of the run's committed best skill with its examples cut."""
+    if is_package_text(rules.text):
+        if path.exists():
+            shutil.rmtree(path)
+        SkillPackage.from_bundle(rules.text).write(path)
+    else:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(path, rules.text)
+    return path
+
+
 __all__ = [
+    "RULES",
+    "RULES_FILE",
     "SKILLS",
     "RunScores",
     "TransferPlan",
@@ -288,4 +349,5 @@ __all__ = [
     "run_transfer",
     "skill_paths",
     "target_config",
+    "write_rules_alone",
 ]

@@ -5,6 +5,10 @@ the exact sign-flip test of best vs initial per item pooled over seeds (``paired
 
 The sweep's own target (each run's ``models.target``) is a column too, from the runs' own
 summaries and result caches (the numbers of ``sweep_summary.json``): no new call.
+
+With ``--rules-alone`` each cell also holds ``rules_alone``: the best skill with its worked
+examples cut, against the same initial skill (its scores, gain and paired test); a run whose
+best skill holds no example counts its best skill there.
 """
 
 from __future__ import annotations
@@ -15,28 +19,61 @@ from typing import Any
 
 from skillgrad.runs.io import atomic_write_json, read_json
 from skillgrad.runs.layout import RunPaths
-from skillgrad.sweep.summary import LEVEL, metric_stats, paired_record, unique_params
-from skillgrad.sweep.transfer import Results, RunScores, TransferPlan, TransferRun
+from skillgrad.sweep.summary import (
+    LEVEL,
+    metric_stats,
+    own_item_scores,
+    paired_record,
+    unique_params,
+)
+from skillgrad.sweep.transfer import RULES, Results, RunScores, TransferPlan, TransferRun
 
 TRANSFER_FILE = "transfer_summary.json"
 MAIN_SOURCE = (
     f"the run's own scores ({RunPaths(Path()).summary.name} and its result cache): no new calls"
 )
 EVAL_SOURCE = "skillgrad eval of the run's skills on this target, on the run's own split"
+RULES_KEYS = ("seeds", "best", "gain", "paired_test")
+"""What a cell's ``rules_alone`` holds (its initial skill is the cell's)."""
 
 
-def eval_scores(result: dict[str, dict[str, Any]]) -> RunScores:
-    """The run on another target, from ``evaluate_skill``'s two results: an item whose rollout
-    failed for infrastructure reasons on either side is no pair (counted missing)."""
-    initial, best = result["initial"]["items"], result["best"]["items"]
-    diffs, missing = [], len(set(best) - set(initial))
-    for item_id, a in initial.items():
-        b = best.get(item_id)
-        if b is None or "infra_error" in a or "infra_error" in b:
+def eval_scores(result: dict[str, dict[str, Any]], after: str = "best") -> RunScores:
+    """The run on another target, from ``score_skill``'s results: the initial skill against
+    ``after`` (the best skill, or its rules alone); an item whose rollout failed for
+    infrastructure reasons on either side is no pair (counted missing)."""
+    initial, other = result["initial"], result[after]
+    return _paired(initial["mean_score"], initial["items"], other)
+
+
+def _paired(initial: float | None, before: dict[str, Any], after: dict[str, Any]) -> RunScores:
+    """``after`` (a ``score_skill`` result) against the initial skill's mean and items (each
+    an item result, or its score)."""
+    diffs, missing = [], len(set(after["items"]) - set(before))
+    for item_id, a in before.items():
+        b = after["items"].get(item_id)
+        if b is None or _infra(a) or _infra(b):
             missing += 1
             continue
-        diffs.append(float(b["score"]) - float(a["score"]))
-    return RunScores(result["initial"]["mean_score"], result["best"]["mean_score"], diffs, missing)
+        diffs.append(float(b["score"]) - float(a if isinstance(a, (int, float)) else a["score"]))
+    return RunScores(initial, after["mean_score"], diffs, missing)
+
+
+def _infra(item: Any) -> bool:
+    return isinstance(item, dict) and "infra_error" in item
+
+
+def rules_scores(run: TransferRun, target: str, results: Results) -> RunScores:
+    """The run's rules alone on ``target`` against its initial skill there: its best skill's
+    scores when that holds no example; on the run's own target, against the initial skill's
+    item scores of the run's own result cache."""
+    own = target == run.main_target
+    if run.rules is None:
+        return run.main if own else eval_scores(results[(run.name, target)])
+    scored = results[(run.name, target)]
+    if not own:
+        return eval_scores(scored, RULES)
+    initial, _ = own_item_scores(run.root, scored[RULES]["split"])
+    return _paired(run.main.initial, initial, scored[RULES])
 
 
 def _cell(scored: list[tuple[int, RunScores]], split: str, main: bool) -> dict[str, Any]:
@@ -75,6 +112,10 @@ def build_transfer_summary(plan: TransferPlan, results: Results) -> dict[str, An
             ]  # fmt: skip
             main = any(name == r.main_target for r in runs)
             targets[name] = _cell(scored, plan.split, main)
+            if plan.rules_alone:
+                rules = _cell([(r.seed, rules_scores(r, name, results)) for r in runs],
+                              plan.split, main)  # fmt: skip
+                targets[name]["rules_alone"] = {k: rules[k] for k in RULES_KEYS}
         columns += [c for c in targets if c not in columns]
         configs.append({
             "params": params,
@@ -101,6 +142,7 @@ def _header(plan: TransferPlan, columns: list[str]) -> dict[str, Any]:
         "interval": f"{LEVEL:.0%} Student-t over seeds (n>=2), cut to the metric's range; "
         "n=1: the value, single_seed",
         "paired_test": "exact two-sided sign-flip test, (seed, item) pairs pooled over seeds",
+        "rules_alone": plan.rules_alone,
         "updated": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
     }
 

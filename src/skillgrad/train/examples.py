@@ -25,6 +25,7 @@ from typing import Any
 
 from skillgrad.skill.document import Skill
 from skillgrad.skill.match import blocks
+from skillgrad.skill.package import SKILL_FILE, SkillPackage, is_package_text
 from skillgrad.skill.text import cut
 from skillgrad.tasks.reply_view import render_reply, shown_reply, user_input
 from skillgrad.tasks.tools_view import render_actions
@@ -105,6 +106,31 @@ def example_blocks(skill_text: str) -> list[str]:
     """The demonstrations of the skill's Examples section: its blocks separated by blank lines
     outside code (a fenced multi-line reply with blank lines in it is one demonstration)."""
     return blocks(_examples_body(skill_text))
+
+
+def without_examples(skill: Skill) -> Skill:
+    """``skill`` with every ``## Examples`` section cut, heading and demonstrations (a package:
+    in its SKILL.md): its rules alone, what a target that copies a demonstration's objects is
+    given to follow instead (``skillgrad transfer --rules-alone``). The same skill when it holds
+    none."""
+    if is_package_text(skill.text):
+        pkg = SkillPackage.from_bundle(skill.text)
+        head, body = pkg.editable(SKILL_FILE) or ("", "")
+        cut_body = without_examples(Skill(body)).text
+        return (
+            skill
+            if cut_body == body
+            else Skill(pkg.with_file(SKILL_FILE, head + cut_body).bundle())
+        )
+    spans = [
+        (s.start, s.end) for s in skill.sections() if s.path and s.path[-1] == EXAMPLES_HEADING
+    ]
+    if not spans:
+        return skill
+    lines = skill.text.split("\n")
+    dropped = {i for start, end in spans for i in range(start, end)}  # a nested one: inside
+    kept = [line for i, line in enumerate(lines) if i not in dropped]
+    return Skill("\n".join(kept).rstrip() + "\n" if any(x.strip() for x in kept) else "")
 
 
 def example_lines(skill_text: str) -> set[str]:
@@ -269,4 +295,5 @@ __all__ = [
     "render_reply",
     "shown_reply",
     "trajectory_kind",
+    "without_examples",
 ]
