@@ -25,7 +25,8 @@ if shutil.which("java") is None:  # scripts/test installs it: a missing JVM must
 ROOT = Path(__file__).resolve().parents[2]
 SHORT = ("cooking", "twc", "coin", "mapreader", "arithmetic", "sorting", "simonsays", "peck")
 EPISODES = 50  # train-fold episodes per game (the skills were written from these)
-GENERATIONS = 5  # Coin Collector's gold sequence is a random search: new at every reset
+GENERATIONS = 40  # Coin Collector's gold sequence is a random search: new at every reset
+# (the shortest of 5 was above max_steps for one of 50 episodes in one CI run of several)
 UNKNOWN = "Unknown action"
 # gold sequences open with it, but it only repeats the first observation (twx-peck.md omits it)
 REPEATS_THE_ROOM = "look around"
@@ -86,13 +87,17 @@ def play_gold(env: TwxEnvironment, task: TextWorldExpressTask) -> Seen:
     return seen
 
 
-def shortest_gold(env: TwxEnvironment, seed: int) -> int:
-    """The shortest of ``GENERATIONS`` gold sequences of one episode (one for a game whose gold
-    is fixed; Coin Collector's is a random walk through the rooms, up to ~25 commands)."""
+def shortest_gold(env: TwxEnvironment, seed: int, enough: int) -> int:
+    """The length of the first of up to ``GENERATIONS`` gold sequences of one episode that is
+    ``enough`` or shorter, else the shortest (a game whose gold is fixed: its one length; Coin
+    Collector's is a random walk through the rooms, up to ~25 commands, so a solution within
+    ``enough`` exists when one walk is that short)."""
     lengths = []
     for _ in range(GENERATIONS):
         _, info = env.reset(seed=seed, options={"fold": "train", "gold": True})
         lengths.append(len(info["gold_actions"]))
+        if lengths[-1] <= enough:
+            break
     return min(lengths)
 
 
@@ -123,7 +128,7 @@ def test_a_hand_written_skill_names_only_accepted_commands_and_covers_the_gold(
     env = TwxEnvironment(game, params)
     try:
         seen = play_gold(env, task)
-        longest = max(shortest_gold(env, seed) for seed in seen.gold)
+        longest = max(shortest_gold(env, seed, options["max_steps"]) for seed in seen.gold)
         assert longest <= options["max_steps"], (short, longest)
         patterns = [form_pattern(f) for f in forms]
         gold = {a for g in seen.gold.values() for a in g} - {REPEATS_THE_ROOM}
