@@ -79,3 +79,14 @@ def test_transfer_rows_show_their_missing_count_and_old_rows_leave_it_blank(
     assert "| skill | setup | split | items | missing | mean score | pass rate |" in table
     assert "| best_skill.md | toy / other | test | 6 | 2 | 1.000 | 1.000 |" in table
     assert "| old.md | toy / other | test | 6 |  | 1.000 | 1.000 |" in table
+
+
+def test_a_p_value_too_small_for_four_decimals_is_a_bound_not_zero() -> None:
+    from skillgrad.report.sweep import paired_text
+    from skillgrad.report.text import p_text
+
+    assert p_text(2 / 2**24) == "p < 0.0001" and p_text(0.0078125) == "p = 0.0078"
+    assert p_text(1.0) == "p = 1" and p_text(None) == "–"
+    test = {"mean_diff": 0.75, "n_pairs": 30, "wins": 24, "losses": 0, "ties": 6,
+            "p_value": 2 / 2**24, "method": "exact"}  # fmt: skip
+    assert "(+24 / -0 / =6), p < 0.0001 (exact sign-flip)" in paired_text(test)

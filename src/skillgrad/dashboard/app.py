@@ -36,7 +36,7 @@ from skillgrad.dashboard.data import (
 )
 from skillgrad.errors import ConfigError, SkillgradError
 from skillgrad.report.provenance import diff_html, skill_at
-from skillgrad.report.text import fmt
+from skillgrad.report.text import fmt, p_text
 from skillgrad.runs.view import RunData, list_runs
 from skillgrad.skill.text import visible
 
@@ -111,6 +111,7 @@ def _env() -> jinja2.Environment:
         undefined=jinja2.ChainableUndefined,
     )
     env.globals["fmt"] = fmt
+    env.globals["p_text"] = p_text
     env.filters["visible"] = visible  # skill text as the target receives it (<U+200B>)
     env.globals["live_js"] = (HERE / "static" / "live.js").read_text(encoding="utf-8")
     shared = HERE.parent / "report" / "templates" / "_style.css"  # one stylesheet for both

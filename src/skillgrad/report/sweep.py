@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from skillgrad.errors import RunDirError
-from skillgrad.report.text import fmt
+from skillgrad.report.text import fmt, p_text
 from skillgrad.runs.provenance import describe
 from skillgrad.sweep.worker import COMPLETE
 
@@ -34,7 +34,7 @@ def paired_text(test: dict[str, Any]) -> str:
     return (
         f"mean diff {fmt(test['mean_diff'])} over {test['n_pairs']} pairs "
         f"(+{test['wins']} / -{test['losses']} / ={test['ties']}), "
-        f"p = {fmt(test['p_value'], 4)} ({test['method']} sign-flip)"
+        f"{p_text(test['p_value'])} ({test['method']} sign-flip)"
         + (f", {test['missing_pairs']} missing" if test.get("missing_pairs") else "")
     )
 
@@ -99,7 +99,7 @@ def _transfer_row(name: str, initial: dict[str, Any], cell: dict[str, Any]) -> t
     gain = cell.get("gain") or {}
     test = cell.get("paired_test") or {}
     paired = "no pairs" if test.get("p_value") is None else (
-        f"+{test['wins']} / -{test['losses']} / ={test['ties']}, p = {fmt(test['p_value'], 4)}"
+        f"+{test['wins']} / -{test['losses']} / ={test['ties']}, {p_text(test['p_value'])}"
     )  # fmt: skip
     return (
         name,

@@ -19,4 +19,12 @@ def fmt(value: Any, digits: int = 3) -> str:
     return str(value)
 
 
-__all__ = ["fmt"]
+def p_text(p: float | None) -> str:
+    """A p-value as text, four decimals; below what four decimals show, a bound (never
+    ``p = 0``: an exact test's p is never 0); none: an en dash."""
+    if p is None:
+        return fmt(None)
+    return "p < 0.0001" if p < 0.00005 else f"p = {fmt(float(p), 4)}"
+
+
+__all__ = ["fmt", "p_text"]
