@@ -99,19 +99,27 @@ class FakeOptimizer(FunctionBackend):
 class FakeCheckTarget(FunctionBackend):
     """Another target for ``train.check_targets``: answers in upper case with or without a
     skill, except that when the skill holds ``breaks_on`` it answers the words listed in
-    ``spoil`` (every word when the list is empty) in lower case — so that rule costs it."""
+    ``spoil`` (every word when the list is empty) in lower case — so that rule costs it; with
+    ``needs``, in upper case only when the skill holds that text (a line only it follows)."""
 
     def __init__(
-        self, breaks_on: str = "", spoil: list[str] | None = None, latency: float = 0.0
+        self,
+        breaks_on: str = "",
+        spoil: list[str] | None = None,
+        latency: float = 0.0,
+        needs: str = "",
     ) -> None:
         def reply(request: ChatRequest) -> str:
             word = user_text(request).removeprefix("Word: ").strip()
             broken = bool(breaks_on) and breaks_on in system_text(request)
             if broken and (not spoil or word in spoil):
                 return word.lower()
+            if needs and needs not in system_text(request):
+                return word.lower()
             return word.upper()
 
-        name = f"function:fake-check-{breaks_on or 'steady'}-{len(spoil or [])}"
+        kind = f"needs-{needs}" if needs else breaks_on or "steady"
+        name = f"function:fake-check-{kind}-{len(spoil or [])}"
         super().__init__(_logged(reply, "check_target"), name, latency)
 
 

@@ -291,8 +291,9 @@ class TrainConfig(_Section):
     prune: Literal["off", "on"] = Field(
         "on",
         description="after the gate accepts a candidate, drop each new line whose removal "
-        "changes no val item the candidate fixed (only those items are re-scored, through the "
-        "result cache); the pruned skill is committed (train/prune.py)",
+        "changes no val item the candidate fixed, on the target or on any check target (only "
+        "those items are re-scored, through the result cache); the pruned skill is committed "
+        "(train/prune.py)",
     )
     adherence: Literal["off", "on"] = Field(
         "off",

@@ -80,6 +80,27 @@ def test_a_line_no_fixed_item_needs_is_dropped_before_the_commit(tmp_path: Path)
     assert RIDER in (off.run_dir / "best_skill.md").read_text()
 
 
+def test_a_line_only_a_check_target_needs_stays(tmp_path: Path) -> None:
+    """The main target needs only GOOD; a check target answers right only when the skill holds
+    RIDER: the prune asks it too, so the committed skill is the one the check target approved."""
+    fakes = Path(__file__).parents[1] / "fakes_e2e.py"
+    check = {"provider": "function", "model": f"{fakes}:FakeCheckTarget",
+             "options": {"needs": RIDER}}  # fmt: skip
+    result = _run(tmp_path, "checked", check_targets=[check])
+    run = result.run_dir
+    first = read_json(run / "history.json")[0]
+    assert first["accepted"] and first["pruned"] == []
+    best = (run / "best_skill.md").read_text()
+    assert RIDER in best and GOOD in best
+    [rider, good] = read_json(run / "steps/step_0001/prune.json")["trials"]
+    name = f"function:fake-check-needs-{RIDER}-0"
+    assert rider["line"] == f"- {RIDER}" and rider["removed"] is False
+    assert set(rider["scores"].values()) == {1.0}  # the main target holds without it ...
+    assert set(rider["check_targets"][name].values()) == {0.0}  # ... the check target does not
+    assert good["removed"] is False and "check_targets" not in good  # main first: it fails
+    assert result.summary["check_targets"]["targets"][0]["test_best"] == 1.0
+
+
 class _StopAfterFirstStep:
     def on_event(self, record: dict[str, Any], control: Control) -> None:
         if record.get("event") == "step_end":

@@ -7,6 +7,12 @@ items it fixed (scored higher than the incumbent) are scored again with that lin
 line whose removal lowers none of them is dropped. Only the fixed items are re-scored, through
 the result cache, so a resumed run replays the same calls; the pruned skill is never worse than
 the candidate on the items it fixed, and it is what the step commits.
+
+With check targets (``train.check_targets``) the items the candidate fixed on each of them count
+too: a line a check target needs stays although the main target does not need it (measured: with
+a worked example in the skill the 1.5B no longer needs the procedure in words, which a smaller
+target does), and what is committed is what the check targets approved, not a text they never
+saw.
 """
 
 from __future__ import annotations
@@ -19,11 +25,12 @@ from typing import Any
 from skillgrad.models.context import call_context
 from skillgrad.skill.package import is_package_text
 from skillgrad.train.command_forms import held_line
-from skillgrad.train.context import RunContext
+from skillgrad.train.context import CheckTarget, RunContext
 from skillgrad.train.examples import example_lines
 from skillgrad.train.gate import EPS, GateOutcome
 from skillgrad.train.rollout import score_items
-from skillgrad.train.validate import sample_temperature
+from skillgrad.train.validate import on_target, val_scores
+from skillgrad.types import Item
 
 REASON = "removed after the gate: no fixed item depends on it"
 STAGE = "prune"
@@ -80,6 +87,55 @@ def fixed_items(outcome: GateOutcome) -> list[str]:
     ]
 
 
+@dataclass(frozen=True)
+class _Fixed:
+    """The val items a candidate fixed on one target, and its scores on them."""
+
+    name: str
+    items: list[Item]
+    scores: dict[str, float]
+    target: CheckTarget | None = None
+
+
+async def _fixed_on_checks(
+    ctx: RunContext, step: int, incumbent: str, candidate: str
+) -> list[_Fixed]:
+    """Per check target, the val items the candidate scored higher on than the incumbent
+    (both scored in full by the gate's check: answered from the result cache)."""
+    out = []
+    for target in ctx.check_targets:
+        with call_context(STAGE, step):
+            inc = await val_scores(ctx, incumbent, f"{STAGE} {target.name} (incumbent)", target)
+            cand = await val_scores(ctx, candidate, f"{STAGE} {target.name}", target)
+        before = {s.item_id: s.value for s in inc}
+        after = {s.item_id: s.value for s in cand if s.value is not None}
+        fixed = {i for i, v in after.items() if (b := before.get(i)) is not None and v > b + EPS}
+        items = [i for i in ctx.items["val"] if i.id in fixed]
+        if items:
+            out.append(_Fixed(target.name, items, {i.id: after[i.id] for i in items}, target))
+    return out
+
+
+async def _holds(
+    ctx: RunContext, step: int, trial: str, fixed: _Fixed
+) -> tuple[bool, dict[str, float | None]]:
+    """Whether ``trial`` keeps every item ``fixed`` names at its candidate score on that
+    target; the trial's scores."""
+    t = ctx.cfg.train
+    backend, store, temperature = on_target(ctx, fixed.target)
+    with call_context(STAGE, step):
+        scores = await score_items(
+            ctx.task, fixed.items, trial, backend, samples=t.samples_per_item,
+            workers=ctx.cfg.hardware.rollout_workers, store=store,
+            progress=ctx.progress, stage=STAGE, seed=t.seed, temperature=temperature,
+        )  # fmt: skip
+    values = {s.item_id: s.value for s in scores}
+    holds = all(
+        (v := values.get(i)) is not None and v >= score - EPS for i, score in fixed.scores.items()
+    )
+    return holds, values
+
+
 async def prune(
     ctx: RunContext, step: int, incumbent: str, candidate: str, outcome: GateOutcome | None
 ) -> Pruned:
@@ -94,24 +150,21 @@ async def prune(
     if not fixed or len(new) < 2 or is_package_text(candidate):
         return Pruned(candidate, fixed=tuple(fixed))
     items = [i for i in ctx.items["val"] if i.id in set(fixed)]
+    own = _Fixed("", items, {i: outcome.candidate[i].value or 0.0 for i in fixed})
+    checks = await _fixed_on_checks(ctx, step, incumbent, candidate)
     keep, removed, trials = set(range(len(lines))), [], []
     for j in new:
         if len([k for k in new if k in keep]) < 2:
             break  # one new line stays: what was accepted is never reduced to the incumbent
         trial = "\n".join(lines[k] for k in sorted(keep - {j}))
-        with call_context(STAGE, step):
-            scores = await score_items(
-                ctx.task, items, trial, ctx.target, samples=t.samples_per_item,
-                workers=ctx.cfg.hardware.rollout_workers, store=ctx.store,
-                progress=ctx.progress, stage=STAGE, seed=t.seed,
-                temperature=sample_temperature(ctx),
-            )  # fmt: skip
-        values = {s.item_id: s.value for s in scores}
-        holds = all(
-            (v := values.get(i)) is not None and v >= (outcome.candidate[i].value or 0.0) - EPS
-            for i in fixed
-        )
-        trials.append({"line": lines[j], "scores": values, "removed": holds})
+        holds, values = await _holds(ctx, step, trial, own)
+        record: dict[str, Any] = {"line": lines[j], "scores": values}
+        for check in checks if holds else ():  # asked only when the main target holds
+            holds, on_check = await _holds(ctx, step, trial, check)
+            record.setdefault("check_targets", {})[check.name] = on_check
+            if not holds:
+                break
+        trials.append(record | {"removed": holds})
         if holds:
             keep.discard(j)
             removed.append(lines[j])

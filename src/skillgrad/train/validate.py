@@ -54,7 +54,7 @@ def sample_temperature(ctx: RunContext) -> float | None:
     return ctx.cfg.models.target.temperature if ctx.cfg.train.samples_per_item > 1 else None
 
 
-def _on(
+def on_target(
     ctx: RunContext, target: CheckTarget | None
 ) -> tuple[ModelBackend, ResultStore, float | None]:
     """Backend, result store and repeated-sample temperature of the main or a check target."""
@@ -70,7 +70,7 @@ async def val_scores(
     """``skill`` on every val item, ``train.samples_per_item`` samples each (cached), on the
     main target or on ``target``."""
     t = ctx.cfg.train
-    backend, store, temperature = _on(ctx, target)
+    backend, store, temperature = on_target(ctx, target)
     return await score_items(
         ctx.task,
         ctx.items["val"],
@@ -101,7 +101,7 @@ async def evaluate_candidate(
     ``CHECK_STAGE``, rule ``check_rule``) instead of the main target."""
     t = ctx.cfg.train
     use_gate = t.gate
-    backend, store, temperature = _on(ctx, target)
+    backend, store, temperature = on_target(ctx, target)
     label = stage if target is None else f"{CHECK_STAGE} {target.name}"
     with call_context(stage if target is None else CHECK_STAGE, step):
         inc = await val_scores(ctx, incumbent, f"{label} (incumbent)", target)
@@ -182,6 +182,7 @@ __all__ = [
     "evaluate_candidate",
     "gate_json",
     "gate_rule",
+    "on_target",
     "sample_temperature",
     "val_scores",
 ]
