@@ -128,7 +128,7 @@ class TransferPlan:
         the run's own target (its values come from the run), the rules alone on every target
         when asked for and the best skill holds an example."""
         own = target.name == run.main_target
-        rules = (RULES,) if self.rules_alone and run.rules is not None else ()
+        rules = (RULES,) if run.rules is not None else ()  # set only when asked for
         return rules if own else (*SKILLS, *rules)
 
     def calls(self) -> list[tuple[TransferRun, ModelSpec]]:

@@ -46,20 +46,16 @@ def eval_scores(result: dict[str, dict[str, Any]], after: str = "best") -> RunSc
 
 
 def _paired(initial: float | None, before: dict[str, Any], after: dict[str, Any]) -> RunScores:
-    """``after`` (a ``score_skill`` result) against the initial skill's mean and items (each
-    an item result, or its score)."""
+    """``after`` (a ``score_skill`` result) against the initial skill's mean and item results;
+    an item whose rollout failed for infrastructure reasons on either side is no pair."""
     diffs, missing = [], len(set(after["items"]) - set(before))
     for item_id, a in before.items():
         b = after["items"].get(item_id)
-        if b is None or _infra(a) or _infra(b):
+        if b is None or "infra_error" in a or "infra_error" in b:
             missing += 1
             continue
-        diffs.append(float(b["score"]) - float(a if isinstance(a, (int, float)) else a["score"]))
+        diffs.append(float(b["score"]) - float(a["score"]))
     return RunScores(initial, after["mean_score"], diffs, missing)
-
-
-def _infra(item: Any) -> bool:
-    return isinstance(item, dict) and "infra_error" in item
 
 
 def rules_scores(run: TransferRun, target: str, results: Results) -> RunScores:
@@ -73,7 +69,8 @@ def rules_scores(run: TransferRun, target: str, results: Results) -> RunScores:
     if not own:
         return eval_scores(scored, RULES)
     initial, _ = own_item_scores(run.root, scored[RULES]["split"])
-    return _paired(run.main.initial, initial, scored[RULES])
+    before = {item_id: {"score": v} for item_id, v in initial.items()}
+    return _paired(run.main.initial, before, scored[RULES])
 
 
 def _cell(scored: list[tuple[int, RunScores]], split: str, main: bool) -> dict[str, Any]:
