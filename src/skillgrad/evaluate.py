@@ -67,10 +67,12 @@ async def evaluate_skill(cfg: Config, skill_path: Path, split: str) -> dict[str,
 
 
 async def score_skill(
-    session: Session, skill: Skill, skill_path: Path, split: str
+    session: Session, skill: Skill, skill_path: Path, split: str, label: str | None = None
 ) -> dict[str, Any]:
     """``skill`` (loaded from ``skill_path``) scored on ``split`` in ``session``: the split's
-    scores and each item's, recorded in the skill's run when it has one (``record_transfer``)."""
+    scores and each item's, recorded in the skill's run when it has one (``record_transfer``),
+    under ``label`` when given (a text derived from the file, e.g. its rules alone), else
+    the path."""
     cfg = session.cfg
     trajs = await rollout(
         session.task,
@@ -80,7 +82,7 @@ async def score_skill(
         workers=cfg.hardware.rollout_workers,
         store=session.store,
     )
-    result = {"skill": str(skill_path), "split": split, **split_scores(trajs)}
+    result = {"skill": label or str(skill_path), "split": split, **split_scores(trajs)}
     result["items"] = {t.item_id: _item(t) for t in trajs}
     record_transfer(cfg, Path(skill_path), result)
     return result

@@ -254,3 +254,34 @@ def test_paired_comparison_leaves_out_items_either_skill_could_not_score() -> No
     assert "(one item: no interval)" in _paired_line({"baseline": base, "paired": one})
     empty_line = _paired_line({"baseline": base, "paired": none})
     assert empty_line.endswith("no item scored by both skills")
+
+
+def test_eval_rules_alone_cuts_the_worked_examples(tmp_path: Path) -> None:
+    """``--rules-alone`` scores the skill without its Examples section: a target that copies a
+    demonstration (Copycat: right only when a ``Reply:`` line is shown) passes every item
+    under the whole skill and none under its rules alone; the result is labelled and recorded
+    in the skill's run under that label."""
+    copycat = f"function:{Path(__file__).parents[1] / 'sweep/fakes_transfer.py'}:Copycat"
+    cfg = _config(tmp_path)
+    assert runner.invoke(app, ["train", str(cfg), "--quiet"]).exit_code == 0
+    run = tmp_path / "runs/toy"
+    skill = run / "by_hand.md"
+    skill.write_text("Reply in UPPERCASE.\n\n## Examples\n\nWord: cat\nReply: CAT\n")
+    base = ["eval", str(cfg), "--skill", str(skill), "--target_model", copycat]
+    whole = runner.invoke(app, [*base, "--out", str(tmp_path / "whole.json")])
+    assert whole.exit_code == 0, whole.output
+    assert json.loads((tmp_path / "whole.json").read_text())["mean_score"] == 1.0
+    cut = runner.invoke(app, [*base, "--rules-alone", "--out", str(tmp_path / "cut.json")])
+    assert cut.exit_code == 0, cut.output
+    data = json.loads((tmp_path / "cut.json").read_text())
+    assert data["mean_score"] == 0.0 and data["rules_alone"] is True
+    assert data["skill"] == f"{skill} (rules alone)" and "(rules alone)" in cut.output
+    rows = [json.loads(x) for x in (run / "transfer.jsonl").read_text().splitlines()]
+    assert [(r["skill"], r["mean_score"]) for r in rows] == [
+        (str(skill), 1.0),
+        (f"{skill} (rules alone)", 0.0),
+    ]
+    plain = tmp_path / "plain.md"
+    plain.write_text("Reply in UPPERCASE.\n")
+    same = runner.invoke(app, [*base[:3], str(plain), *base[4:], "--rules-alone"])
+    assert same.exit_code == 0 and "holds no Examples section" in same.output

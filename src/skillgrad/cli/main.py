@@ -181,6 +181,15 @@ def eval_(
             "noise floor, whether the gate can accept any gain); exit 2 when there is none.",
         ),
     ] = False,
+    rules_alone: Annotated[
+        bool,
+        typer.Option(
+            "--rules-alone",
+            help="Score the skill with its worked examples cut (every Examples section; a "
+            "package: in its SKILL.md): what its rules carry without a demonstration to copy. "
+            "--baseline is scored as given.",
+        ),
+    ] = False,
 ) -> None:
     """Zero-shot evaluation of any skill on a split (no training)."""
     from skillgrad.runs.io import atomic_write_json
@@ -188,7 +197,9 @@ def eval_(
     if split not in ("val", "test", "train"):
         raise fail(ValueError(f"--split must be val or test, got {split!r}"))
     cfg = _config(config, set_, None, target_model)
-    result, trust = asyncio.run(_evaluate(cfg, skill, split, baseline, repeat, headroom))
+    result, trust = asyncio.run(
+        _evaluate(cfg, skill, split, baseline, repeat, headroom, rules_alone)
+    )
     if output:
         from skillgrad.runs.provenance import code_provenance
 
@@ -209,18 +220,34 @@ def eval_(
 
 
 async def _evaluate(
-    cfg: Config, skill: Path, split: str, baseline: Path | None, repeat: int, headroom: bool
+    cfg: Config,
+    skill: Path,
+    split: str,
+    baseline: Path | None,
+    repeat: int,
+    headroom: bool,
+    rules_alone: bool = False,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
-    """``eval`` in one session: the skill, the ``--baseline`` and the ``--repeat/--headroom``
-    passes (nothing without them), each printed once scored; the result (with the trust
-    numbers for --out) and the trust numbers."""
+    """``eval`` in one session: the skill (its rules alone with ``rules_alone``), the
+    ``--baseline`` and the ``--repeat/--headroom`` passes (nothing without them), each printed
+    once scored; the result (with the trust numbers for --out) and the trust numbers."""
     from skillgrad.evaluate import eval_session, noise_and_headroom, paired_comparison, score_skill
     from skillgrad.skill.document import Skill
+    from skillgrad.train.examples import without_examples
 
-    loaded = Skill.load(skill)
+    loaded, label = Skill.load(skill), None
+    if rules_alone:
+        cut = without_examples(loaded)
+        if cut.hash == loaded.hash:
+            out.print(
+                f"{skill} holds no Examples section: its rules alone are the skill itself",
+                markup=False,
+            )
+        loaded, label = cut, f"{skill} (rules alone)"
     trust: dict[str, Any] = {}
     async with eval_session(cfg) as session:
-        result = await score_skill(session, loaded, skill, split)
+        result = await score_skill(session, loaded, skill, split, label)
+        result["rules_alone"] = rules_alone
         if baseline is not None:
             base = await score_skill(session, Skill.load(baseline), baseline, split)
             keys = ("skill", "n", "missing", "mean_score", "pass_rate")
