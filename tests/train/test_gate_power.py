@@ -61,3 +61,18 @@ def test_power_check_record_and_line() -> None:
     assert d["items_needed"] == {"0.05": 80, "0.1": 40, "0.2": 20}
     assert "smallest detectable gain +0.333" in pc.line()
     assert type(pc).from_json(d) == pc
+
+
+def test_a_gate_that_needs_most_of_the_split_is_coarse() -> None:
+    from skillgrad.train.trust.headroom import headroom
+
+    six = headroom([0.0] * 6, PAIRED, 0.0)  # Map Reader, Coin Collector: 4 of 6 needed
+    assert six.ok and six.coarse and six.min_items_flipped == 4
+    assert six.items_for_effect == 20  # four wins are a fifth of 20
+    text = six.message
+    assert "+0.667 (4 item(s) to full credit) or more, and nothing smaller" in text
+    assert "A gain of +0.2 needs 20 val items under this rule; use more val items" in text
+    twelve = headroom([0.0] * 12, PAIRED, 0.0)  # 4 of 12: +0.33, not coarse
+    assert twelve.ok and not twelve.coarse and "nothing smaller" not in twelve.message
+    assert not headroom([0.0] * 6, STRICT, 0.0).coarse  # one item of six: +0.17
+    assert not headroom([0.0] * 3, PAIRED, 0.0).coarse  # futile, not coarse: it stops the run

@@ -198,3 +198,19 @@ def test_noise_remeasure_scores_the_incumbent_afresh_at_every_gate(tmp_path: Pat
         assert len(again) == 6, record["step"]
         gate = read_json(run / f"steps/step_{record['step']:04d}/gate.json")
         assert set(gate["incumbent_items"]) == {i.split("#")[0] for i in again}
+
+
+def test_a_coarse_gate_is_a_warning_before_the_first_step(tmp_path: Path) -> None:
+    """Six val items under the paired gate: only 4 of 6 fixed can pass. The run goes on, and
+    says so once, before its first step (a resume does not repeat it)."""
+    train = "num_epochs: 1, patience: 2, gate_rule: paired"
+    cfg = _config(tmp_path, f"{TOY}:FakeOptimizer", f"{TOY}:FakeTarget", train, "n_val: 6")
+    result = _train(cfg)
+    assert result.exit_code == 0, result.output
+    assert "and nothing smaller" in " ".join(result.output.split())
+    events = read_jsonl(tmp_path / "runs/trust/events.jsonl")
+    warned = [e for e in events if e["event"] == "warning" and "nothing smaller" in e["message"]]
+    assert len(warned) == 1 and "needs 20 val items" in warned[0]["message"]
+    many = _config(tmp_path, f"{TOY}:FakeOptimizer", f"{TOY}:FakeTarget", train, "n_val: 16")
+    quiet = _train(many, "--fresh")
+    assert quiet.exit_code == 0 and "nothing smaller" not in " ".join(quiet.output.split())

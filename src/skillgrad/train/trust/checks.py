@@ -17,7 +17,8 @@ from skillgrad.train.validate import gate_rule
 
 async def before_training(ctx: RunContext, state: TrainState) -> None:
     """The noise floor (A/A; re-measured from the caches on a resume, for free) and, before
-    the first step, the headroom check, which stops the run (exit 2) when it is futile."""
+    the first step, the headroom check, which stops the run (exit 2) when it is futile and
+    warns when the gate is coarse (``Headroom.coarse``)."""
     t = ctx.cfg.train
     initial = cached_item_scores(ctx.store, ctx.items["val"], state.initial_skill, 1)
     if t.noise_repeats >= 2:
@@ -35,6 +36,8 @@ async def before_training(ctx: RunContext, state: TrainState) -> None:
         return
     room = headroom(values, gate_rule(ctx), ctx.noise_threshold)
     ctx.emit("headroom", **room.to_json())
+    if room.coarse:
+        ctx.emit("warning", message=room.message)
     if not room.ok and t.headroom_check:
         raise NoHeadroom(f"{room.message}. {NO_HEADROOM_HINT}")
 

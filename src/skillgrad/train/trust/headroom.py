@@ -12,6 +12,11 @@ the power check (``train/trust/power.py``), before any optimizer call, by ``skil
 
 Either stops ``skillgrad train`` with exit 2 and says what to change, unless
 ``train.headroom_check`` is off (``--no-headroom-check``).
+
+A third verdict only warns: **coarse**, when the smallest gain the gate accepts is more than
+``COARSE_GAIN`` (more than half the split must rise to full credit). Measured on Map Reader and
+Coin Collector with 6 val episodes: candidates that fixed one episode were refused by the paired
+gate, which needs 4 of 6 however real the gain; the warning says so before the first step.
 """
 
 from __future__ import annotations
@@ -22,7 +27,12 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from skillgrad.train.gate import EPS, MAX_SCORE, GateRule
-from skillgrad.train.trust.power import power_check
+from skillgrad.train.trust.power import items_needed, power_check
+
+COARSE_GAIN = 0.5
+"""A smallest acceptable gain above this makes the gate coarse (``Headroom.coarse``)."""
+COARSE_EFFECT = 0.2
+"""The effect whose needed val items a coarse verdict names."""
 
 
 @dataclass(frozen=True)
@@ -40,10 +50,18 @@ class Headroom:
     rule: str
     saturated: bool
     detectable: bool
+    items_for_effect: int | None = None
+    """Val items a true gain of ``COARSE_EFFECT`` needs before the gate can accept it."""
 
     @property
     def ok(self) -> bool:
         return not self.saturated and self.detectable
+
+    @property
+    def coarse(self) -> bool:
+        """Whether the gate can accept only a gain larger than ``COARSE_GAIN``: a candidate
+        that lifts fewer items is refused however real (not futile: a warning)."""
+        return self.ok and self.min_gain is not None and self.min_gain > COARSE_GAIN + EPS
 
     def to_json(self) -> dict[str, Any]:
         return {**asdict(self), "ok": self.ok, "message": self.message}
@@ -67,9 +85,21 @@ class Headroom:
                 f"every item at full credit, {self.max_gain:+.3f}, would be refused). "
                 + self._ways_out
             )
-        return head + (
+        accepts = (
             f"the gate can accept a gain of {self.min_gain:+.3f} "
             f"({self.min_items_flipped} item(s) to full credit) or more"
+        )
+        if not self.coarse:
+            return head + accepts
+        needed = (
+            f"{self.items_for_effect} val items"
+            if self.items_for_effect is not None
+            else "more val items than the power check counts"
+        )
+        return head + accepts + (
+            f", and nothing smaller: a candidate that lifts fewer of the {self.items} items is "
+            f"refused however real its gain. A gain of {COARSE_EFFECT:+.1f} needs {needed} "
+            "under this rule; " + self._ways_out[0].lower() + self._ways_out[1:]
         )
 
     @property
@@ -103,6 +133,7 @@ def headroom(values: Sequence[float], rule: GateRule, noise_threshold: float) ->
         rule=rule.describe(),
         saturated=n == 0 or ceiling == n or max_gain <= noise_threshold + EPS,
         detectable=power.min_gain is not None,
+        items_for_effect=items_needed(COARSE_EFFECT, rule),
     )
 
 
@@ -111,4 +142,4 @@ NO_HEADROOM_HINT = (
     "(train.headroom_check: false); re-running resumes from the baseline."
 )
 
-__all__ = ["NO_HEADROOM_HINT", "Headroom", "headroom"]
+__all__ = ["COARSE_GAIN", "NO_HEADROOM_HINT", "Headroom", "headroom"]
