@@ -96,15 +96,13 @@ class Headroom:
             if self.items_for_effect is not None
             else "more val items than the power check counts"
         )
-        return (
-            head
-            + accepts
-            + (
-                f", and nothing smaller: a candidate that lifts fewer of the {self.items} items is "
-                f"refused however real its gain. A gain of {COARSE_EFFECT:+.1f} needs {needed} "
-                "under this rule; " + self._ways_out[0].lower() + self._ways_out[1:]
-            )
+        ways_out = self._ways_out[0].lower() + self._ways_out[1:]
+        warning = (
+            f", and nothing smaller: a candidate that lifts fewer of the {self.items} items is "
+            f"refused however real its gain. A gain of {COARSE_EFFECT:+.1f} needs {needed} "
+            f"under this rule; {ways_out}"
         )
+        return head + accepts + warning
 
     @property
     def _ways_out(self) -> str:
