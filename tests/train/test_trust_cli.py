@@ -211,6 +211,8 @@ def test_a_coarse_gate_is_a_warning_before_the_first_step(tmp_path: Path) -> Non
     events = read_jsonl(tmp_path / "runs/trust/events.jsonl")
     warned = [e for e in events if e["event"] == "warning" and "nothing smaller" in e["message"]]
     assert len(warned) == 1 and "needs 20 val items" in warned[0]["message"]
+    (room,) = [e for e in events if e["event"] == "headroom"]
+    assert room["coarse"] and room["items_for_effect"] == 20
     many = _config(tmp_path, f"{TOY}:FakeOptimizer", f"{TOY}:FakeTarget", train, "n_val: 16")
     quiet = _train(many, "--fresh")
     assert quiet.exit_code == 0 and "nothing smaller" not in " ".join(quiet.output.split())

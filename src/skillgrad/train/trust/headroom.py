@@ -64,7 +64,7 @@ class Headroom:
         return self.ok and self.min_gain is not None and self.min_gain > COARSE_GAIN + EPS
 
     def to_json(self) -> dict[str, Any]:
-        return {**asdict(self), "ok": self.ok, "message": self.message}
+        return {**asdict(self), "ok": self.ok, "coarse": self.coarse, "message": self.message}
 
     @property
     def message(self) -> str:
