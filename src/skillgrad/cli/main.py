@@ -226,7 +226,7 @@ async def _evaluate(
     baseline: Path | None,
     repeat: int,
     headroom: bool,
-    rules_alone: bool = False,
+    rules_alone: bool,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """``eval`` in one session: the skill (its rules alone with ``rules_alone``), the
     ``--baseline`` and the ``--repeat/--headroom`` passes (nothing without them), each printed

@@ -50,7 +50,7 @@ class Headroom:
     rule: str
     saturated: bool
     detectable: bool
-    items_for_effect: int | None = None
+    items_for_effect: int | None
     """Val items a true gain of ``COARSE_EFFECT`` needs before the gate can accept it."""
 
     @property
