@@ -285,3 +285,58 @@ def test_eval_rules_alone_cuts_the_worked_examples(tmp_path: Path) -> None:
     plain.write_text("Reply in UPPERCASE.\n")
     same = runner.invoke(app, [*base[:3], str(plain), *base[4:], "--rules-alone"])
     assert same.exit_code == 0 and "holds no Examples section" in same.output
+
+
+def test_trace_shows_what_the_target_did_under_each_skill(tmp_path: Path) -> None:
+    """``trace`` reads an item's stored rollout under each skill version (the initial and the
+    best skill; a step's starting skill and candidate; a check target's) with its score,
+    feedback and transcript; it re-runs and writes nothing; a wrong item, step or target is a
+    located error with exit 2."""
+    checker = f'{{provider: function, model: "{FAKES}:FakeCheckTarget"}}'
+    cfg = tmp_path / "toy.yaml"
+    cfg.write_text(
+        f"""
+train: {{num_epochs: 2, batch_size: 4, check_targets: [{checker}]}}
+models:
+  optimizer: {{provider: function, model: "{FAKES}:FakeOptimizer"}}
+  target: {{provider: function, model: "{FAKES}:FakeTarget"}}
+env: {{task: toy, output_root: "{tmp_path / "runs"}"}}
+"""
+    )
+    assert runner.invoke(app, ["train", str(cfg), "--quiet"]).exit_code == 0
+    run = tmp_path / "runs/toy"
+
+    def files() -> dict[str, bytes]:  # SQLite's own -wal/-shm beside a reader may appear
+        return {
+            p.name: p.read_bytes() for p in run.iterdir() if p.is_file() and "sqlite-" not in p.name
+        }
+
+    before = files()
+    item = json.loads((run / "splits.json").read_text())["val"][0]
+    shown = runner.invoke(app, ["trace", str(run), item])
+    assert shown.exit_code == 0, shown.output
+    initial, best = shown.output.split("\n\n")[:2]
+    assert initial.startswith(f"val item {item} under the initial skill")
+    assert "score 0.000 (failed)" in initial and "[user] Word: " in initial
+    assert "under the best skill (v" in best and "score 1.000 (passed)" in best
+    assert "[system] " in best and "UPPERCASE" in best
+    history = json.loads((run / "history.json").read_text())
+    step = next(r["step"] for r in history if r["accepted"] and r["kind"] == "step")
+    at_step = runner.invoke(app, ["trace", str(run), item, "--step", str(step), "--json"])
+    rows = [json.loads(x) for x in at_step.output.splitlines()]
+    assert rows[1]["label"] == f"val item {item} under step {step}'s candidate"
+    assert rows[0]["trajectory"]["score"]["value"] == 0.0
+    assert rows[1]["trajectory"]["score"]["value"] == 1.0
+    test_item = json.loads((run / "splits.json").read_text())["test"][0]
+    name = json.loads((run / "summary.json").read_text())["check_targets"]["targets"][0]["target"]
+    on_check = runner.invoke(app, ["trace", str(run), test_item, "--target", name, "--json"])
+    checked = [json.loads(x)["trajectory"] for x in on_check.output.splitlines()]
+    assert [t["output"] for t in checked] == [t["output"].upper() for t in checked]
+    assert files() == before and "calls.sqlite" in before
+    for args, says in (
+        ([item, "--step", "99"], "step 99 wrote no candidate"),
+        (["nope"], "'nope' is not an item of"),
+        ([item, "--target", "function:other"], f"not a check target of {run} ({name});"),
+    ):
+        wrong = runner.invoke(app, ["trace", str(run), *args])
+        assert wrong.exit_code == 2 and says in wrong.output, wrong.output

@@ -1,4 +1,4 @@
-"""CLI commands that view runs: ``diff``, ``blame``, ``compare``, ``dashboard``.
+"""CLI commands that view runs: ``diff``, ``blame``, ``trace``, ``compare``, ``dashboard``.
 
 ``register(app)`` adds them to the main Typer app (cli/main.py calls it). They only read run
 directories; errors are printed as one clear line and exit with status 2.
@@ -18,6 +18,7 @@ from skillgrad.cli.console import exits, fail, missing_extra
 from skillgrad.cli.console import out as stdout
 from skillgrad.runs.io import atomic_write_text, json_line
 from skillgrad.skill.document import text_lines
+from skillgrad.types import Trajectory, to_json
 
 RunDirArg = Annotated[Path, typer.Argument(help="A run directory (<output_root>/<run_name>).")]
 
@@ -77,6 +78,74 @@ def blame_cmd(
         step = f"{b.step} (ep {b.epoch})" if b.step is not None else ""
         table.add_row(str(b.line_no), b.source, step, edit, Text(b.text), style=style)
     stdout.print(table)
+
+
+TRACE_CHARS = 2000
+"""What ``trace`` prints of one message unless ``--full``: an environment's observation or a
+model's runaway reply can be very long."""
+
+
+@exits()
+def trace_cmd(
+    run_dir: RunDirArg,
+    item_id: Annotated[str, typer.Argument(help="An item id of the run (splits.json).")],
+    step: Annotated[
+        int | None,
+        typer.Option(
+            help="Trace what step STEP's gate compared: the skill it started from, its candidate "
+            "(and what it committed, when the prune changed it). Default: initial and best."
+        ),
+    ] = None,
+    target: Annotated[
+        str | None,
+        typer.Option(help="A check target's rollouts (its provider:model, train.check_targets)."),
+    ] = None,
+    sample: Annotated[int, typer.Option(help="Which sample (train.samples > 1).")] = 0,
+    full: Annotated[bool, typer.Option("--full", help="Print every message whole.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON lines.")] = False,
+) -> None:
+    """Show what the target did on one item under each skill version: its transcript, score and
+    feedback, read from the run's result cache (nothing is re-run)."""
+    from skillgrad.report.trace import NOT_SCORED, trace_item
+
+    traced = trace_item(run_dir, item_id, step=step, target=target, sample=sample)
+    for t in traced:
+        if as_json:
+            row = {"label": t.label, "skill_hash": t.skill_hash, "trajectory": None}
+            row["trajectory"] = None if t.trajectory is None else to_json(t.trajectory)
+            typer.echo(json_line(row), nl=False)
+            continue
+        stdout.print(Text(f"{t.label} (skill {t.skill_hash})", style="bold"))
+        if t.trajectory is None:
+            stdout.print(Text(f"  {NOT_SCORED}", style="dim"))
+        else:
+            stdout.print(transcript_text(t.trajectory, None if full else TRACE_CHARS))
+        stdout.print()
+
+
+def transcript_text(traj: Trajectory, limit: int | None) -> Text:
+    """A stored trajectory as plain lines (never read as markup): score, feedback, evidence,
+    error, then each message by role; each text cut at ``limit`` characters, saying how much."""
+
+    def cut(text: str) -> str:
+        if limit is None or len(text) <= limit:
+            return text
+        return f"{text[:limit]} … ({len(text) - limit} more characters; --full shows them)"
+
+    s = traj.score
+    out = Text()
+    out.append(f"  score {s.value:.3f} ({'passed' if s.passed else 'failed'})\n")
+    for name, value in (("feedback", s.feedback), ("evidence", s.evidence)):
+        if value:
+            out.append(f"  {name}: {cut(value)}\n")
+    if traj.error:
+        out.append(f"  error: {cut(traj.error)}\n", style="red")
+    for m in traj.messages:
+        out.append(f"  [{m.role}] ", style="cyan")
+        out.append(cut(m.content) + "\n")
+        for call in m.tool_calls:
+            out.append(f"    tool call: {cut(json_line(call).strip())}\n")
+    return out
 
 
 @exits()
@@ -140,6 +209,7 @@ def register(app: typer.Typer) -> None:
     """Add the viewing commands to the main CLI."""
     app.command("diff")(diff_cmd)
     app.command("blame")(blame_cmd)
+    app.command("trace")(trace_cmd)
     app.command("compare")(compare_cmd)
     app.command("dashboard")(dashboard_cmd)
 

@@ -352,6 +352,39 @@ class TargetResults:
         return replace(stored, skill_hash=trajectory.skill_hash)
 
 
+def stored_result(path: Path, skill_hash: str, item_id: str) -> Trajectory | None:
+    """The result stored for (``skill_hash``, ``item_id``), read through a read-only connection:
+    a viewer (``skillgrad trace``) beside a live run neither writes the ledger nor creates one.
+    A missing or unreadable file, or a damaged row, is a RunDirError naming it."""
+    if not path.is_file() or path.is_symlink():
+        raise RunDirError(
+            f"{path}: no call ledger here; the run has not scored anything yet, or this is not "
+            "a run directory"
+        )
+    try:
+        db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+        try:
+            db.execute("PRAGMA busy_timeout=10000")
+            row = db.execute(
+                "SELECT trajectory FROM results WHERE skill_hash=? AND item_id=?",
+                (skill_hash, item_id),
+            ).fetchone()
+        finally:
+            db.close()
+    except sqlite3.DatabaseError as exc:
+        raise corrupt_ledger(path, exc) from exc
+    if row is None:
+        return None
+    try:
+        return Trajectory.from_json(json.loads(row[0]))
+    except (ValueError, TypeError, KeyError, AttributeError) as exc:
+        raise RunDirError(
+            f"{path}: the stored result of {item_id!r} under skill {skill_hash} is damaged "
+            f"({type(exc).__name__}: {exc}); remove the file to score it again (its calls are "
+            "paid again)"
+        ) from exc
+
+
 def corrupt_ledger(path: Path, exc: Exception) -> RunDirError:
     return RunDirError(
         f"{path}: the call ledger is not a readable SQLite database ({exc}). Restore it from a "
@@ -365,5 +398,6 @@ __all__ = [
     "TargetResults",
     "call_key",
     "corrupt_ledger",
+    "stored_result",
     "target_key",
 ]
