@@ -24,11 +24,13 @@ from skillgrad.testing import (
 )
 from skillgrad.train.screens.dedup import near_duplicate, screen, skill_lines
 from skillgrad.train.screens.specific import (
+    FAILED_REPLY,
     ITEM_SPECIFIC,
     ONE_ATTEMPT,
     PLACEHOLDER,
     TO_GRADER,
     EpisodeObjects,
+    FailedReplies,
     ItemWords,
     addressed_to_grader,
     attempt_step,
@@ -37,7 +39,7 @@ from skillgrad.train.screens.specific import (
     placeholder_form,
     screen_lines,
 )
-from skillgrad.types import ChatRequest, Edit, Item
+from skillgrad.types import ChatRequest, Edit, Item, Message, Score, Trajectory
 
 SHORT = "Read the instruction carefully."
 LONG = "Read the instruction carefully before answering."
@@ -214,6 +216,43 @@ def test_a_line_naming_an_object_some_shown_episodes_hold_is_refused() -> None:
     out = screen_lines([_add("Take the apple next."), _add(GENERAL)], index, "", objects=objects)
     assert [e.content for e in out.kept] == [f"- {GENERAL}"]
     assert out.dropped[0]["reason"].startswith(f"{ONE_ATTEMPT}: names 'apple'")
+
+
+def _played(replies: list[str], passed: bool) -> Trajectory:
+    messages = [Message("user", "Your task is to read and follow the instructions book.")]
+    for reply in replies:
+        messages += [Message("assistant", reply), Message("user", "Unknown action.")]
+    return Trajectory(item_id="train-1", skill_hash="s", messages=tuple(messages), output="",
+                      score=Score(float(passed), passed=passed))  # fmt: skip
+
+
+def test_a_line_repeating_a_failed_reply_is_refused() -> None:
+    # measured (Pecking Order, split 500): a rule quoting the target's failed reply made the
+    # 0.5B type that reply; a line naming the mistake is kept
+    apology = "I apologize for the confusion. Please provide more details or clarify"
+    failed = _played(["Open the instructions book", apology, apology], passed=False)
+    solved = _played(["read instructions book", "take apple"], passed=True)
+    accepted = Vocabulary(frozenset(), ("read instructions book", "take apple"), frozenset())
+    replies = FailedReplies.build([failed, solved], [None, accepted])
+    quoting = f"Do not repeat the same action '{apology}' 11 times in a row."
+    assert replies.repeated(quoting, "") == "i apologize for the confusion please"
+    assert replies.repeated("Never type 'Open the instructions book'.", "") == (
+        "open the instructions book"
+    )
+    for line in (
+        "Do not apologize; type one command the game accepts.",
+        "Read the instructions book first.",  # the task's own words
+        "Type `read instructions book`, then take what it names.",  # an accepted command
+        "Follow the instructions book found in the environment.",  # the task text gives them
+    ):
+        assert replies.repeated(line, "") is None, line
+    # a run the skill already states is not the failure's; a passing attempt's words pass
+    assert replies.repeated(quoting, f"- {quoting}") is None
+    assert FailedReplies.build([solved], [accepted]).runs == frozenset()
+    index = ItemWords.build({"train": [Item("train-1", {"seed": 1})]})
+    out = screen_lines([_add(quoting), _add(GENERAL)], index, "", failed=replies)
+    assert [e.content for e in out.kept] == [f"- {GENERAL}"]
+    assert out.dropped[0]["reason"].startswith(f"{FAILED_REPLY}: 'i apologize for the")
 
 
 @dataclass

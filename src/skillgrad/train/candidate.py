@@ -44,6 +44,7 @@ from skillgrad.train.screens.leak_check import (
 )
 from skillgrad.train.screens.specific import (
     EpisodeObjects,
+    FailedReplies,
     LineScreen,
     known_rules,
     screen_lines,
@@ -267,9 +268,13 @@ def screen_specific(
     included), whose episodes name the objects one episode holds (``EpisodeObjects``)."""
     if not ctx.cfg.train.line_screens:
         return LineScreen(list(edits), [], [])
-    objects = EpisodeObjects.build([view_of(t).vocabulary(t) for t in shown])
+    vocabularies = [view_of(t).vocabulary(t) for t in shown]
+    objects = EpisodeObjects.build(vocabularies)
+    failed = FailedReplies.build(shown, vocabularies)
     known = known_rules(state.skill, state.initial_skill)
-    out = screen_lines(edits, ctx.item_words, known, rewrite=rewrite, objects=objects)
+    out = screen_lines(
+        edits, ctx.item_words, known, rewrite=rewrite, objects=objects, failed=failed
+    )
     if out.dropped:
         said = "; ".join(f"{d['edit'].content.strip()[:80]!r}: {d['reason']}" for d in out.dropped)
         ctx.emit("warning", message=f"step {step}: refused before selection: {said}")

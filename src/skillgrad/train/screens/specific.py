@@ -14,6 +14,12 @@ steps of one attempt ("Where it went wrong: step 3"), a numbering a new episode 
 An environment's items are seeds, so the item-specific screen sees no episode's words: re-asked
 on recorded Pecking Order pairs, 5 of 31 contrast rules named one episode's object ("Take the
 apple next."), which ``EpisodeObjects`` catches.
+A rule that repeats the target's own failed reply teaches that reply: on Pecking Order (gold off,
+split 500) an accepted skill held "Do not repeat the same action 'I apologize for the confusion.
+Please provide more details or clarify your question' 11 times in a row.", copied from the
+scorer's feedback; the 0.5B given its rules typed that apology from its fourth turn on, and
+solved 0 of 12 fresh val episodes (mean 0.25); the same rules without the line, 5 of 12 (0.54;
+paired +0.29 [0.03, 0.55], docs/results.md). ``FailedReplies`` catches it.
 """
 
 from __future__ import annotations
@@ -23,16 +29,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from skillgrad.skill.text import WORD_RE, normalise, words
+from skillgrad.skill.text import WORD_RE, Words, normalise, words
 from skillgrad.tasks.episode import Vocabulary
 from skillgrad.train.examples import example_lines
 from skillgrad.train.screens.leaks import BOILERPLATE_SHARE, texts_of
-from skillgrad.types import Edit, Item
+from skillgrad.types import Edit, Item, Trajectory
 
 PLACEHOLDER = "<answer>"
 ITEM_SPECIFIC = "item-specific"
 TO_GRADER = "addressed to the grader"
 ONE_ATTEMPT = "about one attempt"
+FAILED_REPLY = "repeats a failed reply"
 _ATTEMPT_STEP = re.compile(
     r"\b(?:in|at|on|during|after|before|from|until|by)\s+(?:the\s+)?"
     r"(?P<step>(?:step|turn|move|action|round)\s+(?:#\s*)?\d+)\b",
@@ -176,6 +183,61 @@ class EpisodeObjects:
         return next((w for w in words(line) if w in self.words and w not in known), None)
 
 
+@dataclass(frozen=True)
+class FailedReplies:
+    """The target's replies in shown attempts that failed, as runs of words a rule must not
+    repeat: a whole reply of 3 to ``REPLY_WINDOW - 1`` words, and every ``REPLY_WINDOW`` words
+    of a longer one, except a run that the text the target was given (a task, an observation,
+    an input), a command the environment accepted or the skill's own rules also hold."""
+
+    runs: frozenset[Words] = frozenset()
+    given: str = " "
+
+    @classmethod
+    def build(
+        cls, shown: Sequence[Trajectory], vocabularies: Sequence[Vocabulary | None]
+    ) -> FailedReplies:
+        runs: set[Words] = set()
+        given: list[str] = []
+        for t, vocabulary in zip(shown, vocabularies, strict=True):
+            given += vocabulary.commands if vocabulary else ()
+            for m in t.messages:
+                if m.role != "assistant":
+                    given.append(m.content)
+                elif not t.score.passed:
+                    runs |= _runs(words(m.content)[:_MAX_REPLY_WORDS])
+        said = " ".join(" ".join(words(x)) for x in given)
+        return cls(frozenset(runs), f" {said} ")
+
+    def repeated(self, line: str, known_text: str) -> str | None:
+        """The first run of ``line`` that repeats a failed reply, else None."""
+        if not self.runs:
+            return None
+        known = f" {' '.join(words(known_text))} "
+        said = words(line)
+        for size in sorted({len(r) for r in self.runs}, reverse=True):
+            for i in range(len(said) - size + 1):
+                run = said[i : i + size]
+                shown = f" {' '.join(run)} "
+                if run in self.runs and shown not in self.given and shown not in known:
+                    return " ".join(run)
+        return None
+
+
+REPLY_WINDOW = 6
+"""Words in a run of a long failed reply that a rule may not repeat: shorter runs ("take the
+apple", "read the book") are how a rule names the task's own actions."""
+_MAX_REPLY_WORDS = 2000
+
+
+def _runs(said: Words) -> set[Words]:
+    if len(said) < 3:
+        return set()
+    if len(said) < REPLY_WINDOW:
+        return {said}
+    return {said[i : i + REPLY_WINDOW] for i in range(len(said) - REPLY_WINDOW + 1)}
+
+
 @dataclass
 class LineScreen:
     """Rules after the screen: ``kept`` (rewritten ones included), ``dropped`` (edit, reason)
@@ -200,13 +262,14 @@ def screen_lines(
     *,
     rewrite: bool = True,
     objects: EpisodeObjects = EpisodeObjects(),
+    failed: FailedReplies = FailedReplies(),
 ) -> LineScreen:
     """Refuse each rule with a line addressed to the grader, naming a numbered step of one
-    shown attempt, naming one episode's object (``objects``), or naming what one train item
-    holds; show a reply form holding one item's answer as ``PLACEHOLDER`` (``rewrite``) or
-    refuse it. ``known_text``: the rules of the skill in force and of the initial skill (their
-    words are not one item's; a worked example's are: ``known_rules``). Worked examples (built
-    by code from their item on purpose) pass."""
+    shown attempt, naming one episode's object (``objects``), repeating a failed reply
+    (``failed``), or naming what one train item holds; show a reply form holding one item's
+    answer as ``PLACEHOLDER`` (``rewrite``) or refuse it. ``known_text``: the rules of the skill
+    in force and of the initial skill (their words are not one item's; a worked example's are:
+    ``known_rules``). Worked examples (built by code from their item on purpose) pass."""
     known = frozenset(normalise(w) for w in WORD_RE.findall(normalise(known_text)))
     out = LineScreen([], [], [])
     for edit in edits:
@@ -223,6 +286,10 @@ def screen_lines(
             elif (obj := objects.named(line, known)) is not None:
                 why = (f"{ONE_ATTEMPT}: names {obj!r}, an object some shown episodes hold and "
                        "others do not; name it by its role in the task")  # fmt: skip
+            elif (run := failed.repeated(line, known_text)) is not None:
+                why = (f"{FAILED_REPLY}: {run!r} are words of a reply the target got wrong; "
+                       "a target that reads them types them: name the mistake, not its "
+                       "words")  # fmt: skip
             elif (shown := placeholder_form(line, index)) is not None:
                 if not rewrite:
                     why = f"{ITEM_SPECIFIC}: the reply form is one train item's answer"
@@ -248,11 +315,13 @@ def screen_lines(
 
 
 __all__ = [
+    "FAILED_REPLY",
     "ITEM_SPECIFIC",
     "ONE_ATTEMPT",
     "PLACEHOLDER",
     "TO_GRADER",
     "EpisodeObjects",
+    "FailedReplies",
     "ItemWords",
     "LineScreen",
     "addressed_to_grader",
