@@ -167,13 +167,12 @@ class TrainConfig(_Section):
         "reference when the scorer passes it) to the skill's Examples section; gated like any "
         "edit; val/test items never appear (train/examples.py)",
     )
-    command_forms: Literal["off", "on", "ordered"] = Field(
+    command_forms: Literal["off", "on"] = Field(
         "on",
         description="after a step solves train episodes of an environment (the batch's passes "
         "and exploration's), one skill line lists the commands they typed, each object that "
         "differs between episodes as <object>; it joins the candidate beside the worked example "
-        "and is gated with it; 'ordered': the line also says the order they typed them in, when "
-        "every solved episode of the step followed the same one (train/command_forms.py)",
+        "and is gated with it (train/command_forms.py)",
     )
     max_examples: int = Field(
         3, ge=1, le=32, description="most worked examples the skill may hold (train.examples)"

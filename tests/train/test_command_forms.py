@@ -4,7 +4,7 @@ placeholders (``train/command_forms.py``)."""
 from __future__ import annotations
 
 from skillgrad.tasks.episode import EnvReset, EnvStep
-from skillgrad.train.command_forms import MAX_FORMS, Order, command_form, forms_edit, shape
+from skillgrad.train.command_forms import MAX_FORMS, command_form, forms_edit
 from skillgrad.train.screens.specific import EpisodeObjects
 from skillgrad.types import Score, Trajectory
 
@@ -66,48 +66,3 @@ def test_the_line_is_bounded() -> None:
     one = _episode("train-1", "Levers.", many, True)
     edit = forms_edit("", [one], [one], step=1)
     assert edit is not None and edit.content.count("`") == 2 * MAX_FORMS
-
-
-def test_an_order_is_an_opening_and_a_cycle_repeated_to_the_end() -> None:
-    assert shape(["read", "take", "read", "take", "read", "take"]) == Order((), ("read", "take"))
-    assert shape(["read", "take", "read", "take", "read"]) == Order((), ("read", "take"))
-    assert shape(["look", "read", "take", "read", "take"]) == Order(("look",), ("read", "take"))
-    assert shape(["read", "read", "take", "read", "take"]) == Order(("read",), ("read", "take"))
-    assert shape(["a", "b", "c"]) == Order(("a", "b", "c"))  # nothing repeats
-    assert shape(["a", "b", "a"]) == Order(("a", "b", "a"))  # a cycle must come round twice
-    assert shape([]) == Order(())
-
-
-def _book(item: str, fruits: list[str], detour: bool = False) -> Trajectory:
-    commands = ["look around"] if detour else []
-    for fruit in fruits:
-        commands += ["read book", f"take {fruit}"]
-    return _episode(item, f"A book and {', '.join(fruits)}.", commands, True)
-
-
-def test_ordered_the_line_says_the_order_every_solved_episode_typed() -> None:
-    one = _book("train-1", ["apple", "pear", "fig"])
-    two = _book("train-2", ["plum", "kiwi"])
-    edit = forms_edit("", [one, two], [one, two], step=1, ordered=True)
-    assert edit is not None
-    assert edit.content.endswith(
-        "`read book`, `take <object>`. Those episodes typed them in this order: `read book`, "
-        "then `take <object>`, and again from `read book` on until the episode ended"
-    )
-    # off by default: the forms alone, as before
-    plain = forms_edit("", [one, two], [one, two], step=1)
-    assert plain is not None and plain.content.endswith("`read book`, `take <object>`")
-    # episodes that typed them in different orders state no order
-    odd = _book("train-3", ["lime", "date"], detour=True)
-    mixed = forms_edit("", [one, odd], [one, odd], step=1, ordered=True)
-    assert mixed is not None and "in this order" not in mixed.content
-    # one episode without a repetition is that episode's sequence, not the task's
-    once = _episode("train-4", "A book and a lime.", ["read book", "take lime"], True)
-    alone = forms_edit("", [once], [once, one], step=1, ordered=True)
-    assert alone is not None and "in this order" not in alone.content
-    # a held line keeps its order when a later step's episodes state none, and gains new forms
-    later = forms_edit(edit.content, [odd, one], [odd, one], step=2, ordered=True)
-    assert later is not None and later.op == "replace" and later.anchor == edit.content
-    assert later.content.startswith(plain.content.rstrip() + ", `look around`. Those episodes")
-    assert later.content.endswith("again from `read book` on until the episode ended")
-    assert forms_edit(edit.content, [one, two], [one, two], step=3, ordered=True) is None

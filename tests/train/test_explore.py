@@ -232,15 +232,6 @@ def test_solved_episodes_become_a_gated_line_of_command_forms(tmp_path: Path) ->
         target=Recorder(env_player).backend,
     )  # fmt: skip
     assert "Commands that solved" not in (off.run_dir / "best_skill.md").read_text()
-    # ordered: the same line also says the order the solved episodes typed them in
-    ordered = run_training(
-        _env_cfg(tmp_path, use_gold=False, explore="on", name="ordered", seed=seed,
-                 command_forms="ordered"),
-        optimizer=FunctionBackend(optimizer_reply),
-        target=Recorder(env_player).backend,
-    )  # fmt: skip
-    said = (ordered.run_dir / "steps/step_0001/candidate.md").read_text()
-    assert f"{line}. Those episodes typed them in this order: `open <object>`, then " in said
 
 
 def test_use_gold_must_be_a_boolean() -> None:

@@ -399,14 +399,11 @@ def _command_forms(
     ctx: RunContext, state: TrainState, step: int, shown: list[Trajectory]
 ) -> Edit | None:
     """The command-forms line of the step's solved train episodes among ``shown`` (the batch
-    and exploration's attempts; ``train.command_forms``: on or ordered,
-    ``train/command_forms.py``)."""
-    forms = ctx.cfg.train.command_forms
-    if forms == "off" or is_package_text(state.skill):
+    and exploration's attempts; ``train.command_forms: on``, ``train/command_forms.py``)."""
+    if ctx.cfg.train.command_forms != "on" or is_package_text(state.skill):
         return None
     solved = [x for x in shown if x.score.passed and x.infra_error is None]
-    ordered = forms == "ordered"
-    return forms_edit(state.skill, solved, shown, step, ordered) if solved else None
+    return forms_edit(state.skill, solved, shown, step) if solved else None
 
 
 async def judge_candidate(ctx: RunContext, state: TrainState, step: int, c: Candidate) -> None:

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from skillgrad.prompts import prompt_head, render_prompt
 from skillgrad.skill.text import words
@@ -77,90 +76,14 @@ def _pattern(form: str) -> re.Pattern[str]:
     return re.compile(" ".join(parts), re.IGNORECASE)
 
 
-def forms_line(forms: Sequence[str], order: str = "") -> str:
-    """The skill line listing ``forms`` (``prompts/command_forms.md``), then ``order``, the
-    sentence saying the order they were typed in (``order_sentence``), when given."""
+def forms_line(forms: Sequence[str]) -> str:
+    """The skill line listing ``forms`` (``prompts/command_forms.md``)."""
     placeholder = any(PLACEHOLDER in f for f in forms)
     note = render_prompt("command_forms_note", placeholder=PLACEHOLDER).rstrip("\n")
     shown = ", ".join(f"`{f}`" for f in forms)
-    line = "- " + render_prompt(
+    return "- " + render_prompt(
         "command_forms", note=note if placeholder else "", forms=shown
     ).rstrip("\n")
-    return f"{line}. {order}" if order else line
-
-
-@dataclass(frozen=True)
-class Order:
-    """The order solved episodes typed their command forms in: ``opening`` once, then
-    ``cycle`` again and again until the episode ended (empty: the opening is all of it)."""
-
-    opening: tuple[str, ...]
-    cycle: tuple[str, ...] = ()
-
-
-def shape(seq: Sequence[str]) -> Order:
-    """``seq`` as an opening and a cycle repeated at least twice to its end (the last round
-    may stop early), the shortest such description (the shortest cycle, then the shortest
-    opening); no cycle when none repeats: ``[read, take, read, take, read]`` -> opening (),
-    cycle (read, take)."""
-    n = len(seq)
-    best: Order | None = None
-    for size in range(1, n // 2 + 1):
-        for start in range(0, n - 2 * size + 1):
-            cycle = tuple(seq[start : start + size])
-            if all(seq[i] == cycle[(i - start) % size] for i in range(start, n)):
-                found = Order(tuple(seq[:start]), cycle)
-                if best is None or start + size < len(best.opening) + len(best.cycle):
-                    best = found
-                break
-    return best or Order(tuple(seq))
-
-
-def typed_order(solved: Sequence[Trajectory], objects: EpisodeObjects) -> Order | None:
-    """The one order every solved episode typed its command forms in (``shape`` of each
-    episode's accepted commands, an instance of a general form read as that form); None when
-    the episodes differ, or when one episode alone shows no repetition (its sequence is that
-    episode's, not the task's)."""
-    forms = command_forms(solved, objects)
-    general = [(_pattern(f), f) for f in forms if PLACEHOLDER in f]
-    shapes: set[Order] = set()
-    for t in solved:
-        vocabulary = view_of(t).vocabulary(t)
-        seq = []
-        for command in vocabulary.commands if vocabulary else ():
-            if (form := command_form(command, objects)) is None:
-                continue
-            seq.append(next((g for p, g in general if p.fullmatch(form)), form).casefold())
-        if seq:
-            shapes.add(shape(seq))
-    if len(shapes) != 1:
-        return None
-    [order] = shapes
-    if not order.cycle and len(solved) < 2:
-        return None
-    if len(order.opening) + len(order.cycle) > MAX_FORMS:
-        return None  # a transcript, not a rule
-    shown = {f.casefold(): f for f in forms}
-    if any(f not in shown for f in (*order.opening, *order.cycle)):
-        return None  # a form past MAX_FORMS: the line would name a command it does not list
-    return Order(tuple(shown[f] for f in order.opening), tuple(shown[f] for f in order.cycle))
-
-
-def order_sentence(order: Order) -> str:
-    """``order`` in words (``prompts/command_order.md``): every form once in order, then, for a
-    cycle, from which form on they were typed again until the episode ended."""
-    listed = ", then ".join(f"`{f}`" for f in (*order.opening, *order.cycle))
-    again = ""
-    if order.cycle:
-        again = render_prompt("command_order_cycle", first=f"`{order.cycle[0]}`").rstrip("\n")
-    return render_prompt("command_order", order=listed, again=again).rstrip("\n")
-
-
-def split_held(line: str) -> tuple[str, str]:
-    """A held command-forms line as (its forms part, its order sentence or "")."""
-    mark = f". {prompt_head('command_order')}"
-    listed, found, rest = line.partition(mark)
-    return listed, (mark[2:] + rest) if found else ""
 
 
 def held_line(skill: str) -> str | None:
@@ -170,48 +93,28 @@ def held_line(skill: str) -> str | None:
 
 
 def forms_edit(
-    skill: str,
-    solved: Sequence[Trajectory],
-    shown: Sequence[Trajectory],
-    step: int,
-    ordered: bool = False,
+    skill: str, solved: Sequence[Trajectory], shown: Sequence[Trajectory], step: int
 ) -> Edit | None:
     """The command-forms edit of a step: ``solved``, its solved train episodes; ``shown``, every
-    episode it played (the objects are the words some of them show and others do not);
-    ``ordered``: the line also states the order they typed the forms in, when they agree on one
-    (``typed_order``; else the order the skill's line already states stays). None when no solved
-    episode has commands or the skill's line already says it all."""
+    episode it played (the objects are the words some of them show and others do not). None
+    when no solved episode has commands or the skill already lists every form."""
     objects = EpisodeObjects.build([view_of(t).vocabulary(t) for t in shown])
     new = command_forms(solved, objects)
     if not new:
         return None
     ids = tuple(dict.fromkeys(trajectory_id(step, t.item_id) for t in solved))
     why = f"command forms of {len(ids)} solved train episode(s) of step {step}"
-    order = typed_order(solved, objects) if ordered else None
     held = held_line(skill)
     if held is None:
-        line = forms_line(new, order_sentence(order) if order else "")
-        return Edit(op="add", section="", content=line, rationale=why,
+        return Edit(op="add", section="", content=forms_line(new), rationale=why,
                     trajectory_ids=ids, source=SOURCE)  # fmt: skip
-    listed, before = split_held(held)
-    old = _FORM.findall(listed)
+    old = _FORM.findall(held)
     known = {f.casefold() for f in old}
     merged = [*old, *(f for f in new if f.casefold() not in known)][:MAX_FORMS]
-    content = forms_line(merged, order_sentence(order) if order else before)
-    if content == held:
+    if merged == old:
         return None
-    return Edit(op="replace", section="", anchor=held, content=content,
+    return Edit(op="replace", section="", anchor=held, content=forms_line(merged),
                 rationale=why, trajectory_ids=ids, source=SOURCE)  # fmt: skip
 
 
-__all__ = [
-    "MAX_FORMS",
-    "PLACEHOLDER",
-    "SOURCE",
-    "Order",
-    "command_form",
-    "command_forms",
-    "forms_edit",
-    "shape",
-    "typed_order",
-]
+__all__ = ["MAX_FORMS", "PLACEHOLDER", "SOURCE", "command_form", "command_forms", "forms_edit"]
