@@ -88,7 +88,7 @@ model's runaway reply can be very long."""
 @exits()
 def trace_cmd(
     run_dir: RunDirArg,
-    item_id: Annotated[str, typer.Argument(help="An item id of the run (splits.json).")],
+    item_id: Annotated[str, typer.Argument(help="An item id of the run (one of its splits).")],
     step: Annotated[
         int | None,
         typer.Option(

@@ -79,8 +79,8 @@ def split_of(run: RunData, item_id: str) -> str:
         if isinstance(ids, list) and ids
     )
     raise RunDirError(
-        f"{item_id!r} is not an item of {run.root} (splits.json: {sizes or 'absent or empty'}); "
-        "pass an id from the run's splits"
+        f"{item_id!r} is not an item of {run.root} ({run.paths.splits.name}: "
+        f"{sizes or 'absent or empty'}); pass an id from the run's splits"
     )
 
 
