@@ -15,11 +15,10 @@ from pathlib import Path
 
 from skillgrad.errors import RunDirError
 from skillgrad.report.provenance import skill_at
-from skillgrad.runs.cache import stored_result, target_key
+from skillgrad.runs.cache import sample_key, stored_result, target_key
 from skillgrad.runs.io import read_text
 from skillgrad.runs.view import RunData, load_run, read_splits
 from skillgrad.skill.document import skill_hash
-from skillgrad.train.rollout import sample_key
 from skillgrad.types import Trajectory
 
 NOT_SCORED = (

@@ -326,6 +326,11 @@ class ResultStore(Protocol):
         ...
 
 
+def sample_key(item_id: str, sample: int) -> str:
+    """The ``results`` id of one sample of an item: the item id itself for sample 0."""
+    return item_id if sample == 0 else f"{item_id}#s{sample}"
+
+
 def target_key(target: str, skill_hash: str) -> str:
     """The ``results`` key of (another target, skill): a hash of both, the same length as a
     skill hash (sha256 prefix), so it can equal neither a skill hash nor another target's key
@@ -398,6 +403,7 @@ __all__ = [
     "TargetResults",
     "call_key",
     "corrupt_ledger",
+    "sample_key",
     "stored_result",
     "target_key",
 ]

@@ -30,7 +30,7 @@ from functools import cached_property
 
 from skillgrad.errors import SystemicFailure
 from skillgrad.models.base import ModelBackend
-from skillgrad.runs.cache import ResultStore
+from skillgrad.runs.cache import ResultStore, sample_key
 from skillgrad.skill.document import skill_hash
 from skillgrad.tasks.base import Task, infra_hint
 from skillgrad.train.progress import NullProgress, Progress
@@ -46,11 +46,6 @@ def sampling_seed(train_seed: int, sample: int) -> int:
         return train_seed
     digest = hashlib.sha256(f"skillgrad-sample:{train_seed}:{sample}".encode()).hexdigest()
     return int(digest[:8], 16) & 0x7FFFFFFF
-
-
-def sample_key(item_id: str, sample: int) -> str:
-    """The result-cache id of one sample: the item id itself for sample 0."""
-    return item_id if sample == 0 else f"{item_id}#s{sample}"
 
 
 class SampledBackend:
@@ -268,7 +263,6 @@ __all__ = [
     "mean_score",
     "rollout",
     "rollout_item",
-    "sample_key",
     "sampled",
     "sampling_seed",
     "score_items",
