@@ -236,11 +236,10 @@ def test_a_line_repeating_a_failed_reply_is_refused() -> None:
     replies = FailedReplies.build([failed, solved], [None, accepted])
     quoting = f"Do not repeat the same action '{apology}' 11 times in a row."
     assert replies.repeated(quoting, "") == "i apologize for the confusion please"
-    assert replies.repeated("Never type 'Open the instructions book'.", "") == (
-        "open the instructions book"
-    )
     for line in (
         "Do not apologize; type one command the game accepts.",
+        "Read the instructions book to understand the game.",  # a short failed reply: the
+        "Never type 'Open the instructions book'.",  # procedure in words may share it
         "Read the instructions book first.",  # the task's own words
         "Type `read instructions book`, then take what it names.",  # an accepted command
         "Follow the instructions book found in the environment.",  # the task text gives them

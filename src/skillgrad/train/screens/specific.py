@@ -186,9 +186,11 @@ class EpisodeObjects:
 @dataclass(frozen=True)
 class FailedReplies:
     """The target's replies in shown attempts that failed, as runs of words a rule must not
-    repeat: a whole reply of 3 to ``REPLY_WINDOW - 1`` words, and every ``REPLY_WINDOW`` words
-    of a longer one, except a run that the text the target was given (a task, an observation,
-    an input), a command the environment accepted or the skill's own rules also hold."""
+    repeat: every ``REPLY_WINDOW`` consecutive words of one, except a run that the text the
+    target was given (a task, an observation, an input), a command the environment accepted or
+    the skill's own rules also hold. A shorter failed reply is not one: "Read the instructions
+    book", refused by the game as a command, is also the procedure in words (measured: the
+    screen refused that rule on Pecking Order split 501 while it held short replies)."""
 
     runs: frozenset[Words] = frozenset()
     given: str = " "
@@ -225,16 +227,12 @@ class FailedReplies:
 
 
 REPLY_WINDOW = 6
-"""Words in a run of a long failed reply that a rule may not repeat: shorter runs ("take the
-apple", "read the book") are how a rule names the task's own actions."""
+"""Words in a run of a failed reply that a rule may not repeat: shorter runs ("take the apple",
+"read the instructions book") are how a rule names the task's own actions."""
 _MAX_REPLY_WORDS = 2000
 
 
 def _runs(said: Words) -> set[Words]:
-    if len(said) < 3:
-        return set()
-    if len(said) < REPLY_WINDOW:
-        return {said}
     return {said[i : i + REPLY_WINDOW] for i in range(len(said) - REPLY_WINDOW + 1)}
 
 
