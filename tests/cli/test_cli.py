@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -340,3 +341,10 @@ env: {{task: toy, output_root: "{tmp_path / "runs"}"}}
     ):
         wrong = runner.invoke(app, ["trace", str(run), *args])
         assert wrong.exit_code == 2 and says in wrong.output, wrong.output
+    # a damaged stored row (here nested far past any parser's depth) is a located error
+    db = sqlite3.connect(run / "calls.sqlite")
+    db.execute("UPDATE results SET trajectory=? WHERE item_id=?", ("[" * 100_000, item))
+    db.commit()
+    db.close()
+    damaged = runner.invoke(app, ["trace", str(run), item])
+    assert damaged.exit_code == 2 and f"the stored result of {item!r}" in damaged.output

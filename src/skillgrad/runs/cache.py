@@ -382,7 +382,7 @@ def stored_result(path: Path, skill_hash: str, item_id: str) -> Trajectory | Non
         return None
     try:
         return Trajectory.from_json(json.loads(row[0]))
-    except (ValueError, TypeError, KeyError, AttributeError) as exc:
+    except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:
         raise RunDirError(
             f"{path}: the stored result of {item_id!r} under skill {skill_hash} is damaged "
             f"({type(exc).__name__}: {exc}); remove the file to score it again (its calls are "
