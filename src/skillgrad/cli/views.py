@@ -111,8 +111,8 @@ def trace_cmd(
     traced = trace_item(run_dir, item_id, step=step, target=target, sample=sample)
     for t in traced:
         if as_json:
-            row = {"label": t.label, "skill_hash": t.skill_hash, "trajectory": None}
-            row["trajectory"] = None if t.trajectory is None else to_json(t.trajectory)
+            shown = None if t.trajectory is None else to_json(t.trajectory)
+            row = {"label": t.label, "skill_hash": t.skill_hash, "trajectory": shown}
             typer.echo(json_line(row), nl=False)
             continue
         stdout.print(Text(f"{t.label} (skill {t.skill_hash})", style="bold"))

@@ -120,6 +120,10 @@ def _stored(data: Any) -> tuple[str, bool]:
     return clean, clean != text
 
 
+_SELECT_RESULT = "SELECT trajectory FROM results WHERE skill_hash=? AND item_id=?"
+"""One stored result: ``CallCache.get_result`` and the read-only ``stored_result``."""
+
+
 class CallCache:
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -291,8 +295,7 @@ class CallCache:
     def get_result(self, skill_hash: str, item_id: str) -> Trajectory | None:
         with self._lock:
             row = self._db.execute(
-                "SELECT trajectory FROM results WHERE skill_hash=? AND item_id=?",
-                (valid_text(skill_hash), valid_text(item_id)),
+                _SELECT_RESULT, (valid_text(skill_hash), valid_text(item_id))
             ).fetchone()
         return Trajectory.from_json(json.loads(row[0])) if row else None
 
@@ -370,10 +373,7 @@ def stored_result(path: Path, skill_hash: str, item_id: str) -> Trajectory | Non
         db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
         try:
             db.execute("PRAGMA busy_timeout=10000")
-            row = db.execute(
-                "SELECT trajectory FROM results WHERE skill_hash=? AND item_id=?",
-                (skill_hash, item_id),
-            ).fetchone()
+            row = db.execute(_SELECT_RESULT, (skill_hash, item_id)).fetchone()
         finally:
             db.close()
     except sqlite3.DatabaseError as exc:
