@@ -186,6 +186,37 @@ def test_the_sweeps_own_target_is_taken_from_the_runs(made: Path, tmp_path: Path
     assert data["configs"][0]["targets"] == {OWN: first[OWN], PICKY: first[PICKY]}
 
 
+def _unplaced(report: str) -> list[str]:
+    """A report's lines but those naming where the sweep lies (the copy's folder differs)."""
+    return [line for line in report.splitlines() if "pytest-" not in line]
+
+
+def test_a_damaged_sweep_file_names_a_way_on_that_works(made: Path, tmp_path: Path) -> None:
+    """The summary and the matrix are derived: deleting them as the error says and re-running
+    what it names restores the report. The plan is not: the error names another --out, and no
+    command offers a --fresh that `skillgrad sweep` does not have."""
+    sweep = copy_of(made, tmp_path, "sweep")
+    healthy = runner.invoke(app, ["report", str(sweep)]).output
+    for name, rerun in (
+        ("sweep_summary.json", ["report", str(sweep)]),
+        ("transfer_summary.json", ["transfer", str(sweep), *T, "--target_model", STEADY]),
+    ):
+        (sweep / name).write_text("{trunc")
+        broken = runner.invoke(app, ["report", str(sweep)])
+        assert broken.exit_code == 2 and f"{name}: the " in broken.output
+        assert "delete it" in broken.output and "--fresh" not in broken.output, broken.output
+        (sweep / name).unlink()
+        assert runner.invoke(app, rerun).exit_code == 0
+    restored = runner.invoke(app, ["report", str(sweep)])
+    assert restored.exit_code == 0 and _unplaced(restored.output) == _unplaced(healthy)
+    assert "# Transfer: " in restored.output
+    (sweep / "sweep.json").write_text("[")
+    for args in (["report", str(sweep)], ["transfer", str(sweep), *T]):
+        result = runner.invoke(app, args)
+        assert result.exit_code == 2 and "another --out folder" in result.output, result.output
+        assert "--fresh" not in result.output and "Traceback" not in result.output
+
+
 def test_report_shows_the_matrix(made: Path, tmp_path: Path) -> None:
     sweep = copy_of(made, tmp_path, "sweep")
     text = runner.invoke(app, ["report", str(sweep)])
@@ -325,6 +356,11 @@ BAD: dict[str, tuple[Callable[[Path], None] | None, list[str], str]] = {
         "transfer.jsonl line 1: not a JSON record",
     ),
     "a job out of the sweep": (_escape, T, "sweep.json: its jobs are damaged"),
+    "sweep.json damaged": (
+        lambda s: (s / "sweep.json").write_text('{"sweep_id": '),
+        T,
+        "sweep.json: the sweep's plan is not valid JSON",
+    ),
     "data changed": (_set_option("seed", 7), T, "the task's data changed since this run started"),
     "a redacted secret": (_set_option("api_key", "***"), T, "env.options.api_key held a secret"),
     "a run that is a symlink": (_linked_run, T, "seed1 is a symlink"),

@@ -131,9 +131,13 @@ def read_text(path: Path) -> str:
         raise RunDirError(f"{path}: not UTF-8 text ({exc}); restore the file.") from exc
 
 
-def read_json(path: Path, default: Any = None, what: str = "") -> Any:
+RUN_FIX = "Restore it from a backup, or re-run with --fresh to start a new run directory."
+
+
+def read_json(path: Path, default: Any = None, what: str = "", fix: str = RUN_FIX) -> Any:
     """The JSON in ``path`` (``default`` when absent); unreadable JSON is a RunDirError naming
-    the file (and ``what`` it holds, when given)."""
+    the file (and ``what`` it holds, when given) and how to get past it (``fix``: a run
+    directory's by default)."""
     if not path.exists():
         return default
     try:
@@ -141,8 +145,7 @@ def read_json(path: Path, default: Any = None, what: str = "") -> Any:
     except json.JSONDecodeError as exc:
         named = f"{what} is " if what else ""
         raise RunDirError(
-            f"{path}: {named}not valid JSON ({exc}); the file was truncated or overwritten. "
-            "Restore it from a backup, or re-run with --fresh to start a new run directory."
+            f"{path}: {named}not valid JSON ({exc}); the file was truncated or overwritten. {fix}"
         ) from exc
 
 

@@ -23,6 +23,10 @@ from skillgrad.runs.io import atomic_write_json, private_dirs, read_json
 from skillgrad.runs.rundir import _comparable, _flat_diff
 
 PLAN_FILE = "sweep.json"
+PLAN_FIX = (
+    "Restore it from a backup, or give `skillgrad sweep` another --out folder (each run inside "
+    "this one stays readable: `skillgrad report <run folder>`)."
+)
 SUMMARY_FILE = "sweep_summary.json"
 # Keys a sweep sets itself: a grid over them would be meaningless or break the layout.
 RESERVED_KEYS = ("train.seed", "env.output_root", "env.run_name")
@@ -217,7 +221,7 @@ def _resolve(config_path: Path, overrides: list[str], name: str) -> Config:
 
 def _kept_sets(sweep_dir: Path, base: Config) -> list[str]:
     """``--set`` overrides keeping what a stored sweep ran with (``config.kept_settings``)."""
-    data = read_json(sweep_dir / PLAN_FILE)
+    data = read_plan(sweep_dir)
     stored = data.get("config") if isinstance(data, dict) else None
     if not isinstance(stored, dict):
         return []
@@ -225,7 +229,7 @@ def _kept_sets(sweep_dir: Path, base: Config) -> list[str]:
 
 
 def _existing_id(sweep_dir: Path) -> str | None:
-    data = read_json(sweep_dir / PLAN_FILE)
+    data = read_plan(sweep_dir)
     return str(data["sweep_id"]) if isinstance(data, dict) and "sweep_id" in data else None
 
 
@@ -235,7 +239,7 @@ def check_or_write_plan(plan: SweepPlan) -> bool:
 
     Returns True when resuming. Limits and parallelism (budget, hardware) may change."""
     path = plan.sweep_dir / PLAN_FILE
-    stored = read_json(path)
+    stored = read_plan(plan.sweep_dir)
     record = {
         "sweep_id": plan.sweep_id,
         "config_path": plan.config_path,
@@ -278,9 +282,15 @@ def _more_seeds(stored: Any, new: list[int]) -> bool:
     return isinstance(stored, list) and len(stored) < len(new) and new[: len(stored)] == stored
 
 
+def read_plan(sweep_dir: Path) -> Any:
+    """The JSON of ``sweep.json`` (None when absent; a RunDirError saying how to go on when it
+    is damaged)."""
+    return read_json(sweep_dir / PLAN_FILE, what="the sweep's plan", fix=PLAN_FIX)
+
+
 def load_plan_record(sweep_dir: Path) -> dict[str, Any] | None:
     """``sweep.json`` of a sweep directory, or None when ``sweep_dir`` is not a sweep."""
-    data = read_json(Path(sweep_dir) / PLAN_FILE)
+    data = read_plan(Path(sweep_dir))
     return data if isinstance(data, dict) and "sweep_id" in data else None
 
 

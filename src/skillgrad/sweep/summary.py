@@ -262,7 +262,9 @@ def write_sweep_summary(sweep_dir: Path, code: CodeProvenance | None = None) -> 
 
 
 def load_sweep_summary(sweep_dir: Path) -> dict[str, Any] | None:
-    data = read_json(Path(sweep_dir) / SUMMARY_FILE)
+    path = Path(sweep_dir) / SUMMARY_FILE
+    fix = f"It is computed from the runs: delete it; `skillgrad report {sweep_dir}` rebuilds it."
+    data = read_json(path, what="the sweep's summary", fix=fix)
     return data if isinstance(data, dict) and "configs" in data else None
 
 

@@ -153,7 +153,11 @@ def write_transfer_summary(plan: TransferPlan, results: Results) -> dict[str, An
 def load_transfer_summary(sweep_dir: Path) -> dict[str, Any] | None:
     """The sweep's transfer_summary.json, or None when transfer never ran (RunDirError when it
     is not valid JSON)."""
-    data = read_json(Path(sweep_dir) / TRANSFER_FILE)
+    fix = (
+        "It is computed from the transfer's answers: delete it and re-run the same `skillgrad "
+        "transfer` command (what was answered is not paid again)."
+    )
+    data = read_json(Path(sweep_dir) / TRANSFER_FILE, what="the transfer matrix", fix=fix)
     return data if isinstance(data, dict) and isinstance(data.get("configs"), list) else None
 
 
