@@ -8,6 +8,7 @@ as the whole skill, and Copycat not at all."""
 from __future__ import annotations
 
 import json
+import shutil
 from collections import Counter
 from pathlib import Path
 
@@ -86,3 +87,28 @@ def test_rules_alone_are_scored_on_every_target_and_kept_beside_the_run(made: Pa
     assert code == 0, err
     assert len(own_log.read_text().splitlines()) == 8 and calls(folder / "again.log") == Counter()
     assert summary(folder / "sweep")["configs"] == first
+
+
+def test_the_own_targets_rules_alone_are_scored_when_only_other_targets_are_given(
+    made: Path, tmp_path: Path
+) -> None:
+    """``--rules-alone`` with only another target: the sweep's own target still gets its rules
+    alone scored (the runs never scored them), from the run's own model settings."""
+    folder = tmp_path / "copy"
+    shutil.copytree(made / "sweep", folder / "sweep")
+    for name in RUNS:  # start from no transfer answer at all
+        (folder / "sweep" / name / "transfer.jsonl").unlink(missing_ok=True)
+    code, out, err = run(folder, COPYCAT, log="only_copycat.log")
+    assert code == 0, err
+    assert "Traceback" not in err and "8 evaluations" in err
+    assert f"| {OWN}: rules alone | 0 [0, 0] | 1 [1, 1] | 1 [1, 1] | 1, 1 |" in out
+    (config,) = summary(folder / "sweep")["configs"]
+    own = config["targets"][OWN]
+    assert own["main"] and own["rules_alone"]["best"]["values"] == [1.0, 1.0]
+    assert own["rules_alone"]["paired_test"]["wins"] == 8
+    assert config["targets"][COPYCAT]["rules_alone"]["best"]["values"] == [0.0, 0.0]
+    for name in RUNS:
+        rows = read_jsonl(folder / "sweep" / name / "transfer.jsonl")
+        assert {(r["setup"].split(" / ")[1], Path(r["skill"]).name) for r in rows} >= {
+            (OWN, "best_skill.rules_alone.md")
+        }

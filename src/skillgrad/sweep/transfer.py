@@ -107,9 +107,14 @@ class TransferRun:
         return self.root / "_eval" / (RULES_FILE if package else RULES_FILE + ".md")
 
     @property
+    def own_target(self) -> ModelSpec:
+        """The run's own target model (a function's file made absolute)."""
+        return resolved_spec(self.cfg.models.target, self.cfg.base_dir)
+
+    @property
     def main_target(self) -> str:
         """The run's own target (``provider:model``, a function's file made absolute)."""
-        return resolved_spec(self.cfg.models.target, self.cfg.base_dir).name
+        return self.own_target.name
 
 
 @dataclass
@@ -131,9 +136,16 @@ class TransferPlan:
         rules = (RULES,) if run.rules is not None else ()  # set only when asked for
         return rules if own else (*SKILLS, *rules)
 
+    def targets_of(self, run: TransferRun) -> list[ModelSpec]:
+        """The given targets, and the run's own when its rules alone are to be scored and it
+        was not given (the run never scored them there)."""
+        given = [t.name for t in self.targets]
+        own = [run.own_target] if run.rules is not None and run.main_target not in given else []
+        return [*self.targets, *own]
+
     def calls(self) -> list[tuple[TransferRun, ModelSpec]]:
         """(run, target) pairs with a skill to score (``kinds``)."""
-        return [(r, t) for r in self.runs for t in self.targets if self.kinds(r, t)]
+        return [(r, t) for r in self.runs for t in self.targets_of(r) if self.kinds(r, t)]
 
     def evaluations(self) -> int:
         """How many skills will be scored (each on the whole split)."""
