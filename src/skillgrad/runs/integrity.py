@@ -34,13 +34,12 @@ from typing import Any
 
 from skillgrad.errors import RunDirError
 from skillgrad.runs.cache import corrupt_ledger
-from skillgrad.runs.io import atomic_write_json, atomic_write_text, read_json
+from skillgrad.runs.io import FRESH, atomic_write_json, atomic_write_text, read_json
 from skillgrad.runs.layout import RunPaths
 from skillgrad.types import to_json
 
 INTEGRITY_KEY = "_integrity"
 VERSION = 1
-FRESH = "re-run with --fresh to start a new run directory"
 
 
 def check_no_links(root: Path) -> None:

@@ -131,7 +131,9 @@ def read_text(path: Path) -> str:
         raise RunDirError(f"{path}: not UTF-8 text ({exc}); restore the file.") from exc
 
 
-RUN_FIX = "Restore it from a backup, or re-run with --fresh to start a new run directory."
+FRESH = "re-run with --fresh to start a new run directory"
+"""How a run directory that cannot be resumed is left behind (``skillgrad train --fresh``)."""
+RUN_FIX = f"Restore it from a backup, or {FRESH}."
 
 
 def read_json(path: Path, default: Any = None, what: str = "", fix: str = RUN_FIX) -> Any:
