@@ -198,6 +198,13 @@ class TrainConfig(_Section):
         "offered as a worked example (train.examples) and shown to the optimizer beside the "
         "failed one (train/explore.py, train/contrast.py); never on val/test items",
     )
+    contrast_partial: Literal["off", "on"] = Field(
+        "on",
+        description="with train.explore on, a failed train item no attempt solved but one scored "
+        "higher than its failure (a graded scorer's partial credit) is shown to the optimizer "
+        "like a solved one: the lower-scoring attempt beside the higher one, asked for what the "
+        "better attempt did better (train/contrast.py); off: only passing attempts are compared",
+    )
     explore_attempts: int = Field(
         2, ge=1, le=8, description="most exploration attempts per failed train item and step"
     )
@@ -303,7 +310,7 @@ class TrainConfig(_Section):
         "default: it costs one optimizer call per step",
     )
 
-    @field_validator("examples", "prune", "adherence", "explore", mode="before")
+    @field_validator("examples", "prune", "adherence", "explore", "contrast_partial", mode="before")
     @classmethod
     def _on_off(cls, v: Any) -> Any:
         # YAML reads a bare on / off as a boolean
@@ -465,6 +472,7 @@ FORMER_DEFAULTS: dict[tuple[str, str], Any] = {
     ("train", "explore"): "off",
     ("train", "explore_temperature_step"): 0.0,
     ("train", "command_forms"): "off",
+    ("train", "contrast_partial"): "off",
 }
 
 

@@ -428,6 +428,80 @@ def test_the_contrast_pair_is_the_failure_the_passing_retry_corrected() -> None:
     ]
 
 
+def test_a_better_but_failing_attempt_is_paired_with_the_lower_one_before_it() -> None:
+    """``Exploration.improved``: per failed item no attempt solved, the best-scoring attempt
+    beside the nearest attempt before it that scored less (else the batch's failure); an item
+    nothing improved, a solved item and an errored attempt give no pair; largest gain first."""
+    from skillgrad.train.explore import Attempt, Exploration
+
+    def traj(item: str, reply: str, value: float, error: str | None = None) -> Trajectory:
+        score = Score(value, value >= 1.0, f"score {value}")
+        return Trajectory(item, "h", (Message("user", "Word: x"),), reply, score, error=error)
+
+    batch = [traj(i, f"batch-{i}", 0.0) for i in "abcde"]
+    attempts = (
+        Attempt("a", 1, "a#x1.1", traj("a", "a1", 0.25), False),
+        Attempt("a", 2, "a#x1.2", traj("a", "a2", 0.5), True),
+        Attempt("a", 3, "a#x1.3", traj("a", "a3", 0.25), True),
+        Attempt("b", 1, "b#x1.1", traj("b", "b1", 0.0), False),  # nothing better
+        Attempt("b", 2, "b#x1.2", traj("b", "b2", 0.0), True),
+        Attempt("c", 1, "c#x1.1", traj("c", "c1", 0.75), False),  # the first attempt improved
+        Attempt("d", 1, "d#x1.1", traj("d", "d1", 1.0), False),  # solved: a pair of its own
+        Attempt("e", 1, "e#x1.1", traj("e", "e1", 0.9, error="target call failed"), False),
+    )
+    explored = Exploration(attempts)
+    pairs = explored.improved(batch)
+    assert [(low.output, best.trajectory.output) for low, best in pairs] == [
+        ("batch-c", "c1"),  # +0.75
+        ("a1", "a2"),  # +0.25: the attempt a2's retry saw
+    ]
+    assert [(f.output, a.cache_id) for f, a in explored.pairs(batch)] == [("batch-d", "d#x1.1")]
+
+
+def _partial_player(request: ChatRequest) -> str:
+    """Under exploration (the valid actions listed) makes TinyEnv's first right move, then only
+    looks: a third of the episode, never a pass; without the list it only looks."""
+    user = user_text(request)
+    moves = sum(m.role == "assistant" for m in request.messages)
+    if "Valid actions:" in user and moves == 0:
+        listed = user.split("Valid actions:", 1)[1].strip().split(" | ")
+        return next(a for a in listed if a != "look")
+    return "look"
+
+
+@pytest.mark.parametrize("partial", ["on", "off"])
+def test_a_better_scoring_attempt_reaches_the_optimizer_only_with_contrast_partial(
+    tmp_path: Path, partial: str
+) -> None:
+    """A graded environment whose exploration never passes: with ``train.contrast_partial`` on
+    the optimizer reads each failure beside the attempt that scored higher (0.00 then 0.33) and
+    its rule joins the candidate; off, no contrast call is made. The report counts them."""
+    target, optimizer = Recorder(_partial_player), Recorder(optimizer_reply)
+    cfg = _env_cfg(tmp_path, use_gold=False, explore="on")
+    cfg.train.contrast_partial = partial
+    result = run_training(cfg, optimizer=optimizer.backend, target=target.backend)
+    run = result.run_dir
+    rows = read_jsonl(run / "steps/step_0001/exploration.jsonl")
+    assert rows and not any(r["passed"] for r in rows)
+    assert {round(r["score"], 2) for r in rows} == {0.33}
+    record = read_json(run / "history.json")[0]
+    assert record["explore_found"] == 0 and record["explore_better"] == 2
+    contrast = [r for _, r in optimizer.calls if optimizer_call_kind(r) == "contrast"]
+    report = (run / "report.md").read_text()
+    assert "2 more scored higher than their failure without passing" in report
+    if partial == "off":
+        assert contrast == []
+        assert CONTRAST_RULE not in (run / "steps/step_0001/candidate.md").read_text()
+        return
+    assert len(contrast) == 1
+    prompt = user_text(contrast[0])
+    for item in {r["item_id"] for r in rows}:
+        low = prompt.index(f"episode {item}: score 0.00 (FAIL)")
+        assert prompt.index(f"episode {item}: score 0.33 (FAIL)") > low
+    assert "scored higher and still failed" in system_text(contrast[0])
+    assert CONTRAST_RULE in (run / "steps/step_0001/candidate.md").read_text()
+
+
 def test_exploration_never_runs_on_a_val_or_test_item() -> None:
     """The exploration phase refuses a held-out trajectory outright (a bug, not data)."""
     from skillgrad.train.explore import explorable

@@ -291,6 +291,9 @@ class StepRecord:
     """Failed train items of the step an exploration attempt solved (``train.explore``)."""
     explore_repeats: int = 0
     """Exploration attempts that repeated an earlier failed attempt at their item exactly."""
+    explore_better: int = 0
+    """Failed train items of the step no attempt solved but one scored higher than the failure
+    (with ``train.contrast_partial`` on, shown to the optimizer beside it)."""
 
     @property
     def verdict(self) -> str:

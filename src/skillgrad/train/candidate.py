@@ -194,9 +194,9 @@ async def propose_candidate(
     explored: Exploration | None = None,
 ) -> Candidate:
     """Reflect on the step's trajectories (and, after exploration, contrast each failed item
-    with its passing attempt: ``train/contrast.py``), aggregate the edits, select the top ``k``
-    and apply them to a copy of the skill in force (update). ``ignored``: skill lines the target
-    breaks most (``train/adherence.py``), for revise mode."""
+    with its passing attempt, or its better one: ``train/contrast.py``), aggregate the edits,
+    select the top ``k`` and apply them to a copy of the skill in force (update). ``ignored``:
+    skill lines the target breaks most (``train/adherence.py``), for revise mode."""
     t = ctx.cfg.train
     with call_context("reflect", step):
         refl = await reflect(
@@ -210,7 +210,10 @@ async def propose_candidate(
             progress=ctx.progress,
         )
     if explored is not None:  # contrast rules join the reflection's: screened and gated alike
-        contrasted = await contrast(ctx, state, step, explored.pairs(trajs))
+        pairs = explored.pairs(trajs)
+        if t.contrast_partial == "on":
+            pairs += explored.improved(trajs)
+        contrasted = await contrast(ctx, state, step, pairs)
         refl.edits += contrasted.edits
         refl.records += contrasted.records
     kept = drop_copies(ctx, state, step, refl.edits)

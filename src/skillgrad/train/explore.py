@@ -100,6 +100,29 @@ class Exploration:
             if a.item_id in failed
         ]
 
+    def improved(self, trajs: Sequence[Trajectory]) -> list[tuple[Trajectory, Attempt]]:
+        """(a lower-scoring attempt, the best attempt) per failed item no attempt solved but
+        one scored higher than the item's failure (``train.contrast_partial``: a graded scorer's
+        partial progress, measured on Pecking Order gold off: every seed whose exploration
+        solved nothing had attempts scoring 0.25-0.75 beside failures at 0). The lower side is
+        the nearest attempt before the best one that scored less (the one its retry saw), else
+        the batch's failure. Largest improvement first."""
+        failed = {t.item_id: t for t in trajs if not t.score.passed and t.infra_error is None}
+        solved = {a.item_id for a in self.found}
+        out: list[tuple[float, Trajectory, Attempt]] = []
+        for item_id, first in failed.items():
+            tried = [a for a in self.attempts if a.item_id == item_id and _clean(a.trajectory)]
+            if item_id in solved or not tried:
+                continue
+            best = max(tried, key=lambda a: (a.trajectory.score.value, -a.number))
+            top = best.trajectory.score.value
+            before = [first, *(a.trajectory for a in tried if a.number < best.number)]
+            lower = [t for t in before if t.score.value < top]
+            if lower:
+                out.append((top - lower[-1].score.value, lower[-1], best))
+        out.sort(key=lambda x: -x[0])
+        return [(low, best) for _, low, best in out]
+
     def counts(self) -> tuple[int, int, int]:
         """(items explored, attempts, items solved)."""
         items = {a.item_id for a in self.attempts}
@@ -109,6 +132,10 @@ class Exploration:
     def repeats(self) -> int:
         """Attempts that repeated an earlier failed attempt at their item exactly."""
         return sum(a.repeat for a in self.attempts)
+
+
+def _clean(t: Trajectory) -> bool:
+    return t.error is None and t.infra_error is None
 
 
 def explorable(ctx: RunContext, trajs: Sequence[Trajectory]) -> list[Item]:

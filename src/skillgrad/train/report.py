@@ -415,29 +415,36 @@ def example_report_lines(summary: Mapping[str, Any]) -> list[str]:
 
 def exploration_lines(history: Sequence[StepRecord]) -> list[str]:
     """The report's exploration section (``train.explore``; absent when nothing was explored):
-    per step, the attempts and the failed train items they solved."""
+    per step, the attempts, the failed train items they solved and those they only improved."""
     steps = [r for r in history if r.explore_attempts]
     if not steps:
         return []
-    rows = [
-        f"- step {r.step}: {r.explore_found} failed train items solved in "
-        f"{r.explore_attempts} attempts"
-        + (
-            f" ({r.explore_repeats} repeated an earlier attempt exactly)"
-            if r.explore_repeats
-            else ""
-        )
-        for r in steps
-    ]
+    rows = [_exploration_row(r) for r in steps]
     if not any(r.explore_found for r in steps):
         tried = sum(r.explore_attempts for r in steps)
+        better = sum(r.explore_better for r in steps)
+        compared = (
+            f" (only {better} better-scoring attempts to compare: train.contrast_partial)"
+            if better
+            else ""
+        )
         rows.append(
             f"- no attempt passed ({tried} in all): the run had no demonstration of its own to "
-            "learn from. More attempts per item (train.explore_attempts, at most 8) or more "
-            "items per step (train.batch_size) give exploration more chances, at the cost of "
-            "target calls."
+            f"learn from{compared}. More attempts per item (train.explore_attempts, at most 8) "
+            "or more items per step (train.batch_size) give exploration more chances, at the "
+            "cost of target calls."
         )
     return ["", "## Exploration", "", *rows]
+
+
+def _exploration_row(r: StepRecord) -> str:
+    row = f"- step {r.step}: {r.explore_found} failed train items solved"
+    row += f" in {r.explore_attempts} attempts"
+    if r.explore_repeats:
+        row += f" ({r.explore_repeats} repeated an earlier attempt exactly)"
+    if r.explore_better:
+        row += f"; {r.explore_better} more scored higher than their failure without passing"
+    return row
 
 
 __all__ = [

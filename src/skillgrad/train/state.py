@@ -144,6 +144,9 @@ class StepOutcome:
     """Train items of the step's batch an exploration attempt solved."""
     explore_repeats: int = 0
     """Exploration attempts that repeated an earlier failed attempt at their item exactly."""
+    explore_better: int = 0
+    """Failed train items no attempt solved but one scored higher than the failure
+    (``Exploration.improved``)."""
 
 
 def advance(state: TrainState, out: StepOutcome, *, patience: int, buffer_size: int) -> TrainState:
@@ -309,6 +312,7 @@ def _record(
         explore_attempts=out.explore_attempts,
         explore_found=out.explore_found,
         explore_repeats=out.explore_repeats,
+        explore_better=out.explore_better,
     )
 
 

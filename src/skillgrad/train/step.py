@@ -104,6 +104,7 @@ async def training_step(ctx: RunContext, state: TrainState) -> StepOutcome:
         explore_attempts=attempts,
         explore_found=solved,
         explore_repeats=explored.repeats if explored else 0,
+        explore_better=len(explored.improved(trajs)) if explored else 0,
     )
 
 
