@@ -205,6 +205,13 @@ class TrainConfig(_Section):
         "like a solved one: the lower-scoring attempt beside the higher one, asked for what the "
         "better attempt did better (train/contrast.py); off: only passing attempts are compared",
     )
+    explore_resume: Literal["off", "on"] = Field(
+        "off",
+        description="with train.explore on, an environment episode's later attempt starts where "
+        "the best earlier failed attempt's score last rose: its commands up to there are replayed "
+        "without a model call and the target goes on from that state (train/explore.py). Off by "
+        "default: not yet measured in a sweep",
+    )
     explore_attempts: int = Field(
         2, ge=1, le=8, description="most exploration attempts per failed train item and step"
     )
@@ -310,7 +317,15 @@ class TrainConfig(_Section):
         "default: it costs one optimizer call per step",
     )
 
-    @field_validator("examples", "prune", "adherence", "explore", "contrast_partial", mode="before")
+    @field_validator(
+        "examples",
+        "prune",
+        "adherence",
+        "explore",
+        "contrast_partial",
+        "explore_resume",
+        mode="before",
+    )
     @classmethod
     def _on_off(cls, v: Any) -> Any:
         # YAML reads a bare on / off as a boolean

@@ -27,6 +27,7 @@ from skillgrad.testing import (
     system_text,
     user_text,
 )
+from skillgrad.train.explore import exploration_seed
 from skillgrad.types import ChatRequest, Item, Message, Score, Trajectory
 
 sys.path.insert(0, str(Path(__file__).parents[1]))
@@ -500,6 +501,97 @@ def test_a_better_scoring_attempt_reaches_the_optimizer_only_with_contrast_parti
         assert prompt.index(f"episode {item}: score 0.33 (FAIL)") > low
     assert "scored higher and still failed" in system_text(contrast[0])
     assert CONTRAST_RULE in (run / "steps/step_0001/candidate.md").read_text()
+
+
+class OneMovePlayer:
+    """Plays TinyEnv with the valid actions listed but makes one right move per attempt (an
+    attempt is one sampling seed): from the start it never passes (1/3); resumed after its
+    right moves, it gets one further each time."""
+
+    def __init__(self) -> None:
+        self.moved: set[int | None] = set()
+
+    def __call__(self, request: ChatRequest) -> str:
+        user = user_text(request)
+        if "Valid actions:" not in user or request.seed in self.moved:
+            return "look"
+        self.moved.add(request.seed)
+        listed = user.split("Valid actions:", 1)[1].strip().split(" | ")
+        return next(a for a in listed if a != "look")
+
+
+@pytest.mark.parametrize("resume", ["on", "off"])
+def test_a_resumed_attempt_starts_where_the_best_attempt_progressed(
+    tmp_path: Path, resume: str
+) -> None:
+    """``train.explore_resume``: each attempt after progress replays the best attempt's
+    commands up to its last rise (no model call for them) and the target goes on from there:
+    1/3, 2/3, then solved at the third attempt, a self-found example of the target's own
+    commands. Off, every attempt starts over and none passes."""
+    player = OneMovePlayer()
+    target, optimizer = Recorder(player), Recorder(optimizer_reply)
+    cfg = _env_cfg(tmp_path, use_gold=False, explore="on")
+    cfg.train.explore_resume, cfg.train.explore_attempts = resume, 4
+    result = run_training(cfg, optimizer=optimizer.backend, target=target.backend)
+    rows = read_jsonl(result.run_dir / "steps/step_0001/exploration.jsonl")
+    per_item: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        per_item.setdefault(r["item_id"], []).append(r)
+    assert len(per_item) == 2
+    for tried in per_item.values():
+        if resume == "off":
+            assert [round(r["score"], 2) for r in tried] == [0.33] * 4
+            assert [r["resumed"] for r in tried] == [0, 0, 0, 0]
+            continue
+        assert [round(r["score"], 2) for r in tried] == [0.33, 0.67, 1.0]
+        assert [r["resumed"] for r in tried] == [0, 1, 2] and tried[-1]["passed"]
+        first, second, third = (_commands(r) for r in tried)
+        assert second[0] == first[0] and third[:2] == second[:2]
+        assert third[2] == "unlock door" and len(third) == 3
+        # the replayed commands were never asked of the model: its first call in an attempt
+        # resumed after k commands already holds k turns
+        for r in tried:
+            seed = exploration_seed(0, 1, r["item_id"], r["attempt"])
+            turns = [_turns(q) for stage, q in target.calls if q.seed == seed]
+            assert turns and min(turns) == r["resumed"], (r["attempt"], turns)
+    if resume == "on":
+        record = read_json(result.run_dir / "history.json")[0]
+        assert record["explore_found"] == 2
+        example = read_json(result.run_dir / "steps/step_0001/example.json")["edit"]
+        assert "self-found" in example["rationale"]  # the resumed pass, offered as an example
+
+
+def _commands(row: dict[str, Any]) -> list[str]:
+    return [m["content"] for m in row["trajectory"]["messages"] if m["role"] == "assistant"]
+
+
+def _turns(request: ChatRequest) -> int:
+    return sum(m.role == "assistant" for m in request.messages)
+
+
+def test_the_resume_point_is_where_the_best_attempts_score_last_rose() -> None:
+    """``resume_point``: the highest-scoring failed attempt (the latest of equals), cut after
+    its last rise; nothing when no attempt made progress or for a reply without steps."""
+    from skillgrad.tasks.episode import EnvStep
+    from skillgrad.train.explore import progress_commands, resume_point
+
+    def episode(scores: list[float], tag: str) -> Trajectory:
+        steps = tuple(
+            EnvStep(step=i + 1, action=f"{tag}{i + 1}", score=v).to_json()
+            for i, v in enumerate(scores)
+        )
+        score = Score(scores[-1], False, "no")
+        return Trajectory("a", "h", (Message("user", "x"),), tag, score, steps=steps)
+
+    rose_twice = episode([0, 0.25, 0.25, 0.5, 0.5, 0.5], "a")
+    assert progress_commands(rose_twice) == ["a1", "a2", "a3", "a4"]
+    assert progress_commands(episode([0, 0, 0], "b")) == []
+    plain = Trajectory("a", "h", (Message("user", "x"),), "reply", Score(0.5, False, "no"))
+    assert progress_commands(plain) == []
+    later = episode([0.5, 0.5], "c")
+    assert resume_point([rose_twice, later]) == ["c1"]  # equal best: the latest attempt
+    assert resume_point([later, episode([0.25], "d")]) == ["c1"]
+    assert resume_point([episode([0, 0], "e")]) == [] and resume_point([]) == []
 
 
 def test_exploration_never_runs_on_a_val_or_test_item() -> None:

@@ -10,7 +10,12 @@ attempts (the ``RETRY_SHOWN`` most recent distinct ones) and the scorer's feedba
 enters the skill). An attempt that repeats an earlier failed one exactly (``same_attempt``)
 raises the temperature of the attempts after it by ``train.explore_temperature_step``: measured
 on Pecking Order with 4 attempts, 11 of one run's 24 retries repeated an earlier attempt command
-for command, and that run found nothing to learn from. A passing attempt is offered as a worked
+for command, and that run found nothing to learn from. With ``train.explore_resume`` on, an
+attempt after one that made progress without passing starts where the best earlier attempt's
+score last rose: its commands up to there are played again without a model call
+(``ResumeBackend``; the target reads them as its own turns) and the target goes on from that
+state (Go-Explore's return-then-explore, on the target's own commands: a pass is still entirely
+the target's doing). A passing attempt is offered as a worked
 example (``train/examples.py``) and shown to the optimizer beside the failed one
 (``train/contrast.py``). Attempts are cached like rollouts: a resumed run pays nothing again.
 """
@@ -23,14 +28,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from skillgrad.models.base import ModelBackend
 from skillgrad.prompts import render_prompt
 from skillgrad.skill.package import is_package_text
 from skillgrad.tasks.base import Task, task_abilities
+from skillgrad.tasks.episode import env_steps
 from skillgrad.tasks.views import view_of
 from skillgrad.train.context import RunContext
 from skillgrad.train.rollout import SampledBackend, rollout_item
 from skillgrad.train.state import TrainState
-from skillgrad.types import Item, Trajectory, to_json
+from skillgrad.types import ChatRequest, Completion, Item, Trajectory, to_json
 
 VIEW_CHARS = 500  # the input, reply and feedback of a chat attempt as the retry shows them
 RETRY_SHOWN = 3  # the most recent distinct failed attempts a retry shows
@@ -61,6 +68,9 @@ class Attempt:
     repeat: bool = False
     """It repeats an earlier failed attempt at the item exactly (``same_attempt``)."""
     temperature: float | None = None
+    resumed: int = 0
+    """Commands replayed from an earlier attempt before the target went on
+    (``train.explore_resume``); 0: played from the start."""
 
     @property
     def passed(self) -> bool:
@@ -72,6 +82,7 @@ class Attempt:
         t = self.trajectory
         row = {"item_id": self.item_id, "attempt": self.number, "cache_id": self.cache_id}
         row |= {"retry": self.retry, "repeat": self.repeat, "temperature": self.temperature}
+        row |= {"resumed": self.resumed}
         row |= {"passed": self.passed, "score": t.score.value}
         return {**row, "feedback": t.score.feedback, "trajectory": to_json(t)}
 
@@ -198,17 +209,58 @@ async def explore_item(
             MAX_TEMPERATURE, t.explore_temperature + t.explore_temperature_step * repeats
         )
         seed = exploration_seed(t.seed, step, item.id, number)
-        backend = SampledBackend(ctx.target, seed, temperature)
+        backend: ModelBackend = SampledBackend(ctx.target, seed, temperature)
+        prefix = resume_point(failed) if t.explore_resume == "on" else []
+        if prefix:
+            backend = ResumeBackend(backend, prefix)
         cache_id = attempt_id(item.id, step, number)
         traj = await rollout_item(task, item, shown, backend, store=ctx.store, cache_id=cache_id)
         repeat = any(same_attempt(traj, f) for f in failed)
         attempts.append(
-            Attempt(item.id, number, cache_id, traj, shown != skill, repeat, temperature)
+            Attempt(
+                item.id, number, cache_id, traj, shown != skill, repeat, temperature, len(prefix)
+            )
         )
         if attempts[-1].passed or traj.infra_error is not None:
             break
         failed.append(traj)
     return attempts
+
+
+def progress_commands(t: Trajectory) -> list[str]:
+    """An episode's commands up to the step where its score last rose; [] when it never rose
+    (or ``t`` is not an episode)."""
+    played = env_steps(t.steps)
+    rises = [i for i, s in enumerate(played) if s.score > (played[i - 1].score if i else 0.0)]
+    return [s.action for s in played[: rises[-1] + 1]] if rises else []
+
+
+def resume_point(failed: Sequence[Trajectory]) -> list[str]:
+    """The commands a resumed attempt replays: those of the highest-scoring failed attempt
+    (the latest of equals) up to where its score last rose; [] when none made progress."""
+    top = max((t.score.value for t in failed), default=0.0)
+    if top <= 0:
+        return []
+    return progress_commands([t for t in failed if t.score.value == top][-1])
+
+
+class ResumeBackend:
+    """The target, except that an episode's first ``len(prefix)`` turns are answered with
+    ``prefix`` (no model call, no tokens): the attempt resumes from the state they reach.
+    The turn is the number of assistant messages the request already holds."""
+
+    def __init__(self, inner: ModelBackend, prefix: Sequence[str]) -> None:
+        self.inner, self.prefix = inner, list(prefix)
+        self.name = getattr(inner, "name", type(inner).__name__)
+
+    def __getattr__(self, attr: str) -> object:  # count_tokens, ... of the real backend
+        return getattr(self.inner, attr)
+
+    async def complete(self, request: ChatRequest) -> Completion:
+        turn = sum(m.role == "assistant" for m in request.messages)
+        if turn < len(self.prefix):
+            return Completion(text=self.prefix[turn], model="replayed")
+        return await self.inner.complete(request)
 
 
 def same_attempt(a: Trajectory, b: Trajectory) -> bool:
@@ -275,6 +327,7 @@ def attempt_view(t: Trajectory, show_reference: bool) -> str:
 __all__ = [
     "Attempt",
     "Exploration",
+    "ResumeBackend",
     "attempt_id",
     "attempt_view",
     "distinct_failures",
@@ -282,6 +335,8 @@ __all__ = [
     "exploration_seed",
     "explore",
     "explore_item",
+    "progress_commands",
+    "resume_point",
     "retry_skill",
     "same_attempt",
 ]
