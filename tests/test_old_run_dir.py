@@ -38,6 +38,7 @@ NEW_RECORD_KEYS = {
     "explore_attempts",
     "explore_found",
     "explore_repeats",
+    "explore_better",
 }
 NEW_SUMMARY_KEYS = {
     "noise_floor",
@@ -125,7 +126,13 @@ def test_an_old_run_resumes_to_what_the_old_version_wrote(old_run: Path) -> None
 ENV_FIXTURE = Path(__file__).parent / "fixtures" / "old_run_c28278c_env"
 ENV_EXPECTED = ENV_FIXTURE / "expected"
 # What later versions add to a run's records and summary: c28278c did not write them.
-ENV_NEW_RECORD_KEYS = {"pruned", "explore_attempts", "explore_found", "explore_repeats"}
+ENV_NEW_RECORD_KEYS = {
+    "pruned",
+    "explore_attempts",
+    "explore_found",
+    "explore_repeats",
+    "explore_better",
+}
 ENV_NEW_SUMMARY_KEYS = {"code"}
 
 
