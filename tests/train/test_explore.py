@@ -547,6 +547,8 @@ def test_a_resumed_attempt_starts_where_the_best_attempt_progressed(
         assert [r["resumed"] for r in tried] == [0, 1, 2] and tried[-1]["passed"]
         first, second, third = (_commands(r) for r in tried)
         assert second[0] == first[0] and third[:2] == second[:2]
+        # replayed commands do not use up the target's turns: 1 replayed + max_steps (4) own
+        assert len(first) == 4 and len(second) == 1 + 4
         assert third[2] == "unlock door" and len(third) == 3
         # the replayed commands were never asked of the model: its first call in an attempt
         # resumed after k commands already holds k turns

@@ -60,10 +60,12 @@ class Task(Protocol):
     - ``check_ready()`` (default: no-op): raise ``ConfigError`` when the task cannot run at all
       (an environment that cannot be built: a missing package, an unknown id), saying how to
       fix it; the session calls it once, at start, before any model call.
-    - ``exploration_task() -> Task`` (default: the task itself): the variant of the task that
-      train-time exploration runs (``train/explore.py``), with what a trainer may use on train
-      items and never at val/test (an environment shows its valid actions each turn). Its
-      rollouts score exactly as the task's own.
+    - ``exploration_task(replayed: int = 0) -> Task`` (default: the task itself): the variant
+      of the task that train-time exploration runs (``train/explore.py``), with what a trainer
+      may use on train items and never at val/test (an environment shows its valid actions each
+      turn). Its rollouts score exactly as the task's own. ``replayed`` (> 0 only with
+      ``train.explore_resume``): the attempt's first turns replay that many earlier commands,
+      which do not count against the turns the target gets.
     """
 
     name: str
@@ -87,11 +89,14 @@ class TaskAbilities:
     closer: Callable[[], None] | None = None
     example_context: Callable[[Item], str] | None = None
     ready_check: Callable[[], None] | None = None
-    exploration: Callable[[], Task] | None = None
+    exploration: Callable[..., Task] | None = None
 
-    def exploration_task(self, task: Task) -> Task:
-        """The task exploration runs: the task's ``exploration_task()``, else ``task`` itself."""
-        return self.exploration() if self.exploration is not None else task
+    def exploration_task(self, task: Task, replayed: int = 0) -> Task:
+        """The task exploration runs: the task's ``exploration_task()`` (given ``replayed`` when
+        an attempt replays commands first), else ``task`` itself."""
+        if self.exploration is None:
+            return task
+        return self.exploration(replayed) if replayed else self.exploration()
 
     def bind_judge(self, backend: ModelBackend) -> None:
         """Hand ``backend`` to the task's judge; a no-op when it has none."""

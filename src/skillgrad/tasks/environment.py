@@ -207,11 +207,14 @@ class EnvironmentTask:
         if self._pool is not None:
             self._pool.close()
 
-    def exploration_task(self) -> EnvironmentTask:
+    def exploration_task(self, replayed: int = 0) -> EnvironmentTask:
         """The task train-time exploration plays (``train/explore.py``): the same episodes
-        with the valid actions listed each turn, on the same environment processes."""
+        with the valid actions listed each turn, on the same environment processes; an attempt
+        that first replays ``replayed`` earlier commands (``train.explore_resume``) has as many
+        more steps, so the target still gets ``max_steps`` turns of its own."""
         listed = copy.copy(self)
         listed.actions = "listed"
+        listed.max_steps = self.max_steps + replayed
         listed._pool = self.pool  # one pool: the session closes it once
         return listed
 

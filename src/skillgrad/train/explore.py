@@ -31,7 +31,7 @@ from typing import Any
 from skillgrad.models.base import ModelBackend
 from skillgrad.prompts import render_prompt
 from skillgrad.skill.package import is_package_text
-from skillgrad.tasks.base import Task, task_abilities
+from skillgrad.tasks.base import task_abilities
 from skillgrad.tasks.episode import env_steps
 from skillgrad.tasks.views import view_of
 from skillgrad.train.context import RunContext
@@ -170,13 +170,12 @@ async def explore(
 ) -> Exploration:
     """Explore every failed train item of the step's batch, ``rollout_workers`` at a time."""
     items = explorable(ctx, trajs)
-    task = task_abilities(ctx.task).exploration_task(ctx.task)
     limit = asyncio.Semaphore(ctx.cfg.hardware.rollout_workers)
     ctx.progress.start("explore", len(items))
 
     async def one(item: Item) -> list[Attempt]:
         async with limit:
-            found = await explore_item(ctx, task, state.skill, step, item)
+            found = await explore_item(ctx, state.skill, step, item)
         ctx.progress.advance("explore", info="found" if found[-1].passed else "-")
         return found
 
@@ -193,9 +192,7 @@ async def explore(
     return out
 
 
-async def explore_item(
-    ctx: RunContext, task: Task, skill: str, step: int, item: Item
-) -> list[Attempt]:
+async def explore_item(ctx: RunContext, skill: str, step: int, item: Item) -> list[Attempt]:
     """Up to ``train.explore_attempts`` attempts at ``item``, stopping at the first pass or an
     infrastructure failure; from the second on, each sees the failed ones before it
     (``retry_skill``), and each exact repeat of a failed attempt samples the next ones wider."""
@@ -213,6 +210,7 @@ async def explore_item(
         prefix = resume_point(failed) if t.explore_resume == "on" else []
         if prefix:
             backend = ResumeBackend(backend, prefix)
+        task = task_abilities(ctx.task).exploration_task(ctx.task, len(prefix))
         cache_id = attempt_id(item.id, step, number)
         traj = await rollout_item(task, item, shown, backend, store=ctx.store, cache_id=cache_id)
         repeat = any(same_attempt(traj, f) for f in failed)
