@@ -199,11 +199,12 @@ class TrainConfig(_Section):
         "failed one (train/explore.py, train/contrast.py); never on val/test items",
     )
     contrast_partial: Literal["off", "on"] = Field(
-        "on",
+        "off",
         description="with train.explore on, a failed train item no attempt solved but one scored "
         "higher than its failure (a graded scorer's partial credit) is shown to the optimizer "
         "like a solved one: the lower-scoring attempt beside the higher one, asked for what the "
-        "better attempt did better (train/contrast.py); off: only passing attempts are compared",
+        "better attempt did better (train/contrast.py); off: only passing attempts are compared. "
+        "Off by default: no sweep has shown it helps yet (docs/results.md)",
     )
     explore_resume: Literal["off", "on"] = Field(
         "off",
@@ -487,7 +488,6 @@ FORMER_DEFAULTS: dict[tuple[str, str], Any] = {
     ("train", "explore"): "off",
     ("train", "explore_temperature_step"): 0.0,
     ("train", "command_forms"): "off",
-    ("train", "contrast_partial"): "off",
 }
 
 
