@@ -209,8 +209,9 @@ class TrainConfig(_Section):
     explore_resume: Literal["off", "on"] = Field(
         "off",
         description="with train.explore on, an environment episode's later attempt starts where "
-        "the best earlier failed attempt's score last rose: its commands up to there are replayed "
-        "without a model call and the target goes on from that state (train/explore.py). Off by "
+        "the highest score an earlier failed attempt reached was first reached (a lost game may "
+        "fall back to 0 after it): its commands up to there are replayed without a model call "
+        "and the target goes on from that state (train/explore.py). Off by "
         "default: not yet measured in a sweep",
     )
     explore_attempts: int = Field(

@@ -571,9 +571,10 @@ def _turns(request: ChatRequest) -> int:
     return sum(m.role == "assistant" for m in request.messages)
 
 
-def test_the_resume_point_is_where_the_best_attempts_score_last_rose() -> None:
-    """``resume_point``: the highest-scoring failed attempt (the latest of equals), cut after
-    its last rise; nothing when no attempt made progress or for a reply without steps."""
+def test_the_resume_point_is_where_an_attempts_score_first_reached_the_highest_peak() -> None:
+    """``resume_point``: the failed attempt whose score reached the highest peak (the latest
+    of equals), cut where it first reached it, also when the game was lost after it (the score
+    fell back to 0); nothing when no attempt made progress or for a reply without steps."""
     from skillgrad.tasks.episode import EnvStep
     from skillgrad.train.explore import progress_commands, resume_point
 
@@ -594,6 +595,9 @@ def test_the_resume_point_is_where_the_best_attempts_score_last_rose() -> None:
     assert resume_point([rose_twice, later]) == ["c1"]  # equal best: the latest attempt
     assert resume_point([later, episode([0.25], "d")]) == ["c1"]
     assert resume_point([episode([0, 0], "e")]) == [] and resume_point([]) == []
+    lost = episode([0.25, 0.25, 0.75, 0.0], "f")  # a wrong command lost the game at step 4
+    assert progress_commands(lost) == ["f1", "f2", "f3"]
+    assert resume_point([rose_twice, lost, later]) == ["f1", "f2", "f3"]
 
 
 def test_exploration_never_runs_on_a_val_or_test_item() -> None:

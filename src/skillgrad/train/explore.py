@@ -11,12 +11,12 @@ enters the skill). An attempt that repeats an earlier failed one exactly (``same
 raises the temperature of the attempts after it by ``train.explore_temperature_step``: measured
 on Pecking Order with 4 attempts, 11 of one run's 24 retries repeated an earlier attempt command
 for command, and that run found nothing to learn from. With ``train.explore_resume`` on, an
-attempt after one that made progress without passing starts where the best earlier attempt's
-score last rose: its commands up to there are played again without a model call
-(``ResumeBackend``; the target reads them as its own turns) and the target goes on from that
-state (Go-Explore's return-then-explore, on the target's own commands: a pass is still entirely
-the target's doing). A passing attempt is offered as a worked
-example (``train/examples.py``) and shown to the optimizer beside the failed one
+attempt after one that made progress without passing starts where the highest score any
+earlier attempt reached was first reached: its commands up to there are played again without a
+model call (``ResumeBackend``; the target reads them as its own turns) and the target goes on
+from that state (Go-Explore's return-then-explore, on the target's own commands: a pass is
+still entirely the target's doing). A passing attempt is offered as a worked example
+(``train/examples.py``) and shown to the optimizer beside the failed one
 (``train/contrast.py``). Attempts are cached like rollouts: a resumed run pays nothing again.
 """
 
@@ -225,21 +225,29 @@ async def explore_item(ctx: RunContext, skill: str, step: int, item: Item) -> li
     return attempts
 
 
+def peak(t: Trajectory) -> float:
+    """The highest score an episode reached at any step (a game that is lost can fall back to
+    0 after it: measured on Pecking Order, every resumed attempt ended at 0.00)."""
+    return max((s.score for s in env_steps(t.steps)), default=0.0)
+
+
 def progress_commands(t: Trajectory) -> list[str]:
-    """An episode's commands up to the step where its score last rose; [] when it never rose
-    (or ``t`` is not an episode)."""
-    played = env_steps(t.steps)
-    rises = [i for i, s in enumerate(played) if s.score > (played[i - 1].score if i else 0.0)]
-    return [s.action for s in played[: rises[-1] + 1]] if rises else []
+    """An episode's commands up to the first step where it reached its peak score; [] when
+    the score never rose above 0 (or ``t`` is not an episode)."""
+    played, top = env_steps(t.steps), peak(t)
+    if top <= 0:
+        return []
+    first = next(i for i, s in enumerate(played) if s.score == top)
+    return [s.action for s in played[: first + 1]]
 
 
 def resume_point(failed: Sequence[Trajectory]) -> list[str]:
-    """The commands a resumed attempt replays: those of the highest-scoring failed attempt
-    (the latest of equals) up to where its score last rose; [] when none made progress."""
-    top = max((t.score.value for t in failed), default=0.0)
+    """The commands a resumed attempt replays: those of the failed attempt whose score reached
+    the highest peak (the latest of equals), up to that peak; [] when none made progress."""
+    top = max((peak(t) for t in failed), default=0.0)
     if top <= 0:
         return []
-    return progress_commands([t for t in failed if t.score.value == top][-1])
+    return progress_commands([t for t in failed if peak(t) == top][-1])
 
 
 class ResumeBackend:
@@ -333,6 +341,7 @@ __all__ = [
     "exploration_seed",
     "explore",
     "explore_item",
+    "peak",
     "progress_commands",
     "resume_point",
     "retry_skill",
