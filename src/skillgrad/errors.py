@@ -69,6 +69,11 @@ class ReplayMissError(ModelError):
     pass
 
 
+class PromptTooLongError(ModelError):
+    """The call does not fit the model's context window: that call's item fails (its skill and
+    input, or an episode grown too long), never the run; a shorter item may still fit."""
+
+
 class BudgetExceeded(SystemicError):
     pass
 

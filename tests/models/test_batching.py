@@ -199,3 +199,16 @@ async def test_a_dropped_backend_frees_its_model_and_thread(qwen_spec: ModelSpec
     finally:
         gc.enable()
     assert "llama-decode" not in [t.name for t in threading.enumerate() if t is thread]
+
+
+async def test_a_prompt_longer_than_the_context_window_is_that_calls_error(backend: Any) -> None:
+    """The real model refuses a prompt that does not fit ``n_ctx`` (1024 here) with a
+    ``PromptTooLongError``: one item's failure, not a systemic one; the next call still runs."""
+    from skillgrad.errors import PromptTooLongError, SystemicError
+
+    long = ChatRequest((Message("user", "apple " * 1500),), max_tokens=4)
+    with pytest.raises(PromptTooLongError, match="exceed context window of 1024") as caught:
+        await backend.complete(long)
+    assert not isinstance(caught.value, SystemicError)
+    short = await backend.complete(ChatRequest((Message("user", "Say hi."),), max_tokens=4))
+    assert short.text

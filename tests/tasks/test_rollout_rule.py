@@ -15,6 +15,7 @@ from skillgrad.errors import (
     BudgetExceeded,
     ConfigError,
     PermanentModelError,
+    PromptTooLongError,
     SystemicError,
     SystemicFailure,
     TransientModelError,
@@ -110,6 +111,42 @@ async def test_a_target_call_that_outlived_its_retries_is_missing_data(kind: str
     traj = await _rollout(task, _failing(TransientModelError("503 after 4 retries")))
     assert traj.infra_error is not None and "503 after 4 retries" in traj.infra_error
     assert traj.error is not None and traj.score.value == 0.0
+
+
+@pytest.mark.parametrize("kind", ["chat", "tools", "code", "environment"])
+async def test_a_prompt_too_long_for_the_context_is_the_items_zero_not_the_runs_end(
+    kind: str,
+) -> None:
+    """A call that does not fit the target's context window (the skill with the item's input,
+    or an episode grown long) fails that item, scored: never missing data (a gate must see what
+    a long skill costs) and never a stopped run. An episode ends there, scored as it stands."""
+    assert not issubclass(PromptTooLongError, SystemicError)
+    too_long = PromptTooLongError("Requested tokens (4223) exceed context window of 4096")
+    if kind == "environment":
+        calls: list[int] = []
+
+        def reply(request: ChatRequest) -> str:
+            calls.append(1)
+            if len(calls) > 1:
+                raise too_long
+            return "look"
+
+        traj = await _rollout(_task(kind), FunctionBackend(reply))
+        assert traj.infra_error is None and traj.error is None and traj.score.value == 0.0
+        assert "no longer fit the target's context window after 1 steps" in traj.score.feedback
+        return
+    traj = await _rollout(_task(kind), _failing(too_long))
+    assert traj.infra_error is None and traj.score.value == 0.0
+    assert traj.error is not None and "exceed context window" in traj.error
+
+
+def test_a_server_saying_the_context_is_full_is_a_prompt_too_long() -> None:
+    from skillgrad.models.clients import Endpoint, status_error
+
+    ep = Endpoint("openai", "m", "http://127.0.0.1:1/v1")
+    full = "This model's maximum context length is 4096 tokens. However, you requested 5000"
+    assert isinstance(status_error(400, full, None, ep), PromptTooLongError)
+    assert isinstance(status_error(400, "temperature must be <= 2", None, ep), PermanentModelError)
 
 
 @pytest.mark.parametrize("kind", ["chat", "tools", "code", "environment"])

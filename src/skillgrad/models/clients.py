@@ -11,11 +11,17 @@ from __future__ import annotations
 import email.utils
 import json
 import os
+import re
 import time
 from dataclasses import dataclass
 from typing import Any
 
-from skillgrad.errors import ModelError, PermanentModelError, TransientModelError
+from skillgrad.errors import (
+    ModelError,
+    PermanentModelError,
+    PromptTooLongError,
+    TransientModelError,
+)
 from skillgrad.models.spec import ModelSpec
 from skillgrad.redact import remember_secret
 from skillgrad.types import Usage
@@ -85,12 +91,21 @@ def parse_retry_after(headers: Any) -> float | None:
     return max(0.0, when.timestamp() - time.time())
 
 
+_CONTEXT_FULL = re.compile(
+    r"context[ _-]?(length|window)|maximum context|too many tokens|prompt is too long", re.I
+)
+
+
 def status_error(status: int, message: str, headers: Any, ep: Endpoint) -> ModelError:
     """Map an HTTP error status to our transient/permanent errors."""
     where = f"{ep.name} at {ep.base_url}"
     if status in (408, 409, 425, 429) or status >= 500:
         return TransientModelError(
             f"{where}: HTTP {status} (will retry): {message}", parse_retry_after(headers)
+        )
+    if status in (400, 413) and _CONTEXT_FULL.search(message or ""):
+        return PromptTooLongError(
+            f"{where}: the prompt does not fit the model's context: {message}"
         )
     if status == 401:
         text = f"{where}: the API key was rejected (401). Check {ep.key_hint()}."

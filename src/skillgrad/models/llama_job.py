@@ -22,6 +22,10 @@ DRAFT_NGRAM = 2
 DRAFT_TOKENS = 10
 
 
+class PromptTooLong(ValueError):
+    """The prompt does not fit the context window (``Job.prepare``)."""
+
+
 @dataclass(frozen=True)
 class Reply:
     text: str
@@ -88,7 +92,7 @@ class Job:
         self.tokens, self.completion, self.pending, self._multibyte = [], [], -1, 0
         self.prompt = list(args["prompt"])
         if len(self.prompt) >= n_ctx:
-            raise ValueError(
+            raise PromptTooLong(
                 f"Requested tokens ({len(self.prompt)}) exceed context window of {n_ctx}"
             )
         self.stop = [s.encode("utf-8") for s in args.get("stop") or []]

@@ -25,7 +25,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from skillgrad.errors import PermanentModelError
+from skillgrad.errors import PermanentModelError, PromptTooLongError
 from skillgrad.models.catalog import Catalog
 from skillgrad.models.spec import ModelSpec
 from skillgrad.models.wrappers.cpu_slots import CpuSlots
@@ -205,7 +205,7 @@ class LlamaCppBackend:
     async def complete(self, request: ChatRequest) -> Completion:
         """Queue the call for the decoder; cancelling the await frees its sequence at the
         decoder's next step."""
-        from skillgrad.models.llama_job import Job
+        from skillgrad.models.llama_job import Job, PromptTooLong
 
         chat: dict[str, Any] = {
             "messages": [{"role": m.role, "content": m.content} for m in request.messages],
@@ -224,7 +224,12 @@ class LlamaCppBackend:
         job = Job(chat, park=any(m.role == "assistant" for m in request.messages))
         try:
             reply = await asyncio.wrap_future(self._decoder.submit(job))
-        except ValueError as exc:  # e.g. prompt longer than the context window
+        except PromptTooLong as exc:  # this call's item fails, not the run
+            raise PromptTooLongError(
+                f"{self.name}: {exc}; raise models.<role>.n_ctx (now {self.spec.n_ctx}) or "
+                "shorten the skill"
+            ) from exc
+        except ValueError as exc:
             raise PermanentModelError(
                 f"llama.cpp refused the request: {exc}. If the prompt is too long, raise "
                 f"models.<role>.n_ctx (now {self.spec.n_ctx}) or shorten the skill."

@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from skillgrad.errors import SkillgradError, SystemicError
+from skillgrad.errors import PromptTooLongError, SkillgradError, SystemicError
 from skillgrad.executors import RolloutExecutor
 from skillgrad.models.base import ModelBackend
 from skillgrad.skill.document import skill_hash
@@ -167,10 +167,14 @@ async def complete_item(
 ) -> Completion | Trajectory:
     """One target call for ``item`` (``messages`` from ``skill_messages``). Systemic failures
     raise; the item's own failure (e.g. a transient error that outlived its retries) comes back
-    as the item's failed trajectory (``infra_error`` set: missing data, not a zero)."""
+    as the item's failed trajectory (``infra_error`` set: missing data, not a zero). A prompt
+    that does not fit the target's context window is the item's zero, not missing data: the
+    skill (with the item's input) caused it, and a gate must see what a long skill costs."""
     request = ChatRequest(messages, temperature=temperature, max_tokens=max_tokens)
     try:
         return await backend.complete(request)
+    except PromptTooLongError as exc:
+        return failed_trajectory(item, skill, messages, f"{type(exc).__name__}: {exc}")
     except SystemicError:
         raise
     except SkillgradError as exc:

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from skillgrad.errors import ConfigError, SkillgradError, SystemicError
+from skillgrad.errors import ConfigError, PromptTooLongError, SkillgradError, SystemicError
 from skillgrad.executors import RolloutExecutor
 from skillgrad.models.base import ModelBackend
 from skillgrad.prompts import render_prompt
@@ -287,6 +287,9 @@ class _Episode:
             )
             try:
                 completion = await backend.complete(request)
+            except PromptTooLongError:  # the conversation outgrew the target's context window:
+                self.end = "context_full"  # the episode ends there, scored as it stands
+                break
             except SystemicError:  # the rule of every rollout (errors.py): the run stops
                 raise
             except SkillgradError as exc:  # one item's model failure: missing data

@@ -181,6 +181,8 @@ def episode_feedback(steps: Sequence[Any], score: float, passed: bool, end: str)
         "terminated": f"the episode ended at step {n} unsolved",
         "truncated": f"the environment cut the episode at step {n}",
         "failed": _failure(played[-1] if played else None),
+        "context_full": f"the conversation no longer fit the target's context window after "
+        f"{n} steps (models.target.n_ctx), unsolved",
     }.get(end, f"step limit reached after {n} steps unsolved")
     parts = [f"{ending}; score {score:.2f}"]
     rejected = [s for s in played if s.valid is False]

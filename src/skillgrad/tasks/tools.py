@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import skillgrad.safeparse as safeparse
-from skillgrad.errors import ConfigError, SkillgradError, SystemicError
+from skillgrad.errors import ConfigError, PromptTooLongError, SkillgradError, SystemicError
 from skillgrad.models.base import ModelBackend
 from skillgrad.skill.document import skill_hash
 from skillgrad.skill.package import prompt_text
@@ -147,6 +147,8 @@ class ToolTask:
         for turn in range(self.max_steps):
             try:
                 completion = await backend.complete(run.request())
+            except PromptTooLongError as exc:  # the conversation outgrew the context: a 0
+                return run.failed(f"{type(exc).__name__}: {exc}")
             except SystemicError:
                 raise
             except SkillgradError as exc:  # outlived its retries: missing data, not a 0
