@@ -74,8 +74,7 @@ class Attempt:
 
     @property
     def passed(self) -> bool:
-        t = self.trajectory
-        return t.score.passed and t.error is None and t.infra_error is None
+        return self.trajectory.score.passed and _clean(self.trajectory)
 
     def to_json(self) -> dict[str, Any]:
         """One row of the step's ``exploration.jsonl``."""
@@ -146,6 +145,7 @@ class Exploration:
 
 
 def _clean(t: Trajectory) -> bool:
+    """The attempt ended on the target's own replies: no error, no infrastructure failure."""
     return t.error is None and t.infra_error is None
 
 
