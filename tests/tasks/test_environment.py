@@ -82,6 +82,10 @@ def test_partial_credit_and_the_step_limit() -> None:
     assert t.score.value == pytest.approx(2 / 3) and not t.score.passed
     assert t.score.feedback.startswith("step limit reached after 5 steps unsolved; score 0.67")
     assert "'look' 3 times in a row" in t.score.feedback
+    opened, took = t.output.split(" | ")[:2]
+    assert t.score.feedback.endswith(
+        f"; the score rose to 0.33 at step 1 ('{opened}'), rose to 0.67 at step 2 ('{took}')"
+    )
     assert sum(1 for s in t.steps if s["type"] == "env_step") == 5
 
 

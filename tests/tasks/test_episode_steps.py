@@ -19,6 +19,7 @@ from skillgrad.tasks.episode import (
     env_steps,
     episode_steps,
     is_episode,
+    score_changes,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -144,3 +145,32 @@ def test_a_passing_episode_cut_short_lists_every_command_in_order() -> None:
     assert "Every command" not in episode_view(steps, None, "unsolved", passed=False)
     short = steps[:4]
     assert "Every command" not in episode_view(short, None, "solved", passed=True)
+
+
+def _step(n: int, action: str, score: object) -> dict[str, Any]:
+    return {"type": "env_step", "step": n, "action": action, "score": score}
+
+
+def test_the_feedback_says_where_an_unsolved_episodes_score_moved() -> None:
+    """A lost game falls back to 0: what scored before it and what lost it are named in order;
+    steps that did not move it, and stored scores that are no finite number, say nothing."""
+    reset = {"type": "env_reset", "task": "t", "observation": "o"}
+    steps = [
+        reset,
+        _step(1, "read book", 0.0),
+        _step(2, "take banana", 0.25),
+        _step(3, "look", 0.25),
+        _step(4, "take pear", "0.9"),
+        _step(5, "take apple", float("nan")),
+        _step(6, "put banana in bed", 0.0),
+    ]
+    assert score_changes(steps) == (
+        "the score rose to 0.25 at step 2 ('take banana'), fell to 0.00 at step 6 "
+        "('put banana in bed')"
+    )
+    assert score_changes([reset, _step(1, "look", 0.0)]) is None
+    assert score_changes([]) is None
+    climbing = [reset, *(_step(i, f"a{i}", i / 10) for i in range(1, 8))]
+    said = score_changes(climbing)
+    assert said is not None and said.count("rose to") == 4
+    assert said.endswith("rose to 0.40 at step 4 ('a4'), then changed 3 more time(s)")

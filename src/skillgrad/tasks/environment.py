@@ -51,6 +51,7 @@ from skillgrad.tasks.episode import (
     EpisodeError,
     env_steps,
     episode_feedback,
+    score_changes,
 )
 from skillgrad.types import ChatRequest, Item, Message, Score, Trajectory, Usage
 
@@ -401,7 +402,9 @@ class _Episode:
             score = Score(0.0, False, f"error: {error}")
         else:
             value, passed = outcome(self.info, self.reward, self.task.max_reward)
-            score = Score(value, passed, episode_feedback(self.steps, value, passed, self.end))
+            said = episode_feedback(self.steps, value, passed, self.end)
+            moved = None if passed else score_changes(self.steps)
+            score = Score(value, passed, f"{said}; {moved}" if moved else said)
             if self.failed is not None:  # the reply's doing: the item's score, with its reason
                 error = f"the environment {self.failed} on the action {actions[-1]!r}"
         return Trajectory(

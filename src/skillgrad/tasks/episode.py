@@ -4,7 +4,8 @@ The rollout (``tasks/environment.py``) builds ``EnvReset``, ``EnvStep``, ``EnvGo
 ``EpisodeError`` records, each tagged with its ``kind`` (the ``type`` of its JSON dict), and
 stores their ``to_json()`` in ``Trajectory.steps``; ``episode_steps`` reads them back (old run
 directories included). ``episode_feedback`` sums an episode up (solved, or how it ended, its
-score, actions the environment did not accept, repeated actions). ``episode_view`` is the compact
+score, actions the environment did not accept, repeated actions; ``score_changes`` adds where its
+score moved). ``episode_view`` is the compact
 rendering the optimizer reads: the task, the first observation whole (a board game's board), the
 first steps and the steps around where it went wrong, the commands the environment accepted there
 (also in free mode, where the target never saw them), the gold action sequence of a train
@@ -17,6 +18,7 @@ where the passing attempt's read-then-act loop was).
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -203,6 +205,33 @@ def episode_feedback(steps: Sequence[Any], score: float, passed: bool, end: str)
     return "; ".join(parts)
 
 
+SCORE_CHANGES = 4
+"""Score changes an episode's feedback names at most (the later ones are counted)."""
+
+
+def score_changes(steps: Sequence[Any]) -> str | None:
+    """Where an unsolved episode's score moved, in words: ``the score rose to 0.25 at step 2
+    ('take banana'), fell to 0.00 at step 4 ('put banana in bed')``; None when it never moved.
+    What was done right before a lost game, and what lost it, is what a retry and the optimizer
+    need, and the final score alone does not say it (Pecking Order falls back to 0). A stored
+    score that is not a finite number is skipped."""
+    moves: list[str] = []
+    before = 0.0
+    for s in env_steps(steps):
+        if not isinstance(s.score, int | float) or isinstance(s.score, bool):
+            continue
+        if not math.isfinite(s.score) or s.score == before:
+            continue
+        verb = "rose" if s.score > before else "fell"
+        moves.append(f"{verb} to {s.score:.2f} at step {s.step} ({_clip(s.action, 80)!r})")
+        before = float(s.score)
+    if not moves:
+        return None
+    more = len(moves) - SCORE_CHANGES
+    tail = f", then changed {more} more time(s)" if more > 0 else ""
+    return "the score " + ", ".join(moves[:SCORE_CHANGES]) + tail
+
+
 def _failure(step: EnvStep | None) -> str:
     """How an episode whose ``step`` failed ended: the action and what the environment did."""
     error = _clip(step.env_error if step else None, 300)
@@ -353,4 +382,5 @@ __all__ = [
     "episode_view",
     "failing_step",
     "is_episode",
+    "score_changes",
 ]
