@@ -574,7 +574,8 @@ def _turns(request: ChatRequest) -> int:
 def test_the_resume_point_is_where_an_attempts_score_first_reached_the_highest_peak() -> None:
     """``resume_point``: the failed attempt whose score reached the highest peak (the latest
     of equals), cut where it first reached it, also when the game was lost after it (the score
-    fell back to 0); nothing when no attempt made progress or for a reply without steps."""
+    fell back to 0); nothing when no attempt made progress or for a reply without steps; a
+    stored score that is no finite number (a malformed cache) is no peak and raises nothing."""
     from skillgrad.tasks.episode import EnvStep
     from skillgrad.train.explore import progress_commands, resume_point
 
@@ -598,6 +599,8 @@ def test_the_resume_point_is_where_an_attempts_score_first_reached_the_highest_p
     lost = episode([0.25, 0.25, 0.75, 0.0], "f")  # a wrong command lost the game at step 4
     assert progress_commands(lost) == ["f1", "f2", "f3"]
     assert resume_point([rose_twice, lost, later]) == ["f1", "f2", "f3"]
+    hostile = episode([0.25, "0.9", float("nan"), True, 0.5], "g")  # type: ignore[list-item]
+    assert progress_commands(hostile) == ["g1", "g2", "g3", "g4", "g5"]  # a cache read as it is
 
 
 def test_exploration_never_runs_on_a_val_or_test_item() -> None:

@@ -88,6 +88,15 @@ class EnvStep:
     invalid_reason: str | None = None
     kind: Literal["env_step"] = "env_step"
 
+    @property
+    def progress(self) -> float | None:
+        """The score so far as a finite number; None when the stored value is none (a run
+        directory or cache is read as it is: a string, NaN or a bool is no score)."""
+        value = self.score
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return None
+        return float(value) if math.isfinite(value) else None
+
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"type": self.kind}
         out |= {k: getattr(self, k) for k in _STEP_KEYS}
@@ -218,13 +227,12 @@ def score_changes(steps: Sequence[Any]) -> str | None:
     moves: list[str] = []
     before = 0.0
     for s in env_steps(steps):
-        if not isinstance(s.score, int | float) or isinstance(s.score, bool):
+        score = s.progress
+        if score is None or score == before:
             continue
-        if not math.isfinite(s.score) or s.score == before:
-            continue
-        verb = "rose" if s.score > before else "fell"
-        moves.append(f"{verb} to {s.score:.2f} at step {s.step} ({_clip(s.action, 80)!r})")
-        before = float(s.score)
+        verb = "rose" if score > before else "fell"
+        moves.append(f"{verb} to {score:.2f} at step {s.step} ({_clip(s.action, 80)!r})")
+        before = score
     if not moves:
         return None
     more = len(moves) - SCORE_CHANGES

@@ -228,7 +228,7 @@ async def explore_item(ctx: RunContext, skill: str, step: int, item: Item) -> li
 def peak(t: Trajectory) -> float:
     """The highest score an episode reached at any step (a game that is lost can fall back to
     0 after it: measured on Pecking Order, every resumed attempt ended at 0.00)."""
-    return max((s.score for s in env_steps(t.steps)), default=0.0)
+    return max((s.progress for s in env_steps(t.steps) if s.progress is not None), default=0.0)
 
 
 def progress_commands(t: Trajectory) -> list[str]:
@@ -237,7 +237,7 @@ def progress_commands(t: Trajectory) -> list[str]:
     played, top = env_steps(t.steps), peak(t)
     if top <= 0:
         return []
-    first = next(i for i, s in enumerate(played) if s.score == top)
+    first = next(i for i, s in enumerate(played) if s.progress == top)
     return [s.action for s in played[: first + 1]]
 
 
