@@ -203,7 +203,9 @@ class TrainConfig(_Section):
         description="with train.explore on, a failed train item no attempt solved but one scored "
         "higher than its failure (a graded scorer's partial credit) is shown to the optimizer "
         "like a solved one: the lower-scoring attempt beside the higher one, asked for what the "
-        "better attempt did better (train/contrast.py); off: only passing attempts are compared. "
+        "better attempt did better (train/contrast.py), and with train.command_forms on its "
+        "commands up to where its score peaked join the command-forms line; off: only passing "
+        "attempts are compared. "
         "Off by default: no sweep has shown it helps yet (docs/results.md)",
     )
     explore_resume: Literal["off", "on"] = Field(

@@ -66,3 +66,34 @@ def test_the_line_is_bounded() -> None:
     one = _episode("train-1", "Levers.", many, True)
     edit = forms_edit("", [one], [one], step=1)
     assert edit is not None and edit.content.count("`") == 2 * MAX_FORMS
+
+
+def test_an_episode_that_only_advanced_adds_its_forms_and_says_so() -> None:
+    """``advanced`` (``train.contrast_partial``: failed attempts cut where their score peaked)
+    joins the forms, and the line then says "solved or advanced"; forms of solved episodes
+    alone keep the first wording, and a held "advanced" line keeps its word when merged."""
+    apple = _episode("train-1", "A book and an apple.", ["read book", "take apple"], True)
+    halfway = _episode("train-2", "A book and a fig.", ["read book", "eat fig"], False)
+    shown = [apple, halfway]
+    solved_only = forms_edit("", [apple], shown, step=1)
+    assert solved_only is not None
+    assert solved_only.content.startswith("- Commands that solved earlier episodes, exactly")
+    both = forms_edit("", [apple], shown, step=1, advanced=[halfway])
+    assert both is not None and both.op == "add"
+    assert both.content.startswith("- Commands that solved or advanced earlier episodes, exactly")
+    assert both.content.endswith("`read book`, `take <object>`, `eat <object>`")
+    assert both.trajectory_ids == ("step_0001/train-1", "step_0001/train-2")
+    assert "1 that advanced without passing" in both.rationale
+    alone = forms_edit("", [], shown, step=1, advanced=[halfway])
+    assert alone is not None and alone.content.endswith("`read book`, `eat <object>`")
+    # advanced forms a solved episode also typed: the first wording holds
+    same = forms_edit(
+        "", [apple], shown, step=1, advanced=[_episode("train-3", "A pear.", ["read book"], False)]
+    )
+    assert same is not None and same.content == solved_only.content
+    # a held "advanced" line merged with solved forms keeps "or advanced"
+    more = _episode("train-4", "A book and a pear.", ["look around"], True)
+    merged = forms_edit(alone.content, [more], [*shown, more], step=2)
+    assert merged is not None and merged.op == "replace" and merged.anchor == alone.content
+    assert merged.content.startswith("- Commands that solved or advanced earlier episodes")
+    assert merged.content.endswith("`read book`, `eat <object>`, `look around`")

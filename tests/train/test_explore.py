@@ -476,7 +476,10 @@ def test_a_better_scoring_attempt_reaches_the_optimizer_only_with_contrast_parti
 ) -> None:
     """A graded environment whose exploration never passes: with ``train.contrast_partial`` on
     the optimizer reads each failure beside the attempt that scored higher (0.00 then 0.33) and
-    its rule joins the candidate; off, no contrast call is made. The report counts them."""
+    its rule joins the candidate, and the command-forms line lists what the better attempts
+    typed up to their peak (the right move, not the looks after it) as commands that "solved
+    or advanced" an episode; off, no contrast call is made and no line. The report counts
+    them."""
     target, optimizer = Recorder(_partial_player), Recorder(optimizer_reply)
     cfg = _env_cfg(tmp_path, use_gold=False, explore="on")
     cfg.train.contrast_partial = partial
@@ -490,17 +493,21 @@ def test_a_better_scoring_attempt_reaches_the_optimizer_only_with_contrast_parti
     contrast = [r for _, r in optimizer.calls if optimizer_call_kind(r) == "contrast"]
     report = (run / "report.md").read_text()
     assert "2 more scored higher than their failure without passing" in report
+    candidate = (run / "steps/step_0001/candidate.md").read_text()
     if partial == "off":
         assert contrast == []
-        assert CONTRAST_RULE not in (run / "steps/step_0001/candidate.md").read_text()
+        assert CONTRAST_RULE not in candidate and "Commands that solved" not in candidate
         return
+    line = next(x for x in candidate.splitlines() if x.startswith("- Commands that solved or "))
+    assert line.startswith("- Commands that solved or advanced earlier episodes, exactly as typed")
+    assert "`open " in line and "`look`" not in line, line
     assert len(contrast) == 1
     prompt = user_text(contrast[0])
     for item in {r["item_id"] for r in rows}:
         low = prompt.index(f"episode {item}: score 0.00 (FAIL)")
         assert prompt.index(f"episode {item}: score 0.33 (FAIL)") > low
     assert "scored higher and still failed" in system_text(contrast[0])
-    assert CONTRAST_RULE in (run / "steps/step_0001/candidate.md").read_text()
+    assert CONTRAST_RULE in candidate
 
 
 class OneMovePlayer:
@@ -574,10 +581,11 @@ def _turns(request: ChatRequest) -> int:
 def test_the_resume_point_is_where_an_attempts_score_first_reached_the_highest_peak() -> None:
     """``resume_point``: the failed attempt whose score reached the highest peak (the latest
     of equals), cut where it first reached it, also when the game was lost after it (the score
-    fell back to 0); nothing when no attempt made progress or for a reply without steps; a
-    stored score that is no finite number (a malformed cache) is no peak and raises nothing."""
+    fell back to 0; ``up_to_peak`` cuts its steps there); nothing when no attempt made
+    progress or for a reply without steps; a stored score that is no finite number (a
+    malformed cache) is no peak and raises nothing."""
     from skillgrad.tasks.episode import EnvStep
-    from skillgrad.train.explore import progress_commands, resume_point
+    from skillgrad.train.explore import progress_commands, resume_point, up_to_peak
 
     def episode(scores: list[float], tag: str) -> Trajectory:
         steps = tuple(
@@ -599,6 +607,8 @@ def test_the_resume_point_is_where_an_attempts_score_first_reached_the_highest_p
     lost = episode([0.25, 0.25, 0.75, 0.0], "f")  # a wrong command lost the game at step 4
     assert progress_commands(lost) == ["f1", "f2", "f3"]
     assert resume_point([rose_twice, lost, later]) == ["f1", "f2", "f3"]
+    assert [s["action"] for s in up_to_peak(lost).steps] == ["f1", "f2", "f3"]
+    assert up_to_peak(episode([0, 0], "e")).steps == episode([0, 0], "e").steps
     hostile = episode([0.25, "0.9", float("nan"), True, 0.5], "g")  # type: ignore[list-item]
     assert progress_commands(hostile) == ["g1", "g2", "g3", "g4", "g5"]  # a cache read as it is
 

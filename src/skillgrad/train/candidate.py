@@ -27,7 +27,7 @@ from skillgrad.train.command_forms import forms_edit
 from skillgrad.train.context import RunContext
 from skillgrad.train.contrast import contrast
 from skillgrad.train.examples import ExampleChoice, choose_example
-from skillgrad.train.explore import Exploration
+from skillgrad.train.explore import Exploration, up_to_peak
 from skillgrad.train.gate import GateOutcome
 from skillgrad.train.merge import semantic_merge
 from skillgrad.train.reflect import ReflectConfig, ReflectResult, feedback_summary, reflect
@@ -209,11 +209,9 @@ async def propose_candidate(
             rejected=state.rejected_buffer,
             progress=ctx.progress,
         )
+    better = explored.improved(trajs) if explored and t.contrast_partial == "on" else []
     if explored is not None:  # contrast rules join the reflection's: screened and gated alike
-        pairs = explored.pairs(trajs)
-        if t.contrast_partial == "on":
-            pairs += explored.improved(trajs)
-        contrasted = await contrast(ctx, state, step, pairs)
+        contrasted = await contrast(ctx, state, step, explored.pairs(trajs) + better)
         refl.edits += contrasted.edits
         refl.records += contrasted.records
     kept = drop_copies(ctx, state, step, refl.edits)
@@ -248,7 +246,8 @@ async def propose_candidate(
     example = _example(ctx, state, step, trajs, explored)
     if example is not None and example.edit is not None:
         sel.selected.append(example.edit)
-    if (forms := _command_forms(ctx, state, step, shown)) is not None:
+    advanced = [up_to_peak(best.trajectory) for _, best in better]
+    if (forms := _command_forms(ctx, state, step, shown, advanced)) is not None:
         sel.selected.append(forms)
     skill, report = Skill(state.skill).apply(sel.selected)
     copied = [e for e in refl.edits if not any(e is k for k in kept)]
@@ -399,14 +398,22 @@ def _example(
 
 
 def _command_forms(
-    ctx: RunContext, state: TrainState, step: int, shown: list[Trajectory]
+    ctx: RunContext,
+    state: TrainState,
+    step: int,
+    shown: list[Trajectory],
+    advanced: Sequence[Trajectory] = (),
 ) -> Edit | None:
     """The command-forms line of the step's solved train episodes among ``shown`` (the batch
-    and exploration's attempts; ``train.command_forms: on``, ``train/command_forms.py``)."""
+    and exploration's attempts; ``train.command_forms: on``, ``train/command_forms.py``) and of
+    the ``advanced`` ones: the better attempts ``train.contrast_partial`` compares, each cut
+    where its score peaked."""
     if ctx.cfg.train.command_forms != "on" or is_package_text(state.skill):
         return None
     solved = [x for x in shown if x.score.passed and x.infra_error is None]
-    return forms_edit(state.skill, solved, shown, step) if solved else None
+    if not solved and not advanced:
+        return None
+    return forms_edit(state.skill, solved, shown, step, advanced)
 
 
 async def judge_candidate(ctx: RunContext, state: TrainState, step: int, c: Candidate) -> None:

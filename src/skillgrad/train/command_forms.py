@@ -15,6 +15,12 @@ placeholder. The edit (source ``commands``) joins the candidate beside the worke
 outside the learning rate's count, and is gated and leak-checked with it (never pruned, like an
 example's lines: ``train/prune.added_lines``); a skill that
 already holds the line gets it replaced by the union of its forms and the new ones.
+
+With ``train.contrast_partial`` on, a failed episode that scored higher than its failure (the
+better attempt the optimizer compares) adds the commands it typed up to where its score peaked:
+on Map Reader with gold off, the free-command target typed "Go to the bathroom" twelve times
+while exploration's attempts that took the coin (0.5) had typed ``move west``, ``take coin``.
+The line then says "solved or advanced" (``prompts/command_forms_advanced.md``).
 """
 
 from __future__ import annotations
@@ -76,44 +82,60 @@ def _pattern(form: str) -> re.Pattern[str]:
     return re.compile(" ".join(parts), re.IGNORECASE)
 
 
-def forms_line(forms: Sequence[str]) -> str:
-    """The skill line listing ``forms`` (``prompts/command_forms.md``)."""
+SOLVED, ADVANCED = "command_forms", "command_forms_advanced"
+"""The line's two wordings: forms of solved episodes only, or also of episodes that advanced
+(``train.contrast_partial``: a failed attempt's commands up to where its score peaked)."""
+
+
+def forms_line(forms: Sequence[str], wording: str = SOLVED) -> str:
+    """The skill line listing ``forms`` (``prompts/command_forms.md``, or
+    ``prompts/command_forms_advanced.md`` when some come from an episode that only advanced)."""
     placeholder = any(PLACEHOLDER in f for f in forms)
     note = render_prompt("command_forms_note", placeholder=PLACEHOLDER).rstrip("\n")
     shown = ", ".join(f"`{f}`" for f in forms)
-    return "- " + render_prompt(
-        "command_forms", note=note if placeholder else "", forms=shown
-    ).rstrip("\n")
+    return "- " + render_prompt(wording, note=note if placeholder else "", forms=shown).rstrip("\n")
 
 
 def held_line(skill: str) -> str | None:
-    """The skill's command-forms line, if it holds one."""
-    head = "- " + prompt_head("command_forms")
-    return next((ln for ln in skill.splitlines() if ln.startswith(head)), None)
+    """The skill's command-forms line (either wording), if it holds one."""
+    heads = tuple("- " + prompt_head(w) for w in (SOLVED, ADVANCED))
+    return next((ln for ln in skill.splitlines() if ln.startswith(heads)), None)
 
 
 def forms_edit(
-    skill: str, solved: Sequence[Trajectory], shown: Sequence[Trajectory], step: int
+    skill: str,
+    solved: Sequence[Trajectory],
+    shown: Sequence[Trajectory],
+    step: int,
+    advanced: Sequence[Trajectory] = (),
 ) -> Edit | None:
-    """The command-forms edit of a step: ``solved``, its solved train episodes; ``shown``, every
-    episode it played (the objects are the words some of them show and others do not). None
-    when no solved episode has commands or the skill already lists every form."""
+    """The command-forms edit of a step: ``solved``, its solved train episodes; ``advanced``,
+    failed ones cut where their score peaked (their forms make the line say "solved or
+    advanced"); ``shown``, every episode it played (the objects are the words some of them show
+    and others do not). None when no episode has commands or the skill already lists every
+    form."""
     objects = EpisodeObjects.build([view_of(t).vocabulary(t) for t in shown])
-    new = command_forms(solved, objects)
+    new = command_forms([*solved, *advanced], objects)
     if not new:
         return None
-    ids = tuple(dict.fromkeys(trajectory_id(step, t.item_id) for t in solved))
-    why = f"command forms of {len(ids)} solved train episode(s) of step {step}"
+    ids = tuple(dict.fromkeys(trajectory_id(step, t.item_id) for t in [*solved, *advanced]))
+    why = f"command forms of {len(solved)} solved train episode(s) of step {step}"
+    if advanced:
+        why += f" and of {len(advanced)} that advanced without passing"
     held = held_line(skill)
+    by_solved = {f.casefold() for f in command_forms(solved, objects)}
+    wording = ADVANCED if any(f.casefold() not in by_solved for f in new) else SOLVED
     if held is None:
-        return Edit(op="add", section="", content=forms_line(new), rationale=why,
+        return Edit(op="add", section="", content=forms_line(new, wording), rationale=why,
                     trajectory_ids=ids, source=SOURCE)  # fmt: skip
     old = _FORM.findall(held)
     known = {f.casefold() for f in old}
     merged = [*old, *(f for f in new if f.casefold() not in known)][:MAX_FORMS]
     if merged == old:
         return None
-    return Edit(op="replace", section="", anchor=held, content=forms_line(merged),
+    if held.startswith("- " + prompt_head(ADVANCED)):
+        wording = ADVANCED  # the forms it holds keep their word
+    return Edit(op="replace", section="", anchor=held, content=forms_line(merged, wording),
                 rationale=why, trajectory_ids=ids, source=SOURCE)  # fmt: skip
 
 

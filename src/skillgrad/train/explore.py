@@ -23,6 +23,7 @@ still entirely the target's doing). A passing attempt is offered as a worked exa
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -241,6 +242,21 @@ def progress_commands(t: Trajectory) -> list[str]:
     return [s.action for s in played[: first + 1]]
 
 
+def up_to_peak(t: Trajectory) -> Trajectory:
+    """``t`` with its steps cut after the one where its score first reached its peak (what an
+    attempt that later lost the game did right: ``progress_commands``); ``t`` itself when its
+    score never rose."""
+    n = len(progress_commands(t))
+    if n == 0:
+        return t
+    kept: list[Any] = []
+    for s in t.steps:
+        if len(env_steps(kept)) == n:
+            break
+        kept.append(s)
+    return dataclasses.replace(t, steps=tuple(kept))
+
+
 def resume_point(failed: Sequence[Trajectory]) -> list[str]:
     """The commands a resumed attempt replays: those of the failed attempt whose score reached
     the highest peak (the latest of equals), up to that peak; [] when none made progress."""
@@ -346,4 +362,5 @@ __all__ = [
     "resume_point",
     "retry_skill",
     "same_attempt",
+    "up_to_peak",
 ]
