@@ -16,8 +16,10 @@ from skillgrad.tasks.episode import (
     EnvReset,
     EnvStep,
     EpisodeError,
+    back_and_forth,
     env_steps,
     episode_steps,
+    episode_trail,
     is_episode,
     score_changes,
 )
@@ -174,3 +176,26 @@ def test_the_feedback_says_where_an_unsolved_episodes_score_moved() -> None:
     said = score_changes(climbing)
     assert said is not None and said.count("rose to") == 4
     assert said.endswith("rose to 0.40 at step 4 ('a4'), then changed 3 more time(s)")
+
+
+def test_the_feedback_says_when_an_episode_went_back_and_forth() -> None:
+    """Six or more actions alternating between two (up to case and spacing) are named, the
+    longest stretch with where it began; a repeated single action or a short detour is not;
+    ``episode_trail`` holds it before the score changes."""
+    reset = {"type": "env_reset", "task": "t", "observation": "o"}
+    walk = ["look", "move south", "move north", "Move South", "move north", "move  south",
+            "move north", "take coin"]  # fmt: skip
+    steps = [reset, *(_step(i, a, 0.0) for i, a in enumerate(walk, 1))]
+    assert back_and_forth(steps) == (
+        "it went back and forth between 'move south' and 'move north' for 6 actions in a row "
+        "from step 2"
+    )
+    five = [reset, *(_step(i, a, 0.0) for i, a in enumerate(walk[1:6], 1))]
+    assert back_and_forth(five) is None
+    same = [reset, *(_step(i, "look", 0.0) for i in range(1, 9))]
+    assert back_and_forth(same) is None and back_and_forth([]) is None
+    steps.append(_step(9, "take coin", 1.0))
+    assert episode_trail(steps) == [
+        back_and_forth(steps),
+        "the score rose to 1.00 at step 9 ('take coin')",
+    ]

@@ -51,7 +51,7 @@ from skillgrad.tasks.episode import (
     EpisodeError,
     env_steps,
     episode_feedback,
-    score_changes,
+    episode_trail,
 )
 from skillgrad.types import ChatRequest, Item, Message, Score, Trajectory, Usage
 
@@ -403,8 +403,8 @@ class _Episode:
         else:
             value, passed = outcome(self.info, self.reward, self.task.max_reward)
             said = episode_feedback(self.steps, value, passed, self.end)
-            moved = None if passed else score_changes(self.steps)
-            score = Score(value, passed, f"{said}; {moved}" if moved else said)
+            trail = [] if passed else episode_trail(self.steps)
+            score = Score(value, passed, "; ".join([said, *trail]))
             if self.failed is not None:  # the reply's doing: the item's score, with its reason
                 error = f"the environment {self.failed} on the action {actions[-1]!r}"
         return Trajectory(

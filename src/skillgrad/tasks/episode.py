@@ -4,8 +4,9 @@ The rollout (``tasks/environment.py``) builds ``EnvReset``, ``EnvStep``, ``EnvGo
 ``EpisodeError`` records, each tagged with its ``kind`` (the ``type`` of its JSON dict), and
 stores their ``to_json()`` in ``Trajectory.steps``; ``episode_steps`` reads them back (old run
 directories included). ``episode_feedback`` sums an episode up (solved, or how it ended, its
-score, actions the environment did not accept, repeated actions; ``score_changes`` adds where its
-score moved). ``episode_view`` is the compact
+score, actions the environment did not accept, repeated actions; for an unsolved one
+``episode_trail`` adds a stretch that went back and forth between two actions and where its score
+moved). ``episode_view`` is the compact
 rendering the optimizer reads: the task, the first observation whole (a board game's board), the
 first steps and the steps around where it went wrong, the commands the environment accepted there
 (also in free mode, where the target never saw them), the gold action sequence of a train
@@ -216,6 +217,39 @@ def episode_feedback(steps: Sequence[Any], score: float, passed: bool, end: str)
 
 SCORE_CHANGES = 4
 """Score changes an episode's feedback names at most (the later ones are counted)."""
+BACK_AND_FORTH = 6
+"""Alternating actions (``move south``, ``move north``, …) the feedback names from."""
+
+
+def episode_trail(steps: Sequence[Any]) -> list[str]:
+    """What an unsolved episode's feedback adds to ``episode_feedback``: the longest stretch
+    that went back and forth between two actions, and where the score moved
+    (``score_changes``)."""
+    return [x for x in (back_and_forth(steps), score_changes(steps)) if x]
+
+
+def back_and_forth(steps: Sequence[Any]) -> str | None:
+    """The longest stretch of ``BACK_AND_FORTH`` or more actions alternating between two (up to
+    case), in words; None when there is none. A target that oscillates between two rooms never
+    repeats one action, so "the same action N times in a row" does not say it (measured on
+    Coin Collector: ``move south``, ``move north``, … for twelve steps)."""
+    played = env_steps(steps)
+    said = [" ".join(s.action.split()).casefold() for s in played]
+    run = [1] * len(said)
+    for i in range(1, len(said)):
+        if said[i] == said[i - 1]:
+            continue
+        alternating = i >= 2 and said[i] == said[i - 2]
+        run[i] = run[i - 1] + 1 if alternating else 2
+    longest = max(run, default=0)
+    if longest < BACK_AND_FORTH:
+        return None
+    first = run.index(longest) - longest + 1
+    a, b = (_clip(played[first + k].action, 80) for k in (0, 1))
+    return (
+        f"it went back and forth between {a!r} and {b!r} for {longest} actions in a row "
+        f"from step {played[first].step}"
+    )
 
 
 def score_changes(steps: Sequence[Any]) -> str | None:
@@ -384,9 +418,11 @@ __all__ = [
     "EpisodeError",
     "EpisodeStep",
     "Vocabulary",
+    "back_and_forth",
     "env_steps",
     "episode_feedback",
     "episode_steps",
+    "episode_trail",
     "episode_view",
     "failing_step",
     "is_episode",
