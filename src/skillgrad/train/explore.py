@@ -249,12 +249,12 @@ def up_to_peak(t: Trajectory) -> Trajectory:
     n = len(progress_commands(t))
     if n == 0:
         return t
-    kept: list[Any] = []
-    for s in t.steps:
-        if len(env_steps(kept)) == n:
-            break
-        kept.append(s)
-    return dataclasses.replace(t, steps=tuple(kept))
+    played = 0
+    for cut, s in enumerate(t.steps):
+        played += len(env_steps([s]))
+        if played == n:
+            return dataclasses.replace(t, steps=tuple(t.steps[: cut + 1]))
+    return t
 
 
 def resume_point(failed: Sequence[Trajectory]) -> list[str]:
