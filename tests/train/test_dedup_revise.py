@@ -186,6 +186,16 @@ def test_a_rule_reciting_the_optimizers_instructions_never_enters_the_skill(
     )
     assert instruction_copied(paraphrase) is not None
     assert instruction_copied("Return the function body only, with the signature as given.") is None
+    # measured on Map Reader: a reflection returned the code's command-forms line, cut
+    copied = (
+        "- Commands that solved or advanced earlier episodes, exactly as typed (<object> "
+        "stands for a word that differs from episode to episode): `move <object>`, `look '"
+    )
+    assert instruction_copied(copied) == (
+        "Commands that solved or advanced earlier episodes, exactly as typed"
+    )
+    assert instruction_copied("- Commands that solved earlier episodes, exactly as typed: `a`")
+    assert instruction_copied("- Use the commands that solved earlier episodes.") is None
 
     def reply(request: ChatRequest) -> Any:
         assert optimizer_call_kind(request) in ("reflect", "deep_reflect")

@@ -17,6 +17,7 @@ from importlib import resources
 from typing import Any
 
 from skillgrad.models.structured import GRAMMAR_MAX_LENGTH
+from skillgrad.prompts import prompt_head
 from skillgrad.skill.document import Skill
 from skillgrad.skill.match import AnchorMatch, find_anchor, format_section_path
 from skillgrad.skill.package import SKILL_FILE, SkillPackage, is_package_text
@@ -106,6 +107,11 @@ OPTIMIZER_INSTRUCTIONS = (
 )
 """The prompts that tell the optimizer how to write a rule: a rule repeating one of their
 sentences is the optimizer reciting its instructions, not learning from the failures."""
+CODE_LINES = ("command_forms", "command_forms_advanced")
+"""Skill lines only code writes (``train/command_forms.py``): the optimizer reads them in the
+skill and in rejected candidates, and a rule repeating one is a copy (measured on Map Reader:
+a reflection returned the command-forms line cut mid-word, "… `move <object>`, `look '", and
+the candidate held it beside the code's own line)."""
 _PARROT_MIN_WORDS = 6
 _PARROT_SHARE = 0.8
 _PARROT_RUN = 6
@@ -115,8 +121,9 @@ _PARROT_RUN = 6
 def _instruction_sentences() -> tuple[tuple[str, frozenset[str], frozenset[tuple[str, ...]]], ...]:
     """Each instruction sentence, its distinct words and its runs of ``_PARROT_RUN`` words."""
     out: list[tuple[str, frozenset[str], frozenset[tuple[str, ...]]]] = []
-    for name in OPTIMIZER_INSTRUCTIONS:
-        text = (resources.files("skillgrad.prompts") / f"{name}.md").read_text("utf-8")
+    texts = [(resources.files("skillgrad.prompts") / f"{n}.md").read_text("utf-8")
+             for n in OPTIMIZER_INSTRUCTIONS]  # fmt: skip
+    for text in [*texts, *(prompt_head(n) for n in CODE_LINES)]:  # a line's fixed opening
         for block in re.split(r"\n\s*(?:-\s+|\n)", "\n" + text):  # list items, paragraphs
             for sentence in sentences(block):
                 seq = words(sentence)
@@ -131,7 +138,8 @@ def _runs(seq: Sequence[str], n: int) -> set[tuple[str, ...]]:
 
 
 def instruction_copied(rule: str) -> str | None:
-    """The sentence of the optimizer's own instructions (``OPTIMIZER_INSTRUCTIONS``) that
+    """The sentence of the optimizer's own instructions (``OPTIMIZER_INSTRUCTIONS``), or of a
+    line only code writes (``CODE_LINES``), that
     ``rule`` repeats: at least ``_PARROT_MIN_WORDS`` distinct words, ``_PARROT_SHARE`` of them
     in that sentence (measured on IFBench: the 1.5B proposed "Write to the model that reads the
     skill (its own system prompt) in the second person, …" and "Never quote a task's input or

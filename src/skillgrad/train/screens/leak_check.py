@@ -163,7 +163,8 @@ def drop_copies(ctx: RunContext, state: TrainState, step: int, edits: Sequence[E
         ctx.emit(
             "warning",
             message=f"step {step}: {len(recited)} proposed rule{'s' if len(recited) != 1 else ''}"
-            f" repeating the optimizer's own instructions dropped before selection: {quoted}",
+            f" repeating the optimizer's own instructions or a line only code writes dropped "
+            f"before selection: {quoted}",
         )
     return kept
 
