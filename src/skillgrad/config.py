@@ -213,11 +213,16 @@ class TrainConfig(_Section):
         description="with train.explore on, an environment episode's later attempt starts where "
         "the highest score an earlier failed attempt reached was first reached (a lost game may "
         "fall back to 0 after it): its commands up to there are replayed without a model call "
-        "and the target goes on from that state (train/explore.py). Off by "
-        "default: not yet measured in a sweep",
+        "and the target goes on from that state (train/explore.py); an attempt that raises the "
+        "item's highest score earns one more attempt, up to twice train.explore_attempts. Off "
+        "by default: not yet shown to help in a sweep",
     )
     explore_attempts: int = Field(
-        2, ge=1, le=8, description="most exploration attempts per failed train item and step"
+        2,
+        ge=1,
+        le=8,
+        description="most exploration attempts per failed train item and step (with "
+        "train.explore_resume, attempts that raise the item's score earn more, up to twice this)",
     )
     explore_temperature: float = Field(
         0.7,

@@ -533,12 +533,13 @@ def test_a_resumed_attempt_starts_where_the_best_attempt_progressed(
 ) -> None:
     """``train.explore_resume``: each attempt after progress replays the best attempt's
     commands up to its last rise (no model call for them) and the target goes on from there:
-    1/3, 2/3, then solved at the third attempt, a self-found example of the target's own
-    commands. Off, every attempt starts over and none passes."""
+    1/3, 2/3, then solved at the third attempt of a budget of 2 (each attempt that raised the
+    score earned one more), a self-found example of the target's own commands. Off, every
+    attempt starts over, 2 attempts, and none passes."""
     player = OneMovePlayer()
     target, optimizer = Recorder(player), Recorder(optimizer_reply)
     cfg = _env_cfg(tmp_path, use_gold=False, explore="on")
-    cfg.train.explore_resume, cfg.train.explore_attempts = resume, 4
+    cfg.train.explore_resume, cfg.train.explore_attempts = resume, 2
     result = run_training(cfg, optimizer=optimizer.backend, target=target.backend)
     rows = read_jsonl(result.run_dir / "steps/step_0001/exploration.jsonl")
     per_item: dict[str, list[dict[str, Any]]] = {}
@@ -547,8 +548,8 @@ def test_a_resumed_attempt_starts_where_the_best_attempt_progressed(
     assert len(per_item) == 2
     for tried in per_item.values():
         if resume == "off":
-            assert [round(r["score"], 2) for r in tried] == [0.33] * 4
-            assert [r["resumed"] for r in tried] == [0, 0, 0, 0]
+            assert [round(r["score"], 2) for r in tried] == [0.33] * 2
+            assert [r["resumed"] for r in tried] == [0, 0]
             continue
         assert [round(r["score"], 2) for r in tried] == [0.33, 0.67, 1.0]
         assert [r["resumed"] for r in tried] == [0, 1, 2] and tried[-1]["passed"]
@@ -568,6 +569,26 @@ def test_a_resumed_attempt_starts_where_the_best_attempt_progressed(
         assert record["explore_found"] == 2
         example = read_json(result.run_dir / "steps/step_0001/example.json")["edit"]
         assert "self-found" in example["rationale"]  # the resumed pass, offered as an example
+    # the preflight bound counts the earned attempts too
+    events = read_jsonl(result.run_dir / "events.jsonl")
+    pre = next(e for e in events if e["event"] == "preflight")
+    assert pre["calls"]["target"] >= result.summary["usage"]["target"]["calls"] > 0
+
+
+def test_an_attempt_earns_another_only_by_raising_the_score(tmp_path: Path) -> None:
+    """With ``train.explore_resume`` and a budget of 2: a target that makes one right move from
+    the start and none after a resume raises the score once (1/3), earns one attempt, and
+    stops after 3 (the resumed attempts stay at 1/3 and earn nothing)."""
+    cfg = _env_cfg(tmp_path, use_gold=False, explore="on")
+    cfg.train.explore_resume, cfg.train.explore_attempts = "on", 2
+    result = run_training(
+        cfg, optimizer=FunctionBackend(optimizer_reply), target=FunctionBackend(_partial_player)
+    )
+    rows = read_jsonl(result.run_dir / "steps/step_0001/exploration.jsonl")
+    for item in {r["item_id"] for r in rows}:
+        tried = [r for r in rows if r["item_id"] == item]
+        assert [round(r["score"], 2) for r in tried] == [0.33] * 3
+        assert [r["resumed"] for r in tried] == [0, 1, 1]
 
 
 def _commands(row: dict[str, Any]) -> list[str]:

@@ -84,6 +84,9 @@ class TaskAbilities:
 
     deterministic: bool = True
     max_tokens: int = DEFAULT_MAX_TOKENS
+    turns: int = 1
+    """Most target calls one rollout makes: a multi-turn task's ``max_steps`` (an episode, a
+    tool-calling loop), else 1; the preflight estimate counts calls, not rollouts."""
     judge_binder: Callable[[ModelBackend], None] | None = None
     executor_binder: Callable[[RolloutExecutor], None] | None = None
     closer: Callable[[], None] | None = None
@@ -140,6 +143,7 @@ def task_abilities(task: Task) -> TaskAbilities:
     return TaskAbilities(
         deterministic=deterministic,
         max_tokens=int(getattr(task, "max_tokens", DEFAULT_MAX_TOKENS)),
+        turns=_turns(getattr(task, "max_steps", 1)),
         judge_binder=binder if callable(binder) else None,
         executor_binder=executor_binder if callable(executor_binder) else None,
         closer=closer if callable(closer) else None,
@@ -147,6 +151,12 @@ def task_abilities(task: Task) -> TaskAbilities:
         ready_check=ready if callable(ready) else None,
         exploration=exploration if callable(exploration) else None,
     )
+
+
+def _turns(max_steps: object) -> int:
+    """A task's ``max_steps`` as turns per rollout: 1 unless it is a whole number >= 1."""
+    ok = isinstance(max_steps, int) and not isinstance(max_steps, bool) and max_steps >= 1
+    return max_steps if ok else 1  # type: ignore[return-value]
 
 
 def skill_messages(skill: str, prompt: str) -> tuple[Message, ...]:

@@ -43,6 +43,7 @@ from skillgrad.types import ChatRequest, Completion, Item, Trajectory, to_json
 VIEW_CHARS = 500  # the input, reply and feedback of a chat attempt as the retry shows them
 RETRY_SHOWN = 3  # the most recent distinct failed attempts a retry shows
 MAX_TEMPERATURE = 2.0  # the bound of train.explore_temperature: a hotter repeat stops there
+EARNED = 2  # with train.explore_resume, attempts that raised the peak extend the budget to this
 
 
 def attempt_id(item_id: str, step: int, attempt: int) -> str:
@@ -196,11 +197,17 @@ async def explore(
 async def explore_item(ctx: RunContext, skill: str, step: int, item: Item) -> list[Attempt]:
     """Up to ``train.explore_attempts`` attempts at ``item``, stopping at the first pass or an
     infrastructure failure; from the second on, each sees the failed ones before it
-    (``retry_skill``), and each exact repeat of a failed attempt samples the next ones wider."""
+    (``retry_skill``), and each exact repeat of a failed attempt samples the next ones wider.
+    With ``train.explore_resume`` on, an attempt that raises the item's highest score so far
+    earns one more attempt, resumed from there, up to ``EARNED`` times the budget (measured on
+    Map Reader with 2 attempts: second attempts that took the coin, 0.5, were never resumed
+    from, so the walk back to the box was never tried from there)."""
     t = ctx.cfg.train
     attempts: list[Attempt] = []
     failed: list[Trajectory] = []
-    for number in range(1, t.explore_attempts + 1):
+    budget, number, best = t.explore_attempts, 0, 0.0
+    while number < budget:
+        number += 1
         shown = skill if not failed else retry_skill(skill, failed, t.show_reference)
         repeats = sum(a.repeat for a in attempts)
         temperature = min(
@@ -223,6 +230,8 @@ async def explore_item(ctx: RunContext, skill: str, step: int, item: Item) -> li
         if attempts[-1].passed or traj.infra_error is not None:
             break
         failed.append(traj)
+        if t.explore_resume == "on" and peak(traj) > best:
+            best, budget = peak(traj), min(budget + 1, EARNED * t.explore_attempts)
     return attempts
 
 

@@ -15,6 +15,7 @@ from typing import Any
 from skillgrad.models.wrappers.metering import PriceTable
 from skillgrad.tasks.base import task_abilities
 from skillgrad.train.context import CHECK_ROLE, RunContext
+from skillgrad.train.explore import EARNED
 from skillgrad.train.trust.noise import noise_calls
 from skillgrad.types import Usage
 
@@ -29,7 +30,8 @@ def estimate(ctx: RunContext, skill: str, prices: PriceTable) -> dict[str, Any]:
     n_val, n_test, batch = len(items["val"]), len(items["test"]), t.batch_size
     n_val *= t.samples_per_item  # every val item is sampled samples_per_item times
     slow_epochs = max(0, t.num_epochs - 1) if t.use_slow_update else 0
-    target_calls = (
+    abilities = task_abilities(ctx.task)
+    target_calls = abilities.turns * (  # a multi-turn rollout calls the target once per turn
         n_val  # baseline
         + steps * (batch + n_val)  # rollout + gate of the candidate
         + slow_epochs * (2 * min(t.slow_update_samples, len(items["train"])) + n_val)
@@ -39,7 +41,7 @@ def estimate(ctx: RunContext, skill: str, prices: PriceTable) -> dict[str, Any]:
     )
     # per check target: the incumbent once (later incumbents were scored as candidates), each
     # gated candidate, the final test
-    check_calls = n_val * (1 + steps + slow_epochs) + 2 * n_test
+    check_calls = abilities.turns * (n_val * (1 + steps + slow_epochs) + 2 * n_test)
     reflections = math.ceil(batch / t.minibatch_size) + 1 + int(t.rank_with_optimizer)
     reflections += t.explore == "on"  # the step's one contrast call (train/contrast.py)
     if t.semantic_merge:  # at most one call per (op, section) cluster of two or more edits
@@ -49,7 +51,7 @@ def estimate(ctx: RunContext, skill: str, prices: PriceTable) -> dict[str, Any]:
     )
     skill_now = ctx.count_tokens(skill)
     skill_tokens = skill_now + t.max_edit_tokens * 2
-    target_out = task_abilities(ctx.task).max_tokens
+    target_out = abilities.max_tokens
     target_usage = Usage((skill_tokens + 80) * target_calls, target_out * target_calls)
     opt_prompt = 600 + skill_tokens + t.minibatch_size * 150
     opt_usage = Usage(opt_prompt * optimizer_calls, t.optimizer_max_tokens * optimizer_calls)
@@ -95,9 +97,10 @@ def trust_calls(ctx: RunContext, steps: int) -> int:
 
 def explore_calls(ctx: RunContext) -> int:
     """Target rollouts of one step's exploration (``train.explore``): at worst every batch item
-    fails and every attempt is made."""
+    fails and every attempt is made, those earned by progress too (``train.explore_resume``)."""
     t = ctx.cfg.train
-    return t.batch_size * t.explore_attempts if t.explore == "on" else 0
+    earned = EARNED if t.explore_resume == "on" else 1
+    return t.batch_size * t.explore_attempts * earned if t.explore == "on" else 0
 
 
 def large_skill_warning(skill: str, estimate: dict[str, Any]) -> str | None:
