@@ -155,8 +155,9 @@ def task_abilities(task: Task) -> TaskAbilities:
 
 def _turns(max_steps: object) -> int:
     """A task's ``max_steps`` as turns per rollout: 1 unless it is a whole number >= 1."""
-    ok = isinstance(max_steps, int) and not isinstance(max_steps, bool) and max_steps >= 1
-    return max_steps if ok else 1  # type: ignore[return-value]
+    if isinstance(max_steps, bool) or not isinstance(max_steps, int):
+        return 1
+    return max(1, max_steps)
 
 
 def skill_messages(skill: str, prompt: str) -> tuple[Message, ...]:

@@ -230,8 +230,8 @@ async def explore_item(ctx: RunContext, skill: str, step: int, item: Item) -> li
         if attempts[-1].passed or traj.infra_error is not None:
             break
         failed.append(traj)
-        if t.explore_resume == "on" and peak(traj) > best:
-            best, budget = peak(traj), min(budget + 1, EARNED * t.explore_attempts)
+        if t.explore_resume == "on" and (reached := peak(traj)) > best:
+            best, budget = reached, min(budget + 1, EARNED * t.explore_attempts)
     return attempts
 
 
