@@ -67,6 +67,8 @@ def test_plan_is_grid_times_seeds_and_seed_zero_is_the_plain_run(tmp_path: Path)
     )  # fmt: skip
     assert len(plan.jobs) == 12 and len({j.name for j in plan.jobs}) == 12
     assert plan.seeds == (10, 11, 12)
+    # seed by seed: a sweep stopped early has every configuration of the seeds it finished
+    assert [j.seed for j in plan.jobs] == [10] * 4 + [11] * 4 + [12] * 4
     assert len(plan.configs()) == 4
     for job in plan.jobs:
         cfg = load_config(job.config_path, list(job.overrides))

@@ -118,6 +118,40 @@ def test_a_grid_over_check_targets_and_the_gate_rule(tmp_path: Path) -> None:
     assert f"| check {name}: test_change | 0 (1 seed) | 0 |" in render_sweep_text(data)
 
 
+def test_a_grid_pairs_each_configuration_with_the_first(tmp_path: Path) -> None:
+    """An ablation reads as "this arm minus the first" on the same seeds and test items: here
+    the arm that starts from a lowercase rule the fakes never unlearn scores 1 below the arm
+    that starts empty, on every seed and every test item; a seed only one arm finished is not
+    paired."""
+    from skillgrad.report.sweep import render_sweep_text
+    from skillgrad.sweep.summary import build_sweep_summary
+
+    config = write_config(tmp_path, latency=0.0, epochs=1)
+    lower = tmp_path / "lower.md"
+    lower.write_text("- Reply in lowercase only.\n")
+    grid = ["--grid", f'train.init_skill="",{lower}']
+    done = run_sweep(sweep_cmd(config, tmp_path / "sweep", "--seeds", "2", *grid, *LOCAL))
+    assert done.returncode == 0, done.stderr
+    plan = json.loads((tmp_path / "sweep" / "sweep.json").read_text())
+    assert [j["seed"] for j in plan["jobs"]] == [0, 0, 1, 1]  # seed by seed
+    data = json.loads((tmp_path / "sweep" / "sweep_summary.json").read_text())
+    (arm,) = data["arms"]
+    assert arm["reference"] == {"train.init_skill": ""}
+    assert arm["params"] == {"train.init_skill": str(lower)}
+    assert arm["seeds"] == [0, 1]
+    assert arm["test_best_diff"]["values"] == [-1.0, -1.0]
+    test = arm["paired_test"]
+    assert (test["n_pairs"], test["wins"], test["losses"], test["missing_pairs"]) == (8, 0, 8, 0)
+    text = render_sweep_text(data)
+    assert '## Against train.init_skill="" (same seeds, same test items)' in text
+    assert "| 0, 1 | -1 [-1, -1] | -1, -1 | mean diff -1 over 8 pairs (+0 / -8 / =0)" in text
+
+    # the arm's seed 1 unfinished (its summary gone): only seed 0 is paired
+    (tmp_path / "sweep" / plan["jobs"][3]["name"] / "summary.json").unlink()
+    (arm,) = build_sweep_summary(tmp_path / "sweep")["arms"]
+    assert arm["seeds"] == [0] and arm["paired_test"]["n_pairs"] == 4
+
+
 def test_a_different_sweep_in_the_same_directory_is_refused(
     reference: tuple[Path, Reference],
 ) -> None:
@@ -142,9 +176,40 @@ def test_report_of_a_sweep_directory(reference: tuple[Path, Reference]) -> None:
     assert done.returncode == 0, done.stderr
     assert "## train.lr_scheduler=cosine  (2 seeds finished)" in done.stdout
     assert "| test_gain | 1 [1, 1] | 1, 1 |" in done.stdout
+    # the two schedules learn the same rule: cosine minus constant is 0 on both seeds
+    assert "## Against train.lr_scheduler=constant (same seeds" in done.stdout
+    assert "| train.lr_scheduler=cosine | 0, 1 | 0 [0, 0] | 0, 0 |" in done.stdout
     page = (sweep / "sweep_report.html").read_text()
     assert 'id="sweep_test_scores"' in page and "data:image/png;base64," in page
+    assert '<table id="arms">' in page and "train.lr_scheduler=cosine</td><td>0, 1</td>" in page
     assert (sweep / "figures" / "sweep_test_gain.png").read_bytes().startswith(b"\x89PNG")
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [{"seed": "1"}, {"name": "../elsewhere"}, {"params": ["a"]}],
+    ids=["seed-not-int", "name-out-of-the-sweep", "params-not-a-mapping"],
+)
+def test_a_damaged_job_in_sweep_json_is_a_located_error(
+    reference: tuple[Path, Reference], tmp_path: Path, damage: dict[str, object]
+) -> None:
+    """Every reader joins a job's name to the sweep and pairs arms by its seed: a damaged job
+    is refused where sweep.json is read, with the file named, not a traceback."""
+    import shutil
+
+    folder, _ = reference
+    sweep = tmp_path / "sweep"
+    shutil.copytree(folder / "sweep", sweep)
+    plan = json.loads((sweep / "sweep.json").read_text())
+    plan["jobs"][1].update(damage)
+    (sweep / "sweep.json").write_text(json.dumps(plan))
+    (sweep / "sweep_summary.json").unlink()  # the report then reads the runs through the plan
+    done = subprocess.run(
+        [sys.executable, "-m", "skillgrad", "report", str(sweep)],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "sweep.json: its jobs are damaged" in done.stderr and "Traceback" not in done.stderr
 
 
 def test_missing_ray_is_a_clear_message(tmp_path: Path) -> None:

@@ -16,7 +16,10 @@ SHOWN = ("val_best", "test_initial", "test_best", "test_gain", "skill_tokens", "
 
 
 def params_label(params: dict[str, Any]) -> str:
-    return ", ".join(f"{k}={fmt(v)}" for k, v in params.items()) or "(base config)"
+    """``key=value, ...`` of a grid configuration (an empty string as ``""``, not as "no
+    value")."""
+    shown = ('""' if v == "" else fmt(v) for v in params.values())
+    return ", ".join(f"{k}={v}" for k, v in zip(params, shown, strict=True)) or "(base config)"
 
 
 def interval_text(stat: dict[str, Any]) -> str:
@@ -75,7 +78,28 @@ def render_sweep_text(summary: dict[str, Any]) -> str:
         unfinished = {k: v for k, v in (c.get("status") or {}).items() if v not in COMPLETE}
         if unfinished:
             lines.append("not finished: " + ", ".join(f"{k} ({v})" for k, v in unfinished.items()))
+    lines += arm_lines(s.get("arms") or [])
     return "\n".join(lines) + "\n"
+
+
+def arm_lines(arms: list[dict[str, Any]]) -> list[str]:
+    """The grid's configurations against its first, paired on the seeds both finished (none
+    for a sweep without a grid, or a summary written before arms were compared)."""
+    if not arms:
+        return []
+    lines = ["", f"## Against {params_label(arms[0]['reference'])} (same seeds, same test items)",
+             "", "| configuration | seeds paired | test_best minus the reference, mean [95% CI] "
+             "| per seed | per test item |", "|---|---|---|---|---|"]  # fmt: skip
+    for arm in arms:
+        diff = arm.get("test_best_diff") or {}
+        per_seed = ", ".join(fmt(v) for v in diff.get("values", []))
+        seeds = ", ".join(str(x) for x in arm.get("seeds", [])) or "none yet"
+        item = paired_text(arm.get("paired_test") or {})
+        lines.append(
+            f"| {params_label(arm['params'])} | {seeds} | {interval_text(diff)} | {per_seed} "
+            f"| {item} |"
+        )
+    return lines
 
 
 TRANSFER_COLUMNS = ("target", "initial", "best", "gain mean [95% CI]", "gain per seed",
@@ -148,6 +172,7 @@ def load_summary_or_fail(sweep_dir: Path) -> dict[str, Any]:
 
 __all__ = [
     "TRANSFER_COLUMNS",
+    "arm_lines",
     "interval_text",
     "load_summary_or_fail",
     "paired_text",

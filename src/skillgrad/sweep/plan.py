@@ -189,8 +189,10 @@ def build_plan(
     sweep_id = _existing_id(sweep_dir) or secrets.token_hex(8)
     jobs: list[RunJob] = []
     configs: dict[str, Config] = {}
-    for index, params in enumerate(combos):
-        for i in range(seeds):
+    # seed by seed: every configuration's run of a seed before the next seed, so a sweep stopped
+    # early still pairs its configurations on the seeds it finished (sweep/arms.py)
+    for i in range(seeds):
+        for index, params in enumerate(combos):
             overrides = [*sets, *(f"{k}={json.dumps(v)}" for k, v in params.items())]
             overrides.append(f"train.seed={first + i}")
             if vary_split:
@@ -289,9 +291,30 @@ def read_plan(sweep_dir: Path) -> Any:
 
 
 def load_plan_record(sweep_dir: Path) -> dict[str, Any] | None:
-    """``sweep.json`` of a sweep directory, or None when ``sweep_dir`` is not a sweep."""
+    """``sweep.json`` of a sweep directory, or None when ``sweep_dir`` is not a sweep; a
+    RunDirError when its jobs are not what ``build_plan`` writes, since every reader joins a
+    job's name to the sweep directory (``_valid_job``)."""
     data = read_plan(Path(sweep_dir))
-    return data if isinstance(data, dict) and "sweep_id" in data else None
+    if not (isinstance(data, dict) and "sweep_id" in data):
+        return None
+    jobs = data.get("jobs")
+    if not isinstance(jobs, list) or not all(_valid_job(j) for j in jobs):
+        raise RunDirError(
+            f"{Path(sweep_dir) / PLAN_FILE}: its jobs are damaged (each needs a name, params and "
+            "a seed); restore the file, or re-run the sweep command that made it"
+        )
+    return data
+
+
+def _valid_job(job: object) -> bool:
+    """A job with params, an integer seed and a folder name of one path component (never
+    ``..`` or a path out of the sweep)."""
+    if not isinstance(job, dict):
+        return False
+    name = job.get("name")
+    plain = isinstance(name, str) and name not in ("", ".", "..") and Path(name).name == name
+    seed = job.get("seed")
+    return plain and isinstance(job.get("params"), dict) and type(seed) is int
 
 
 def is_sweep_dir(path: Path) -> bool:

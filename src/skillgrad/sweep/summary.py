@@ -1,6 +1,8 @@
 """``sweep_summary.json``: per grid configuration, mean and 95% interval of each metric over
 seeds, the per-seed values, and a paired test of the best vs the initial skill on the test split
-pooled over seeds; with check targets, the same intervals of each one's test scores.
+pooled over seeds; with check targets, the same intervals of each one's test scores; with a
+grid, each configuration after the first against the first, paired by seed and by test item
+(``arms``: ``sweep/arms.py``).
 
 Only finished runs count; ``runs_finished`` / ``runs_total`` say how many that is. The per-item
 test scores of the initial and the best skill come from each run's result cache (calls.sqlite,
@@ -26,6 +28,7 @@ from skillgrad.runs.provenance import CodeProvenance, code_provenance, read_code
 from skillgrad.runs.view import committed_skills, read_splits, read_summary
 from skillgrad.skill.document import skill_hash
 from skillgrad.stats import sign_flip_test, t_interval
+from skillgrad.sweep.arms import arm_records
 from skillgrad.sweep.attribution import repeated_edits
 from skillgrad.sweep.plan import SUMMARY_FILE, load_plan_record
 from skillgrad.sweep.worker import COMPLETE
@@ -81,6 +84,11 @@ def own_item_scores(
     return scores
 
 
+def best_item_scores(run_dir: Path, split: str = "test") -> dict[str, float]:
+    """Per item of ``split``: the best skill's score on the run's own target."""
+    return own_item_scores(run_dir, split)[1]
+
+
 def paired_diffs(
     before: dict[str, float], after: dict[str, float], items: Sequence[str]
 ) -> tuple[list[float], int]:
@@ -103,6 +111,7 @@ BOUNDS: dict[str, tuple[float, float]] = {
     **{m: (0.0, 1.0) for m in ("val_initial", "val_best", "test_initial", "test_best")},
     **{m: (-1.0, 1.0) for m in ("test_gain", "test_gain_vs_empty", "test_gain_vs_placebo")},
     "test_change": (-1.0, 1.0),
+    "test_best_diff": (-1.0, 1.0),
     "skill_tokens": (0.0, math.inf),
     "calls": (0.0, math.inf),
     "cost_usd": (0.0, math.inf),
@@ -132,9 +141,11 @@ def build_sweep_summary(sweep_dir: Path) -> dict[str, Any]:
         raise RunDirError(f"{sweep_dir} is not a sweep directory (no sweep.json)")
     jobs = record["jobs"]
     configs: list[dict[str, Any]] = []
-    for params in unique_params(jobs):
+    params_list = unique_params(jobs)
+    for params in params_list:
         runs = [j for j in jobs if j["params"] == params]
         configs.append(_config_summary(Path(sweep_dir), params, runs))
+    arms = arm_records(Path(sweep_dir), jobs, params_list, best_item_scores, metric_stats)
     finished = sum(c["runs_finished"] for c in configs)
     return {
         "sweep_dir": str(sweep_dir),
@@ -150,6 +161,7 @@ def build_sweep_summary(sweep_dir: Path) -> dict[str, Any]:
         "paired_test": "exact two-sided sign-flip test, (seed, item) pairs pooled over seeds",
         "updated": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
         "configs": configs,
+        "arms": arms,
     }
 
 

@@ -197,34 +197,13 @@ def prepare_transfer(
     plan = TransferPlan(
         Path(sweep_dir).resolve(), record, split, specs, [], rules_alone=rules_alone
     )
-    for job in _jobs(record, plan.sweep_dir):
+    for job in record["jobs"]:  # checked by load_plan_record
         root = plan.sweep_dir / job["name"]
         status = run_status(root, read_summary(root))
         plan.status[job["name"]] = status
         if status in COMPLETE:
             plan.runs.append(_load_run(job, root, split, rules_alone))
     return plan
-
-
-def _jobs(record: dict[str, Any], sweep_dir: Path) -> list[dict[str, Any]]:
-    """The jobs of ``sweep.json``, each naming a folder directly inside the sweep."""
-    jobs = record.get("jobs")
-    if not isinstance(jobs, list) or not all(_valid_job(j) for j in jobs):
-        raise RunDirError(
-            f"{sweep_dir / 'sweep.json'}: its jobs are damaged (each needs a name, params and a "
-            "seed); restore the file, or re-run the sweep command that made it"
-        )
-    return jobs
-
-
-def _valid_job(job: object) -> bool:
-    """A job with params, a seed and a folder name of one path component (never ``..`` or a
-    path out of the sweep)."""
-    if not isinstance(job, dict):
-        return False
-    name = job.get("name")
-    plain = isinstance(name, str) and name not in ("", ".", "..") and Path(name).name == name
-    return plain and isinstance(job.get("params"), dict) and isinstance(job.get("seed"), int)
 
 
 def _load_run(job: dict[str, Any], root: Path, split: str, rules_alone: bool) -> TransferRun:
