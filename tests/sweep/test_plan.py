@@ -79,6 +79,62 @@ def test_plan_is_grid_times_seeds_and_seed_zero_is_the_plain_run(tmp_path: Path)
         assert Path(job.run_dir).parent == tmp_path / "sw"
 
 
+def test_ablate_is_the_base_config_and_one_change_at_a_time(tmp_path: Path) -> None:
+    config = write_config(tmp_path)
+    plan = build_plan(
+        config, seeds=2, ablate=["train.lr_scheduler=constant", "train.batch_size=2,8"],
+        out=tmp_path / "sw",
+    )  # fmt: skip
+    assert plan.configs() == [
+        {}, {"train.lr_scheduler": "constant"}, {"train.batch_size": 2}, {"train.batch_size": 8}
+    ]  # fmt: skip
+    assert [j.seed for j in plan.jobs] == [0] * 4 + [1] * 4
+    base = load_config(config)
+    for job in plan.jobs:
+        cfg = load_config(job.config_path, list(job.overrides))
+        changed = {
+            "train.lr_scheduler": cfg.train.lr_scheduler != base.train.lr_scheduler,
+            "train.batch_size": cfg.train.batch_size != base.train.batch_size,
+        }
+        assert {k for k, v in changed.items() if v} == set(job.params)  # one key, or none
+    assert plan.identity()["ablate"] == [
+        {"key": "train.lr_scheduler", "values": ["constant"]},
+        {"key": "train.batch_size", "values": [2, 8]},
+    ]
+
+
+@pytest.mark.parametrize(
+    ("grid", "ablate", "message"),
+    [
+        (["train.batch_size=2,4"], ["train.lr_scheduler=constant"], "not both"),
+        ([], ["train.lr_scheduler=cosine"], "that is the base config's value already"),
+        ([], ["train.seed=3"], "--ablate 'train.seed=3': train.seed is set by the sweep"),
+        ([], ["train.lr_scheduler=bogus"], "sweep run c1_lr_scheduler-bogus_seed0"),
+    ],
+)
+def test_a_bad_ablation_is_refused_before_anything_runs(
+    tmp_path: Path, grid: list[str], ablate: list[str], message: str
+) -> None:
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        build_plan(write_config(tmp_path), seeds=1, grid=grid, ablate=ablate, out=tmp_path / "sw")
+    assert not (tmp_path / "sw").exists()
+
+
+def test_a_sweep_planned_before_ablate_existed_still_resumes(tmp_path: Path) -> None:
+    config = write_config(tmp_path)
+    out = tmp_path / "sw"
+    plan = build_plan(config, seeds=1, grid=["train.lr_scheduler=constant,cosine"], out=out)
+    assert check_or_write_plan(plan) is False
+    record = read_json(out / PLAN_FILE)
+    del record["ablate"]  # as such a sweep.json was written
+    atomic_write_json(out / PLAN_FILE, record)
+    again = build_plan(config, seeds=1, grid=["train.lr_scheduler=constant,cosine"], out=out)
+    assert check_or_write_plan(again) is True
+    other = build_plan(config, seeds=1, ablate=["train.lr_scheduler=constant"], out=out)
+    with pytest.raises(RunDirError, match="holds a different sweep"):
+        check_or_write_plan(other)
+
+
 def test_vary_split_varies_the_task_data_seed(tmp_path: Path) -> None:
     plan = build_plan(write_config(tmp_path), seeds=2, out=tmp_path / "sw", vary_split=True)
     splits = []

@@ -118,32 +118,32 @@ def test_a_grid_over_check_targets_and_the_gate_rule(tmp_path: Path) -> None:
     assert f"| check {name}: test_change | 0 (1 seed) | 0 |" in render_sweep_text(data)
 
 
-def test_a_grid_pairs_each_configuration_with_the_first(tmp_path: Path) -> None:
-    """An ablation reads as "this arm minus the first" on the same seeds and test items: here
-    the arm that starts from a lowercase rule the fakes never unlearn scores 1 below the arm
-    that starts empty, on every seed and every test item; a seed only one arm finished is not
-    paired."""
+def test_an_ablation_pairs_each_arm_with_the_base_config(tmp_path: Path) -> None:
+    """``--ablate`` reads as "this arm minus the base config" on the same seeds and test items:
+    here the arm that starts from a lowercase rule the fakes never unlearn scores 1 below the
+    base config (it starts empty), on every seed and every test item; a seed only one arm
+    finished is not paired."""
     from skillgrad.report.sweep import render_sweep_text
     from skillgrad.sweep.summary import build_sweep_summary
 
     config = write_config(tmp_path, latency=0.0, epochs=1)
     lower = tmp_path / "lower.md"
     lower.write_text("- Reply in lowercase only.\n")
-    grid = ["--grid", f'train.init_skill="",{lower}']
-    done = run_sweep(sweep_cmd(config, tmp_path / "sweep", "--seeds", "2", *grid, *LOCAL))
+    ablate = ["--ablate", f"train.init_skill={lower}"]
+    done = run_sweep(sweep_cmd(config, tmp_path / "sweep", "--seeds", "2", *ablate, *LOCAL))
     assert done.returncode == 0, done.stderr
     plan = json.loads((tmp_path / "sweep" / "sweep.json").read_text())
     assert [j["seed"] for j in plan["jobs"]] == [0, 0, 1, 1]  # seed by seed
     data = json.loads((tmp_path / "sweep" / "sweep_summary.json").read_text())
     (arm,) = data["arms"]
-    assert arm["reference"] == {"train.init_skill": ""}
+    assert arm["reference"] == {}
     assert arm["params"] == {"train.init_skill": str(lower)}
     assert arm["seeds"] == [0, 1]
     assert arm["test_best_diff"]["values"] == [-1.0, -1.0]
     test = arm["paired_test"]
     assert (test["n_pairs"], test["wins"], test["losses"], test["missing_pairs"]) == (8, 0, 8, 0)
     text = render_sweep_text(data)
-    assert '## Against train.init_skill="" (same seeds, same test items)' in text
+    assert "## Against (base config) (same seeds, same test items)" in text
     assert "| 0, 1 | -1 [-1, -1] | -1, -1 | mean diff -1 over 8 pairs (+0 / -8 / =0)" in text
 
     # the arm's seed 1 unfinished (its summary gone): only seed 0 is paired

@@ -1,6 +1,7 @@
 """``skillgrad sweep``: every grid combination x seed as a run directory in one sweep directory.
 
-skillgrad sweep CONFIG --seeds N [--grid KEY=V1,V2,...]... [--out DIR] [--executor local|ray]
+skillgrad sweep CONFIG --seeds N [--grid KEY=V1,V2,... | --ablate KEY=V,...]... [--out DIR]
+                [--executor local|ray]
                 [--workers W] [--ray-address ADDR] [--vary-split] [--set KEY=VALUE]...
 
 Re-running the same command resumes; raising ``--seeds`` extends the sweep in place (its finished
@@ -32,6 +33,16 @@ def sweep_command(
             "--grid",
             metavar="KEY=V1,V2,...",
             help="KEY=V1,V2,... (repeatable; the grid is their product).",
+        ),
+    ] = None,
+    ablate: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--ablate",
+            metavar="KEY=V,...",
+            help="KEY=V,... (repeatable): the base config, and one configuration per value that "
+            "changes only KEY; each is compared with the base config on the same seeds and test "
+            "items. Instead of --grid.",
         ),
     ] = None,
     output: Annotated[
@@ -77,6 +88,7 @@ def sweep_command(
         config,
         seeds=seeds,
         grid=grid or [],
+        ablate=ablate or [],
         sets=[*(set_ or []), *(["train.controls=true"] if controls else [])],
         out=output,
         vary_split=vary_split,

@@ -69,6 +69,9 @@ class SweepPlan:
     vary_split: bool
     jobs: tuple[RunJob, ...]
     base_config: dict[str, Any]
+    ablate: tuple[GridAxis, ...] = ()
+    """``--ablate``: the base config and one configuration per listed value, each changing one
+    setting (instead of the grid's product)."""
     run_configs: dict[str, Config] = field(default_factory=dict, compare=False, repr=False)
     """Each job's resolved config by job name, as ``build_plan`` checked it (the driver's
     copy: a job carries only its config path and overrides)."""
@@ -91,19 +94,20 @@ class SweepPlan:
         return {
             "seeds": list(self.seeds),
             "grid": [{"key": a.key, "values": list(a.values)} for a in self.grid],
+            "ablate": [{"key": a.key, "values": list(a.values)} for a in self.ablate],
             "vary_split": self.vary_split,
             "config": _comparable(self.base_config),
         }
 
 
-def parse_grid(specs: Sequence[str]) -> tuple[GridAxis, ...]:
+def parse_grid(specs: Sequence[str], option: str = "--grid") -> tuple[GridAxis, ...]:
     """``["train.lr_scheduler=constant,cosine"]`` -> axes; values are YAML (a list or mapping
-    may hold commas: ``split_values``)."""
+    may hold commas: ``split_values``). ``option``: the CLI option named in errors."""
     axes: list[GridAxis] = []
     for spec in specs:
         key, sep, raw = spec.partition("=")
         key = key.strip()
-        where = f"--grid {spec!r}"
+        where = f"{option} {spec!r}"
         if not sep or not key or not raw.strip():
             raise ConfigError(
                 f"{where}: expected KEY=V1,V2,... e.g. train.lr_scheduler=constant,cosine"
@@ -114,7 +118,7 @@ def parse_grid(specs: Sequence[str]) -> tuple[GridAxis, ...]:
                 f"({'use --seeds' if key == 'train.seed' else 'use --out'})"
             )
         if any(a.key == key for a in axes):
-            raise ConfigError(f"{where}: {key} appears in two --grid options; give it once")
+            raise ConfigError(f"{where}: {key} appears in two {option} options; give it once")
         values = tuple(load_yaml(v, where) if v.strip() else "" for v in split_values(raw))
         if len({json.dumps(v, sort_keys=True) for v in values}) != len(values):
             raise ConfigError(f"{where}: a value is listed twice")
@@ -168,11 +172,20 @@ def build_plan(
     sets: Sequence[str] = (),
     out: Path | None = None,
     vary_split: bool = False,
+    ablate: Sequence[str] = (),
 ) -> SweepPlan:
-    """Resolve every run's config (so a bad grid value fails before anything runs)."""
+    """Resolve every run's config (so a bad grid value fails before anything runs). With
+    ``ablate``, the configurations are the base config and one per listed value, each changing
+    only its own key (compared with the base config: ``sweep/arms.py``)."""
     if seeds < 1:
         raise ConfigError(f"--seeds must be >= 1, got {seeds}")
+    if grid and ablate:
+        raise ConfigError(
+            "give --grid (every combination) or --ablate (one setting changed at a time from "
+            "the base config), not both"
+        )
     axes = parse_grid(grid)
+    changes = parse_grid(ablate, "--ablate")
     base = load_config(config_path, list(sets))
     sweep_dir = (out or _default_out(base, config_path)).resolve()
     kept = _kept_sets(sweep_dir, base)
@@ -181,6 +194,8 @@ def build_plan(
         base = load_config(config_path, list(sets))
     combos = [dict(zip([a.key for a in axes], vs, strict=True)) for vs in
               itertools.product(*(a.values for a in axes))]  # fmt: skip
+    if changes:
+        combos = [{}, *({a.key: v} for a in changes for v in a.values)]
     first = base.train.seed
     data_seed = base.env.options.get("seed", 0)
     if vary_split and not isinstance(data_seed, int):
@@ -199,13 +214,19 @@ def build_plan(
                 overrides.append(f"env.options.seed={data_seed + i}")
             name = run_name(index, width, params, first + i)
             configs[name] = _resolve(config_path, overrides, name)
+            if changes and params and configs[name] == configs[run_name(0, width, {}, first + i)]:
+                key, value = next(iter(params.items()))
+                raise ConfigError(
+                    f"--ablate {key}={json.dumps(value)}: that is the base config's value "
+                    "already; an ablation arm must change it (--set changes the base)"
+                )
             jobs.append(
                 RunJob(name, str(config_path.resolve()), tuple(overrides),
                        str(sweep_dir / name), params, first + i, str(sweep_dir), sweep_id)
             )  # fmt: skip
     return SweepPlan(
         sweep_dir, sweep_id, str(config_path.resolve()), tuple(range(first, first + seeds)),
-        axes, vary_split, tuple(jobs), base.redacted_json(), configs,
+        axes, vary_split, tuple(jobs), base.redacted_json(), ablate=changes, run_configs=configs,
     )  # fmt: skip
 
 
@@ -263,6 +284,7 @@ def check_or_write_plan(plan: SweepPlan) -> bool:
     if not isinstance(stored, dict) or "sweep_id" not in stored:
         raise RunDirError(f"{path}: not a skillgrad sweep record; restore it or use another --out")
     ran = {k: stored.get(k) for k in ("seeds", "grid", "vary_split", "config")}
+    ran["ablate"] = stored.get("ablate", [])  # absent from sweeps planned before --ablate
     defaults = {"config": _comparable(config_defaults())}
     if _more_seeds(ran["seeds"], list(plan.seeds)) and not _flat_diff(
         {**ran, "seeds": list(plan.seeds)}, plan.identity(), defaults=defaults

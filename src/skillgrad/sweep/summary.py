@@ -152,6 +152,7 @@ def build_sweep_summary(sweep_dir: Path) -> dict[str, Any]:
         "config_path": record.get("config_path"),
         "seeds": record.get("seeds"),
         "grid": record.get("grid"),
+        "ablate": record.get("ablate", []),
         "vary_split": record.get("vary_split"),
         "runs_total": len(jobs),
         "runs_finished": finished,
