@@ -198,6 +198,13 @@ class TrainConfig(_Section):
         "offered as a worked example (train.examples) and shown to the optimizer beside the "
         "failed one (train/explore.py, train/contrast.py); never on val/test items",
     )
+    contrast: Literal["off", "on"] = Field(
+        "on",
+        description="with train.explore on, one optimizer call per step shows each failed train "
+        "item beside the attempt that passed it and asks for the rule that makes the difference "
+        "(train/contrast.py); off: exploration's successes become worked examples and command "
+        "forms only (an ablation switch)",
+    )
     contrast_partial: Literal["off", "on"] = Field(
         "off",
         description="with train.explore on, a failed train item no attempt solved but one scored "
@@ -331,6 +338,7 @@ class TrainConfig(_Section):
         "prune",
         "adherence",
         "explore",
+        "contrast",
         "contrast_partial",
         "explore_resume",
         mode="before",

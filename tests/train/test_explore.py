@@ -173,6 +173,22 @@ def test_an_exploration_success_becomes_a_gated_self_found_example(tmp_path: Pat
     assert f"self-found: exploration attempt `{shown[0]['attempt']}`" in report
 
 
+def test_contrast_off_leaves_successes_to_examples_and_forms(tmp_path: Path) -> None:
+    """The ablation switch of the rules written from the difference: exploration still solves
+    and its success is still a gated example, but no contrast call is made."""
+    target, optimizer = Recorder(env_player), Recorder(optimizer_reply)
+    cfg = _env_cfg(tmp_path, use_gold=False, explore="on")
+    cfg = cfg.model_copy(update={"train": cfg.train.model_copy(update={"contrast": "off"})})
+    result = run_training(cfg, optimizer=optimizer.backend, target=target.backend)
+    rows = read_jsonl(result.run_dir / "steps/step_0001/exploration.jsonl")
+    assert [(r["attempt"], r["passed"]) for r in rows] == [(1, True), (1, True)]
+    assert not [r for _, r in optimizer.calls if optimizer_call_kind(r) == "contrast"]
+    records = read_json(result.run_dir / "steps/step_0001/reflections.json")
+    assert [r["mode"] for r in records] == ["shallow"]
+    assert result.summary["examples"]["best_skill"][0]["origin"] == "self-found"
+    assert CONTRAST_RULE not in (result.run_dir / "best_skill.md").read_text()
+
+
 def _containers(seed: int) -> list[str]:
     """The containers TinyEnv's two train episodes hold at data seed ``seed``."""
     from skillgrad.tasks.environment import EnvironmentTask

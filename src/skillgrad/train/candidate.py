@@ -210,7 +210,7 @@ async def propose_candidate(
             progress=ctx.progress,
         )
     better = explored.improved(trajs) if explored and t.contrast_partial == "on" else []
-    if explored is not None:  # contrast rules join the reflection's: screened and gated alike
+    if explored is not None and t.contrast == "on":  # screened and gated like reflection's
         contrasted = await contrast(ctx, state, step, explored.pairs(trajs) + better)
         refl.edits += contrasted.edits
         refl.records += contrasted.records
