@@ -8,7 +8,8 @@ meet the same train, val and test items. This module pairs them: per seed, the a
 test score minus the reference's (a Student-t interval over seeds), and per test item, the
 arm's best skill minus the reference's best skill (the exact sign-flip test, pairs pooled over
 seeds). The reference is the grid's first configuration (every axis at its first value), so
-``--grid train.explore=off,on`` reads as "on minus off".
+``--grid train.explore=off,on`` reads as "on minus off", and with ``--ablate`` (the first
+configuration is the base config) each row reads "this change minus the base".
 
 Only seeds both configurations finished count; an item scored under only one of the two best
 skills (an errored rollout, or a grid axis that changes the data) is counted as missing, never
@@ -87,7 +88,7 @@ def arm_records(
     stats: Stats,
 ) -> list[dict[str, Any]]:
     """One record per configuration after the first: it against the first, paired by seed and
-    by test item (none for a sweep without a grid)."""
+    by test item (none for a sweep of one configuration)."""
     if len(configs) < 2:
         return []
     by_params = [[j for j in jobs if j["params"] == c] for c in configs]
