@@ -207,6 +207,80 @@ def test_a_failed_train_episode_becomes_its_gold_commands_and_a_val_episode_neve
     assert only_val.edit is None
 
 
+def _tiny_player(looks: int) -> Any:
+    """A TinyEnv player that looks around ``looks`` times, then solves the episode."""
+    import re
+
+    from skillgrad.types import ChatRequest
+
+    def reply(request: ChatRequest) -> str:
+        said = [m.content for m in request.messages if m.role == "assistant"]
+        if len(said) < looks:
+            return "look"
+        heard = "\n".join(m.content for m in request.messages if m.role == "user")
+        if not any(a.startswith("open") for a in said):
+            return "open " + re.findall(r"closed (\w+)", heard)[0]
+        if not any(a.startswith("take") for a in said):
+            return "take " + re.findall(r"a (\w+) inside", heard)[-1]
+        return "unlock door"
+
+    return FunctionBackend(reply)
+
+
+def test_a_self_found_episode_that_fits_with_its_observations_comes_first() -> None:
+    """Two passing exploration attempts: the first in order looked around five times before
+    solving and fits the budget only as bare commands, the second solved at once and fits with
+    what the game answered to each command. The demonstration is the second, observed: a
+    command list alone hides what each command answered (Coin Collector's first self-found
+    example was eight `look around` and two commands, no observation)."""
+    import asyncio
+
+    from skillgrad.tasks.environment import EnvironmentTask
+    from skillgrad.tasks.reply_view import user_input
+    from skillgrad.train import examples
+
+    task = EnvironmentTask("skillgrad.testing:TinyEnv", n_train=2, n_val=1, n_test=1, max_steps=9)
+    train, val = task.load_split("train"), task.load_split("val")
+
+    async def play(looks: int) -> list[Trajectory]:
+        return [await task.rollout(i, "", _tiny_player(looks)) for i in train]
+
+    try:
+        slow, quick = asyncio.run(play(5)), asyncio.run(play(0))
+    finally:
+        task.close()
+    assert all(t.score.passed for t in (*slow, *quick))
+    first = min(range(2), key=lambda k: (len(user_input(slow[k])), slow[k].item_id))
+    found = [(slow[first], f"{slow[first].item_id}#x1.1"),
+             (quick[1 - first], f"{quick[1 - first].item_id}#x1.1")]  # fmt: skip
+    items = {i.id: i for i in train}
+    observed, bare = examples._renderers(quick[1 - first])
+    reply_slow = examples.example_reply(slow[first], items[slow[first].item_id], task)
+    reply_quick = examples.example_reply(quick[1 - first], items[quick[1 - first].item_id], task)
+    assert reply_slow is not None and reply_quick is not None
+    budget = approx_tokens(observed(quick[1 - first], reply_quick, 400))
+    # the case: the first attempt fits only as bare commands, the second fits observed
+    assert examples._fit_view(slow[first], reply_slow, budget, approx_tokens, "", observed) is None
+    assert examples._fit_view(slow[first], reply_slow, budget, approx_tokens, "", bare)
+    choice = choose_example(
+        [], items, task, skill="", step=1, tried=[], max_examples=3, max_tokens=budget,
+        count=approx_tokens, guard=ExampleGuard.build({"val": val}, 8), found=found,
+    )  # fmt: skip
+    assert choice.edit is not None, choice.reason
+    assert example_item(choice.edit) == quick[1 - first].item_id
+    assert "Observation: " in choice.edit.content and "Action: look" not in choice.edit.content
+    assert choice.edit.trajectory_ids[1].endswith(f"{quick[1 - first].item_id}#x1.1")
+    # with no room for any observation, the first in order comes back, as bare commands
+    tight = approx_tokens(bare(slow[first], reply_slow, 60))
+    tight = max(tight, approx_tokens(bare(quick[1 - first], reply_quick, 60)))
+    again = choose_example(
+        [], items, task, skill="", step=1, tried=[], max_examples=3, max_tokens=tight,
+        count=approx_tokens, guard=ExampleGuard.build({"val": val}, 8), found=found,
+    )  # fmt: skip
+    assert again.edit is not None and example_item(again.edit) == slow[first].item_id
+    assert "Observation: " not in again.edit.content
+
+
 def _contradicted_run(tmp_path: Path, example_alone: bool) -> Any:
     """A target that follows a shown reply form unless a rule beside it says otherwise, and an
     optimizer whose only rule contradicts the form (as the 1.5B's did on Pecking Order)."""
