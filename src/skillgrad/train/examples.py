@@ -172,7 +172,8 @@ def choose_example(
     step's own), a demonstration in its kind's fullest rendering that fits comes before one
     cut to a shorter rendering: an episode with the observation each command answered, before
     one that lists its commands alone (measured on Coin Collector: the first self-found
-    attempt, 10 commands, fitted only as bare commands, while a 5-command one fitted whole).
+    attempt, 10 commands, fitted only as bare commands, while a 2- and a 4-command one fitted
+    whole).
     None once the skill holds ``max_examples`` examples. ``context`` (the task's
     ``example_context``) gives the line that shows what the reply depended on besides the
     input, e.g. the functions a question was asked with."""
