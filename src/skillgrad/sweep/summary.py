@@ -1,8 +1,8 @@
 """``sweep_summary.json``: per grid configuration, mean and 95% interval of each metric over
 seeds, the per-seed values, and a paired test of the best vs the initial skill on the test split
 pooled over seeds; with check targets, the same intervals of each one's test scores; with a
-grid, each configuration after the first against the first, paired by seed and by test item
-(``arms``: ``sweep/arms.py``).
+grid or ``--ablate``, each configuration after the first against the first, paired by seed and
+by test item (``arms``: ``sweep/arms.py``).
 
 Only finished runs count; ``runs_finished`` / ``runs_total`` say how many that is. The per-item
 test scores of the initial and the best skill come from each run's result cache (calls.sqlite,
