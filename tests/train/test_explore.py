@@ -187,6 +187,16 @@ def test_contrast_off_leaves_successes_to_examples_and_forms(tmp_path: Path) -> 
     assert [r["mode"] for r in records] == ["shallow"]
     assert result.summary["examples"]["best_skill"][0]["origin"] == "self-found"
     assert CONTRAST_RULE not in (result.run_dir / "best_skill.md").read_text()
+    # the preflight no longer counts a contrast call per step: 2 optimizer calls fewer (the
+    # estimate doubles every call for re-asks) than the same run with contrast on
+    on = _env_cfg(tmp_path, use_gold=False, explore="on", name="on")
+    again = run_training(on, optimizer=Recorder(optimizer_reply).backend,
+                         target=Recorder(env_player).backend)  # fmt: skip
+    estimates = [
+        next(e for e in read_jsonl(r.run_dir / "events.jsonl") if e["event"] == "preflight")
+        for r in (result, again)
+    ]
+    assert estimates[1]["calls"]["optimizer"] - estimates[0]["calls"]["optimizer"] == 2
 
 
 def _containers(seed: int) -> list[str]:

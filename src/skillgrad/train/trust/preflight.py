@@ -43,7 +43,8 @@ def estimate(ctx: RunContext, skill: str, prices: PriceTable) -> dict[str, Any]:
     # gated candidate, the final test
     check_calls = abilities.turns * (n_val * (1 + steps + slow_epochs) + 2 * n_test)
     reflections = math.ceil(batch / t.minibatch_size) + 1 + int(t.rank_with_optimizer)
-    reflections += t.explore == "on"  # the step's one contrast call (train/contrast.py)
+    # the step's one contrast call (train/contrast.py)
+    reflections += t.explore == "on" and t.contrast == "on"
     if t.semantic_merge:  # at most one call per (op, section) cluster of two or more edits
         reflections += reflections * t.max_edits_per_reflection // 2
     optimizer_calls = 2 * (
