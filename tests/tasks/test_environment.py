@@ -7,6 +7,7 @@ process group is gone), hostile observations, and a plain ``file.py:Class``."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import time
 from pathlib import Path
@@ -22,9 +23,12 @@ from skillgrad.tasks.environment import (
     check_action,
     loop_erased,
     parse_action,
+    shortcuts,
 )
+from skillgrad.tasks.episode_view import episode_actions, render_observed_episode
+from skillgrad.tasks.views import view_of
 from skillgrad.testing import FunctionBackend, user_text
-from skillgrad.types import ChatRequest, Trajectory
+from skillgrad.types import ChatRequest, Score, Trajectory
 
 TINY = "skillgrad.testing:TinyEnv"
 
@@ -360,6 +364,25 @@ def test_loop_erased_drops_the_commands_that_came_back_to_an_observation_already
     assert loop_erased(["a", "b"], ["x", "y"], "s") == ["a", "b"]
 
 
+def test_repeated_looks_go_only_when_asked_and_shortcuts_try_the_shortest_first() -> None:
+    acts = ["look", "look", "east", "look", "look", "west", "east", "take coin"]
+    seen = ["hall", "hall", "attic", "attic", "attic", "hall", "attic", "got it"]
+    # back in the hall: the looks in the attic went with the loop
+    assert loop_erased(acts, seen, "hall") == ["look", "look", "east", "take coin"]
+    assert loop_erased(acts, seen, "hall", repeats=True) == ["look", "east", "take coin"]
+    assert loop_erased(acts[:5], seen[:5], "hall", repeats=True) == ["look", "east", "look"]
+    # a different command answered the same is still a look; the same command answered
+    # differently is a step
+    assert loop_erased(["x", "y", "y"], ["s", "s", "t"], "s", repeats=True) == ["x", "y", "y"]
+    assert shortcuts(acts, seen, "hall") == [
+        ["look", "east", "take coin"],
+        ["look", "look", "east", "take coin"],
+    ]
+    # only the repeats can go, or nothing is shorter
+    assert shortcuts(["press"] * 3, ["Click."] * 2 + ["Open."], "A button.") == [["press", "press"]]
+    assert shortcuts(["a", "b"], ["x", "y"], "s") == []
+
+
 _CORRIDOR = (
     "ROOMS = ['hall', 'cellar', 'attic']\n"
     "class Corridor:\n"
@@ -410,6 +433,67 @@ def test_a_gold_search_that_walks_back_is_shown_without_its_detours_only_when_th
     (gold,) = [x for x in press.steps if x["type"] == "env_gold"]
     assert press.reference == ["press"] * 3 and "detours_cut" not in gold
     assert gold["observations"] == ["Click.", "Click.", "Open."]
+
+
+def test_a_passing_train_episode_that_searched_is_shown_by_its_path_without_detours(
+    tmp_path: Path,
+) -> None:
+    """The target's own pass (exploration's above all) walks back and forth; the rollout replays
+    it without its detours and repeated looks, and a worked example shows that path with the
+    answers it got. Val and test episodes are never replayed; a shorter path that no longer
+    solves (the button: every press looks the same) leaves the pass as played."""
+    (tmp_path / "corridor.py").write_text(_CORRIDOR, encoding="utf-8")
+    (tmp_path / "button.py").write_text(_BUTTON, encoding="utf-8")
+    sizes = {"n_train": 1, "n_val": 1, "n_test": 1, "max_steps": 10, "use_gold": False}
+
+    def task(env: str) -> EnvironmentTask:
+        loaded = load_task("environment", {"env": env, **sizes}, base_dir=tmp_path)
+        assert isinstance(loaded, EnvironmentTask)
+        return loaded
+
+    def scripted(*commands: str) -> object:
+        replies = iter(commands)
+        return lambda request: next(replies)
+
+    walk = ["look", "look", "east", "west", "east", "east", "look", "take coin"]
+    (found,) = asyncio.run(play_all(task("corridor.py:Corridor"), "train", scripted(*walk)))
+    assert found.score.passed and found.reference is None
+    (short,) = [x for x in found.steps if x["type"] == "env_short"]
+    assert short["actions"] == ["look", "east", "east", "look", "take coin"]
+    assert short["detours_cut"] == 3
+    assert short["observations"] == [
+        "In the hall.", "In the cellar.", "In the attic.", "In the attic.", "You win."
+    ]  # fmt: skip
+    assert episode_actions(found) == "\n".join(short["actions"])
+    shown = render_observed_episode(found, "\n".join(short["actions"]), 200)
+    assert shown.count("Action:") == 5 and "Action: west" not in shown
+    assert "Observation: In the cellar.\nAction: east\nObservation: In the attic." in shown
+    optimizer = view_of(found).for_optimizer(found, "", found.score.feedback, True, 2000)
+    assert "without its detours (replayed, it still solves): look | east | east | look" in optimizer
+    # the same search on a val episode is scored as played, never replayed
+    (val,) = asyncio.run(play_all(task("corridor.py:Corridor"), "val", scripted(*walk)))
+    assert val.score.passed and not any(x["type"] == "env_short" for x in val.steps)
+    assert episode_actions(val) == "\n".join(walk)
+    presses = ["press", "press", "press"]
+    (button,) = asyncio.run(play_all(task("button.py:Button"), "train", scripted(*presses)))
+    assert button.score.passed and not any(x["type"] == "env_short" for x in button.steps)
+    assert episode_actions(button) == "\n".join(presses)
+
+
+def test_a_damaged_short_path_is_ignored_and_the_pass_is_shown_as_played() -> None:
+    reset = {"type": "env_reset", "task": "Win.", "observation": "Hall"}
+    step = {"type": "env_step", "step": 1, "action": "east", "observation": "You win."}
+    base = Trajectory("t", "h", (), "east", Score(1.0, True, "solved"))
+    for short in (
+        {"type": "env_short", "actions": ["a", "b"], "observations": ["x"]},
+        {"type": "env_short", "actions": "east", "observations": "You win."},
+        {"type": "env_short", "actions": [1], "observations": [{"o": 1}]},
+        {"type": "env_short", "actions": [], "observations": []},
+        {"type": "env_short"},
+    ):
+        t = dataclasses.replace(base, steps=(reset, step, short))
+        assert episode_actions(t) == "east"
+        assert render_observed_episode(t, "east", 200).endswith("Observation: Hall\nAction: east")
 
 
 def test_a_gold_sequence_that_does_not_solve_or_breaks_on_replay_leaves_the_episode_as_played(

@@ -1,6 +1,6 @@
 """The actions of an environment episode: the action a target's reply names (``parse_action``),
-whether the environment lists it (``check_action``), and a gold sequence without its detours
-(``loop_erased``).
+whether the environment lists it (``check_action``), and a sequence that solved without its
+detours (``loop_erased``, ``shortcuts``).
 """
 
 from __future__ import annotations
@@ -72,19 +72,27 @@ def parse_action(reply: str, limit: int = 120, pattern: re.Pattern[str] | None =
     return ""
 
 
-def loop_erased(actions: Sequence[str], after: Sequence[str], start: str) -> list[str]:
+def loop_erased(
+    actions: Sequence[str], after: Sequence[str], start: str, *, repeats: bool = False
+) -> list[str]:
     """``actions`` without their detours: when the observation after a command is one the
     sequence showed before the last (``start``, or the answer to an earlier command still
     kept), the commands since then are dropped (a loop-erased walk, with observations standing
     for states). A command answered with the observation just shown (``look around`` first, as
-    the games' own solutions start) is a look, not a detour: it stays. An observation can
-    repeat while the hidden state moved on, so the caller replays the result and keeps it only
-    when it still solves the episode."""
+    the games' own solutions start) is a look, not a detour: it stays; with ``repeats`` a look
+    that repeats the command just kept (a second ``look around`` answered the same) is dropped.
+    An observation can repeat while the hidden state moved on, so the caller replays the result
+    and keeps it only when it still solves the episode (``shortcuts``)."""
     kept: list[str] = []
     at = {start: 0}  # observation -> how many kept commands led to it
     for action, obs in zip(actions, after, strict=True):
         back = at.get(obs)
-        if back is not None and back < len(kept):  # (back == len(kept): a look, kept)
+        if back is not None and back == len(kept):  # a look
+            if not (repeats and kept and kept[-1] == action):
+                kept.append(action)
+                at[obs] = len(kept)
+            continue
+        if back is not None:
             del kept[back:]
             at = {o: n for o, n in at.items() if n <= back}
             continue
@@ -93,10 +101,24 @@ def loop_erased(actions: Sequence[str], after: Sequence[str], start: str) -> lis
     return kept
 
 
+def shortcuts(actions: Sequence[str], after: Sequence[str], start: str) -> list[list[str]]:
+    """The shorter sequences worth replaying for ``actions`` (answered by ``after`` from
+    ``start``), the shortest first: without its detours and repeated looks, then without its
+    detours alone (a repeated command can move hidden state on: three presses of one button).
+    Empty when nothing is shorter."""
+    out: list[list[str]] = []
+    for repeats in (True, False):
+        short = loop_erased(actions, after, start, repeats=repeats)
+        if len(short) < len(actions) and short not in out:
+            out.append(short)
+    return out
+
+
 __all__ = [
     "MAX_PATTERN_CHARS",
     "check_action",
     "compile_action_pattern",
     "loop_erased",
     "parse_action",
+    "shortcuts",
 ]

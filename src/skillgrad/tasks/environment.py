@@ -31,6 +31,7 @@ from skillgrad.tasks.env_actions import (
     compile_action_pattern,
     loop_erased,
     parse_action,
+    shortcuts,
 )
 from skillgrad.tasks.env_options import check_options, split_seeds
 from skillgrad.tasks.env_pool import (
@@ -47,6 +48,7 @@ from skillgrad.tasks.episode import (
     MAX_DEMO_ACTIONS,
     EnvGold,
     EnvReset,
+    EnvShort,
     EnvStep,
     EpisodeError,
     env_steps,
@@ -265,6 +267,7 @@ class _Episode:
         self.reward = 0.0
         self.end = "step_limit"
         self.gold: list[str] | None = None
+        self.start = ""  # the reset observation
         self.replay_broke = False
         self.failed: str | None = None  # why the environment's step failed (the episode's end)
 
@@ -272,8 +275,9 @@ class _Episode:
         task, data = self.task, self.item.input
         first = await task.call_env(process, reset_message(data))
         self.info = first.get("info") or {}
+        self.start = str(first.get("obs", ""))
         # never a val/test reference; none at all with use_gold off
-        if task.use_gold and self.item.meta.get("split", "train") == "train":
+        if task.use_gold and self.train:
             self.gold = self.info.get("gold_actions")
         reset = EnvReset(
             task=self.info.get("task", ""),
@@ -300,14 +304,20 @@ class _Episode:
                 break
         if self.gold and not self.solved():
             await self.replay_gold(process, data)
+        elif self.solved() and self.failed is None and self.train:
+            await self.shorten_pass(process, data)
         return self.trajectory()
+
+    @property
+    def train(self) -> bool:
+        return self.item.meta.get("split", "train") == "train"
 
     async def replay_gold(self, process: EnvChannel, data: dict[str, Any]) -> None:
         """Play a failed TRAIN episode's gold sequence from the same reset and keep what the
         environment answered to each command (``env_gold``): a worked example can then show
         the observation each command answers (``train/examples.py``). A sequence that comes
         back to an observation it already showed (a search that walks back and forth) is
-        replayed once more without those detours (``loop_erased``), and the shorter one becomes
+        replayed once more without those detours (``shortcuts``), and the shorter one becomes
         the episode's reference when it solves too. Steps take milliseconds; nothing is recorded
         when the sequence is too long or the environment does not solve it as given (a gold
         sequence that depends on chance)."""
@@ -316,19 +326,55 @@ class _Episode:
             return
         try:
             played = await self._play(process, data, gold)
-            if played is None:
-                return
-            short = loop_erased(gold, played[1:], played[0])
-            replayed = await self._play(process, data, short) if len(short) < len(gold) else None
+            found = await self._shortest(process, data, gold, played) if played else None
         except (EnvFailure, EnvStepFailure):  # the episode stands; its process is not reused
             self.replay_broke = True
             return
+        if played is None:
+            return
         detours = None
-        if replayed is not None:
-            detours = len(gold) - len(short)
-            self.gold, played = short, replayed
+        if found is not None:
+            self.gold, played = found
+            detours = len(gold) - len(self.gold)
         observations = [o[:GOLD_OBSERVATION_CHARS] for o in played[1:]]
         self.steps.append(EnvGold(observations=observations, detours_cut=detours).to_json())
+
+    async def shorten_pass(self, process: EnvChannel, data: dict[str, Any]) -> None:
+        """A passing TRAIN episode that walked back and forth (the target's own search, an
+        exploration attempt's above all) is replayed without its detours and repeated looks
+        (``shortcuts``); when that still solves, the shorter path is recorded (``env_short``)
+        and a worked example shows it, as a gold sequence's is shown without its detours."""
+        played = env_steps(self.steps)
+        actions = [s.action for s in played]
+        if len(actions) > MAX_DEMO_ACTIONS:
+            return
+        seen = [self.start, *(str(s.observation) for s in played)]
+        try:
+            found = await self._shortest(process, data, actions, seen)
+        except (EnvFailure, EnvStepFailure):  # the episode stands; its process is not reused
+            self.replay_broke = True
+            return
+        if found is not None:
+            short, answers = found
+            self.steps.append(
+                EnvShort(
+                    actions=short,
+                    observations=[o[:GOLD_OBSERVATION_CHARS] for o in answers[1:]],
+                    detours_cut=len(actions) - len(short),
+                ).to_json()
+            )
+
+    async def _shortest(
+        self, process: EnvChannel, data: dict[str, Any], actions: list[str], seen: list[str]
+    ) -> tuple[list[str], list[str]] | None:
+        """The shortest of ``shortcuts`` of ``actions`` (answered by ``seen[1:]`` from
+        ``seen[0]``) that still solves the episode when played from its reset, with what the
+        environment answered (reset first); None when none is shorter or none solves."""
+        for short in shortcuts(actions, seen[1:], seen[0]):
+            replayed = await self._play(process, data, short)
+            if replayed is not None:
+                return short, replayed
+        return None
 
     async def _play(
         self, process: EnvChannel, data: dict[str, Any], actions: Sequence[str]

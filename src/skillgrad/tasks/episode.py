@@ -1,7 +1,7 @@
 """An environment episode's steps as typed records, and what the episode says in words.
 
-The rollout (``tasks/environment.py``) builds ``EnvReset``, ``EnvStep``, ``EnvGold`` and
-``EpisodeError`` records, each tagged with its ``kind`` (the ``type`` of its JSON dict), and
+The rollout (``tasks/environment.py``) builds ``EnvReset``, ``EnvStep``, ``EnvGold``, ``EnvShort``
+and ``EpisodeError`` records, each tagged with its ``kind`` (the ``type`` of its JSON dict), and
 stores their ``to_json()`` in ``Trajectory.steps``; ``episode_steps`` reads them back (old run
 directories included). ``episode_feedback`` sums an episode up (solved, or how it ended, its
 score, actions the environment did not accept, repeated actions; for an unsolved one
@@ -127,6 +127,36 @@ class EnvGold:
 
 
 @dataclass(frozen=True)
+class EnvShort:
+    """A passing train episode's commands without their detours, replayed from the same reset
+    and still solving it: the commands kept and what the environment answered to each; a worked
+    example shows this path instead of the search (``tasks/episode_view.py``)."""
+
+    actions: list[str] | None = None
+    observations: list[str] | None = None
+    detours_cut: int | None = None
+    kind: Literal["env_short"] = "env_short"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "type": self.kind,
+            "actions": self.actions,
+            "observations": self.observations,
+            "detours_cut": self.detours_cut,
+        }
+
+    def path(self) -> tuple[list[str], list[str]] | None:
+        """(commands, answers) when the record holds two lists of text of one length (a run
+        directory's steps are read as stored), else None."""
+        acts, seen = self.actions, self.observations
+        if not (isinstance(acts, list) and isinstance(seen, list)) or not acts:
+            return None
+        if len(acts) != len(seen) or not all(isinstance(x, str) for x in [*acts, *seen]):
+            return None
+        return list(acts), list(seen)
+
+
+@dataclass(frozen=True)
 class EpisodeError:
     """Why an episode could not go on (``source``: what failed, e.g. the environment)."""
 
@@ -139,11 +169,12 @@ class EpisodeError:
         return out | ({"source": self.source} if self.source is not None else {})
 
 
-EpisodeStep = EnvReset | EnvStep | EnvGold | EpisodeError
+EpisodeStep = EnvReset | EnvStep | EnvGold | EnvShort | EpisodeError
 _RECORDS: dict[str, type[EpisodeStep]] = {
     "env_reset": EnvReset,
     "env_step": EnvStep,
     "env_gold": EnvGold,
+    "env_short": EnvShort,
     "error": EpisodeError,
 }
 
@@ -394,6 +425,10 @@ def episode_view(
     if passed and len(_shown(runs, None)) < runs:  # the view cut some of its steps
         commands = _clip(" | ".join(s.action for s in played), LIST_CHARS)
         lines.append(f"Every command, in order: {commands}")
+    short = next((s.path() for s in records if isinstance(s, EnvShort)), None)
+    if passed and short is not None:
+        commands = _clip(" | ".join(short[0]), LIST_CHARS)
+        lines.append(f"The same without its detours (replayed, it still solves): {commands}")
     if fail is not None:
         s = played[fail]
         lines.append(f"Where it went wrong: step {s.step} ({_clip(s.action, 120)!r})")
@@ -414,6 +449,7 @@ __all__ = [
     "MAX_DEMO_ACTIONS",
     "EnvGold",
     "EnvReset",
+    "EnvShort",
     "EnvStep",
     "EpisodeError",
     "EpisodeStep",

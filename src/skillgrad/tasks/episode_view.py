@@ -2,8 +2,9 @@
 
 ``EpisodeView`` is the episode kind's ``TrajectoryView`` (``tasks/views.py``): the optimizer reads
 ``episode_view`` (``tasks/episode.py``); a worked example shows the task and the commands — a
-passing episode's own, a failed TRAIN episode's gold sequence (its reference, kept for train
-episodes only) — with what the environment said before each command when that fits the budget
+passing episode's own (without its detours when the rollout replayed a shorter path that still
+solves: its ``EnvShort`` step), a failed TRAIN episode's gold sequence (its reference, kept for
+train episodes only) — with what the environment said before each command when that fits the budget
 (for a failed episode, the answers to its gold sequence replayed: its ``EnvGold`` step).
 """
 
@@ -18,6 +19,7 @@ from skillgrad.tasks.episode import (
     MAX_DEMO_ACTIONS,
     EnvGold,
     EnvReset,
+    EnvShort,
     EnvStep,
     Vocabulary,
     episode_steps,
@@ -83,7 +85,10 @@ def episode_observations(t: Trajectory, n_actions: int) -> list[str] | None:
     if reset is None:
         return None
     if t.score.passed:
-        after = [str(s.observation) for s in records if isinstance(s, EnvStep)]
+        short = _short_path(records)
+        after = (
+            short[1] if short else [str(s.observation) for s in records if isinstance(s, EnvStep)]
+        )
     else:
         gold = next((s for s in records if isinstance(s, EnvGold)), None)
         found = gold.observations if gold else None
@@ -93,6 +98,11 @@ def episode_observations(t: Trajectory, n_actions: int) -> list[str] | None:
     if len(after) != n_actions:
         return None
     return [str(reset.observation), *after[:-1]]
+
+
+def _short_path(records: Sequence[Any]) -> tuple[list[str], list[str]] | None:
+    """A passing episode's path without its detours (``EnvShort``), when recorded whole."""
+    return next((r.path() for r in records if isinstance(r, EnvShort)), None)
 
 
 def render_observed_episode(t: Trajectory, reply: str, limit: int) -> str:
@@ -116,8 +126,10 @@ def episode_actions(t: Trajectory) -> str | None:
     """The commands a demonstration of episode ``t`` shows, one per line: a passing episode's
     own actions; a failed TRAIN episode's gold sequence (the environment's reference, kept for
     train episodes only); None when neither exists or the sequence is too long."""
+    records = episode_steps(t.steps)
     if t.score.passed:
-        actions = [str(s.action) for s in episode_steps(t.steps) if isinstance(s, EnvStep)]
+        short = _short_path(records)
+        actions = short[0] if short else [str(s.action) for s in records if isinstance(s, EnvStep)]
     elif isinstance(t.reference, list) and all(isinstance(a, str) for a in t.reference):
         actions = list(t.reference)
     else:
