@@ -103,6 +103,25 @@ def test_ablate_is_the_base_config_and_one_change_at_a_time(tmp_path: Path) -> N
     ]
 
 
+def test_on_and_off_stay_the_words_a_switch_takes(tmp_path: Path) -> None:
+    """YAML 1.1 reads a bare ``off`` as false; an arm is named by the word typed
+    (``explore-off``), and a boolean setting still takes it."""
+    plan = build_plan(
+        write_config(tmp_path), seeds=1, out=tmp_path / "sw",
+        ablate=["train.examples=off", "train.line_screens=off", "train.use_meta_skill=Off"],
+    )  # fmt: skip
+    assert plan.configs()[1:] == [
+        {"train.examples": "off"}, {"train.line_screens": "off"}, {"train.use_meta_skill": "off"}
+    ]  # fmt: skip
+    assert [j.name for j in plan.jobs][1:3] == [
+        "c1_examples-off_seed0",
+        "c2_line_screens-off_seed0",
+    ]
+    configs = [load_config(j.config_path, list(j.overrides)).train for j in plan.jobs]
+    assert configs[1].examples == "off" and configs[2].line_screens is False
+    assert configs[3].use_meta_skill is False
+
+
 @pytest.mark.parametrize(
     ("grid", "ablate", "message"),
     [

@@ -102,7 +102,8 @@ class SweepPlan:
 
 def parse_grid(specs: Sequence[str], option: str = "--grid") -> tuple[GridAxis, ...]:
     """``["train.lr_scheduler=constant,cosine"]`` -> axes; values are YAML (a list or mapping
-    may hold commas: ``split_values``). ``option``: the CLI option named in errors."""
+    may hold commas: ``split_values``; ``on``/``off`` stay words: ``_grid_value``). ``option``:
+    the CLI option named in errors."""
     axes: list[GridAxis] = []
     for spec in specs:
         key, sep, raw = spec.partition("=")
@@ -119,11 +120,22 @@ def parse_grid(specs: Sequence[str], option: str = "--grid") -> tuple[GridAxis, 
             )
         if any(a.key == key for a in axes):
             raise ConfigError(f"{where}: {key} appears in two {option} options; give it once")
-        values = tuple(load_yaml(v, where) if v.strip() else "" for v in split_values(raw))
+        values = tuple(_grid_value(v, where) for v in split_values(raw))
         if len({json.dumps(v, sort_keys=True) for v in values}) != len(values):
             raise ConfigError(f"{where}: a value is listed twice")
         axes.append(GridAxis(key, values))
     return tuple(axes)
+
+
+def _grid_value(text: str, where: str) -> Any:
+    """One listed value as YAML, except ``on`` and ``off``, which stay the words the config's
+    switches take (YAML 1.1 reads them as booleans: an arm would be labelled
+    ``train.explore=false``); '' for an empty value."""
+    if not text.strip():
+        return ""
+    if text.strip().lower() in ("on", "off"):
+        return text.strip().lower()
+    return load_yaml(text, where)
 
 
 def split_values(raw: str) -> list[str]:
