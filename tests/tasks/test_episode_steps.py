@@ -5,6 +5,7 @@ and ``train/`` never names a step kind (the episode renders itself: ``tasks/view
 from __future__ import annotations
 
 import ast
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,8 @@ from skillgrad.tasks.episode import (
     env_steps,
     episode_steps,
     episode_trail,
+    episode_view,
+    failing_step,
     is_episode,
     score_changes,
 )
@@ -182,6 +185,26 @@ def test_the_feedback_says_where_an_unsolved_episodes_score_moved() -> None:
     said = score_changes(climbing)
     assert said is not None and said.count("rose to") == 4
     assert said.endswith("rose to 0.40 at step 4 ('a4'), then changed 3 more time(s)")
+
+
+def test_where_it_went_wrong_is_where_the_score_fell_before_a_harmless_repeat() -> None:
+    """A refused action first; else the action after which the score fell (a task done out of
+    order loses its points); else the first repeat that changed nothing; else the last step.
+    A stored score that is no number is no fall."""
+
+    def played(*rows: tuple[str, object]) -> list[EnvStep]:
+        return env_steps([_step(i, a, score) for i, (a, score) in enumerate(rows, 1)])
+
+    lost = played(("read book", 0.0), ("take banana", 0.25), ("look", 0.25), ("look", 0.25),
+                  ("put banana in bed", 0.0), ("take orange", 0.0))  # fmt: skip
+    assert failing_step(lost) == 4
+    assert failing_step(played(("look", 0.0), ("look", 0.0), ("take x", 0.0))) == 1
+    assert failing_step(played(("a", 0.5), ("b", "0.1"), ("c", float("nan")), ("d", 0.5))) == 3
+    refused = [dataclasses.replace(s, valid=i == 0) for i, s in enumerate(lost)]
+    assert failing_step(refused) == 1
+    view = episode_view([{"type": "env_reset", "task": "t"}, *(s.to_json() for s in lost)], None,
+                        "lost")  # fmt: skip
+    assert "Where it went wrong: step 5 ('put banana in bed')" in view
 
 
 def test_the_feedback_says_when_an_episode_went_back_and_forth() -> None:

@@ -343,10 +343,18 @@ def _start(observation: Any) -> list[str]:
 
 def failing_step(played: Sequence[EnvStep]) -> int | None:
     """Index of where the episode went wrong: the first action the environment did not accept
-    (or failed on), else the first repeat that changed nothing, else the last step."""
+    (or failed on), else the first action after which its score fell (the environment's own
+    word: Pecking Order takes back the points of a task done out of order), else the first
+    repeat that changed nothing, else the last step."""
     for i, s in enumerate(played):
         if s.valid is False or s.env_error:
             return i
+    before = 0.0
+    for i, s in enumerate(played):
+        score = s.progress
+        if score is not None and score < before:
+            return i
+        before = before if score is None else score
     for i in range(1, len(played)):
         same = played[i].action.lower() == played[i - 1].action.lower()
         if same and played[i].observation == played[i - 1].observation:
