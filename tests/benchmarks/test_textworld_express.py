@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import time
+import zlib
 from pathlib import Path
 
 import pytest
@@ -24,8 +25,9 @@ from skillgrad.benchmarks.textworld_express import (
 )
 from skillgrad.errors import ConfigError
 from skillgrad.tasks.env_pool import EnvProcess, EnvSpec
+from skillgrad.tasks.episode_view import episode_actions
 from skillgrad.testing import FunctionBackend, user_text
-from skillgrad.types import ChatRequest
+from skillgrad.types import ChatRequest, Trajectory
 
 pytest.importorskip("textworld_express", reason="install with: pip install 'skillgrad[env]'")
 if shutil.which("java") is None:  # scripts/test installs it: a missing JVM must not pass quietly
@@ -78,6 +80,53 @@ def test_a_scripted_player_wins_pecking_order_through_the_rollout() -> None:
         assert t.score.passed and t.score.value == 1.0, t.score  # type: ignore[attr-defined]
     assert isinstance(trajs[0].reference, list)  # type: ignore[attr-defined]
     assert trajs[-1].reference is None  # type: ignore[attr-defined]  # test fold: no gold
+
+
+def walker(request: ChatRequest) -> str:
+    """Takes the coin when it can; else looks around (twice at the start) or walks to an exit
+    picked by a hash of the turn: a search with detours, the same on every run."""
+    text = user_text(request)
+    listed = text.rsplit("Valid actions:", 1)[-1].split("\n", 1)[0]
+    actions = [a.strip() for a in listed.split("|") if a.strip()]
+    turn = sum(m.role == "assistant" for m in request.messages)
+    if turn >= 2 and "take coin" in actions:
+        return "take coin"
+    moves = sorted(a for a in actions if a.startswith("move "))
+    if turn < 2 or not moves:
+        return "look around"
+    return moves[zlib.crc32(f"{turn}:{text[-300:]}".encode()) % len(moves)]
+
+
+def test_a_searchs_pass_is_replayed_on_the_real_game_without_its_detours() -> None:
+    """Coin Collector with the actions listed, gold off: a walker's passing train episodes
+    that came back to a room it had left, or looked twice, are replayed by the real game
+    without those commands; each shorter path solves again and is what an example shows."""
+    params = {"numLocations": 4, "includeDoors": 0}
+    task = TextWorldExpressTask(game="coin", n_train=6, n_val=1, n_test=1, max_steps=30,
+                                actions="listed", use_gold=False, params=params)  # fmt: skip
+
+    async def run() -> list[Trajectory]:
+        return [
+            await task.rollout(i, "", FunctionBackend(walker)) for i in task.load_split("train")
+        ]
+
+    try:
+        trajs = asyncio.run(run())
+    finally:
+        task.close()
+    shortened = 0
+    for t in trajs:
+        played = [s["action"] for s in t.steps if s["type"] == "env_step"]
+        short = [s for s in t.steps if s["type"] == "env_short"]
+        assert t.score.passed and played[:2] == ["look around", "look around"], played
+        assert len(short) == 1, played  # the repeated look at least goes
+        (record,) = short
+        assert len(record["actions"]) == len(played) - record["detours_cut"] < len(played)
+        assert record["actions"][-1] == "take coin" and record["actions"][0] == "look around"
+        assert len(record["observations"]) == len(record["actions"])
+        assert episode_actions(t) == "\n".join(record["actions"])
+        shortened += record["detours_cut"] > 1  # more than the repeated look: a loop went
+    assert shortened >= 1
 
 
 def test_splits_come_from_the_games_own_folds() -> None:
