@@ -10,6 +10,7 @@ from typing import Any
 from skillgrad.errors import RunDirError
 from skillgrad.report.text import fmt, p_text
 from skillgrad.runs.provenance import describe
+from skillgrad.sweep.exploration import exploration_text
 from skillgrad.sweep.worker import COMPLETE
 
 SHOWN = ("val_best", "test_initial", "test_best", "test_gain", "skill_tokens", "calls", "cost_usd")
@@ -75,6 +76,9 @@ def render_sweep_text(summary: dict[str, Any]) -> str:
             listed = ", ".join(f"{w['item_id']} (seed {w['seed']})" for w in worse[:8])
             more = f", and {len(worse) - 8} more" if len(worse) > 8 else ""
             lines.append(f"test items the best skill made worse: {listed + more or 'none'}")
+        explored = exploration_text(c.get("exploration"))  # absent from older summaries
+        if explored:
+            lines.append(explored)
         unfinished = {k: v for k, v in (c.get("status") or {}).items() if v not in COMPLETE}
         if unfinished:
             lines.append("not finished: " + ", ".join(f"{k} ({v})" for k, v in unfinished.items()))

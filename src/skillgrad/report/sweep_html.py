@@ -25,6 +25,7 @@ from skillgrad.report.sweep import (
     transfer_rows,
 )
 from skillgrad.runs.io import atomic_write_bytes, atomic_write_text
+from skillgrad.sweep.exploration import exploration_text
 from skillgrad.sweep.transfer_matrix import load_transfer_summary
 
 
@@ -91,6 +92,7 @@ def render_sweep_html(
             interval_text=interval_text,
             paired_text=paired_text,
             params_label=params_label,
+            exploration_text=exploration_text,
         )
     )
 

@@ -30,6 +30,7 @@ from skillgrad.skill.document import skill_hash
 from skillgrad.stats import sign_flip_test, t_interval
 from skillgrad.sweep.arms import arm_records
 from skillgrad.sweep.attribution import repeated_edits
+from skillgrad.sweep.exploration import exploration_record, run_exploration
 from skillgrad.sweep.plan import SUMMARY_FILE, load_plan_record
 from skillgrad.sweep.worker import COMPLETE
 
@@ -182,6 +183,7 @@ def _config_summary(sweep_dir: Path, params: dict[str, Any], runs: list[dict[str
     made_worse: list[dict[str, Any]] = []
     finished_runs: list[tuple[int, Path]] = []  # for the edits accepted in several seeds
     runs_code: list[dict[str, Any] | None] = []  # None: a run that did not record its code
+    explored: list[dict[str, Any]] = []
     for job in runs:
         run_dir = sweep_dir / job["name"]
         summary = read_summary(run_dir)
@@ -190,6 +192,7 @@ def _config_summary(sweep_dir: Path, params: dict[str, Any], runs: list[dict[str
             continue
         seeds.append(job["seed"])
         finished_runs.append((job["seed"], run_dir))
+        explored.append(run_exploration(job["seed"], run_dir, summary))
         if (code := read_code(summary.get("code"))) not in runs_code:
             runs_code.append(code)
         for key, value in run_metrics(summary).items():
@@ -215,6 +218,7 @@ def _config_summary(sweep_dir: Path, params: dict[str, Any], runs: list[dict[str
         "paired_test": paired_record(diffs, missing, "test"),
         "repeated_edits": repeated_edits(finished_runs),
         "made_worse": made_worse,
+        "exploration": exploration_record(explored),
         "check_targets": {
             target: {m: metric_stats(v, m) for m, v in stats.items()}
             for target, stats in checks.items()

@@ -1,0 +1,82 @@
+"""What exploration found in each grid configuration of a sweep (``train.explore``).
+
+A learning curve does not say why a seed learned nothing. On Pecking Order with gold off, the
+seeds that stayed at zero were the splits where no exploration attempt solved a train episode
+(docs/results.md): the lower end of the interval was set by exploration, not by what the loop did
+with a success. So each configuration's summary counts, over its finished runs, the exploration
+attempts, the failed train items they were made at and those an attempt solved, which runs
+found no success at all, and how many best skills hold a self-found worked example (what the
+gate kept of it). Read from each run's ``history.json`` (``explore_*`` of its step records) and
+``summary.json`` (``examples``), so sweeps run before this existed are counted too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from skillgrad.runs.view import read_history
+from skillgrad.train.examples import SELF_FOUND
+
+
+def _holds_self_found(summary: dict[str, Any]) -> bool:
+    examples = summary.get("examples")
+    rows = examples.get("best_skill") if isinstance(examples, dict) else None
+    if not isinstance(rows, list):
+        return False
+    return any(isinstance(r, dict) and r.get("origin") == SELF_FOUND for r in rows)
+
+
+def run_exploration(seed: int, run_dir: Path, summary: dict[str, Any]) -> dict[str, Any]:
+    """One finished run: its exploration attempts, the failed train items they were made at
+    (summed over steps: an item failing at two steps counts twice), those an attempt solved,
+    and whether its best skill holds a self-found example. A damaged history is a
+    ``RunDirError`` naming the file."""
+    steps = [r for r in read_history(run_dir) if r.kind == "step"]
+    explored = [r for r in steps if r.explore_attempts > 0]
+    return {
+        "seed": seed,
+        "attempts": sum(r.explore_attempts for r in explored),
+        "items": sum(r.n_failures for r in explored),
+        "found": sum(r.explore_found for r in explored),
+        "self_found_in_best": _holds_self_found(summary),
+    }
+
+
+def exploration_record(runs: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
+    """The configuration's totals over its runs (``run_exploration`` rows); None when no run
+    made an attempt (exploration off, or no train item failed)."""
+    if not any(r["attempts"] for r in runs):
+        return None
+    return {
+        "attempts": sum(r["attempts"] for r in runs),
+        "items": sum(r["items"] for r in runs),
+        "found": sum(r["found"] for r in runs),
+        "runs": len(runs),
+        "seeds_without_a_find": [r["seed"] for r in runs if not r["found"]],
+        "best_skills_with_self_found": sum(bool(r["self_found_in_best"]) for r in runs),
+        "per_seed": list(runs),
+    }
+
+
+def exploration_text(record: Any) -> str | None:
+    """One line for the sweep report; None without a record, or with one whose counts are not
+    whole numbers (a summary is read as stored)."""
+    if not isinstance(record, dict):
+        return None
+    keys = ("attempts", "items", "found", "runs", "best_skills_with_self_found")
+    counts = {k: v for k in keys if type(v := record.get(k)) is int}
+    none = record.get("seeds_without_a_find")
+    if len(counts) < len(keys) or not isinstance(none, list):
+        return None
+    missed = f" (none found: seed {', '.join(map(str, none))})" if none else ""
+    return (
+        f"exploration: {counts['found']} of {counts['items']} failed train items solved in "
+        f"{counts['attempts']} attempts; runs with a success: "
+        f"{counts['runs'] - len(none)} of {counts['runs']}{missed}; best skills holding a "
+        f"self-found example: {counts['best_skills_with_self_found']}"
+    )
+
+
+__all__ = ["exploration_record", "exploration_text", "run_exploration"]

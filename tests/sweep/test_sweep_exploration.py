@@ -1,0 +1,109 @@
+"""A sweep says, per configuration, what exploration found (``sweep/exploration.py``): two real
+TinyEnv runs with the shipped fakes, one whose exploration solves both failed train episodes and
+one whose target never solves anything, read back through the sweep summary and its report."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from skillgrad.config import load_config
+from skillgrad.errors import RunDirError
+from skillgrad.report.sweep import render_sweep_text
+from skillgrad.session import run_training
+from skillgrad.sweep.exploration import exploration_text
+from skillgrad.sweep.summary import build_sweep_summary
+from skillgrad.testing import (
+    FunctionBackend,
+    optimizer_call_kind,
+    rules_reply,
+    system_text,
+    user_text,
+)
+from skillgrad.types import ChatRequest
+
+sys.path.insert(0, str(Path(__file__).parents[1]))
+from fakes_env import play
+
+
+def finder(request: ChatRequest) -> str:
+    """Solves TinyEnv's next task when the valid actions are listed (exploration) or its skill
+    shows a worked episode; else looks."""
+    user = user_text(request)
+    if "Valid actions:" in user:
+        listed = user.split("Valid actions:", 1)[1].strip().split(" | ")
+        return next((a for a in listed if a != "look"), "look")
+    if "Action: open" in system_text(request):
+        return play(user)
+    return "look"
+
+
+def optimizer(request: ChatRequest) -> Any:
+    assert optimizer_call_kind(request) in ("reflect", "deep_reflect", "contrast", "revise")
+    return rules_reply("Look around before you act.")
+
+
+def _run(sweep: Path, name: str, seed: int, player: Any) -> None:
+    options = {"env": "skillgrad.testing:TinyEnv", "n_train": 2, "n_val": 2, "n_test": 1,
+               "max_steps": 4, "use_gold": False, "seed": seed}  # fmt: skip
+    train = {"num_epochs": 1, "steps_per_epoch": 1, "batch_size": 2, "explore": "on",
+             "semantic_merge": False, "rank_with_optimizer": False, "use_slow_update": False,
+             "use_meta_skill": False, "gate_rule": "strict", "seed": seed}  # fmt: skip
+    env = {"task": "environment", "output_root": str(sweep), "run_name": name, "options": options}
+    cfg = load_config(data={"env": env, "train": train})
+    run_training(cfg, optimizer=FunctionBackend(optimizer), target=FunctionBackend(player))
+
+
+@pytest.fixture(scope="module")
+def sweep(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("sweep")
+    _run(folder, "seed0", 0, finder)
+    _run(folder, "seed1", 1, lambda r: "look")
+    jobs = [{"name": f"seed{i}", "params": {}, "seed": i, "overrides": []} for i in (0, 1)]
+    plan = {"sweep_id": "x", "seeds": [0, 1], "grid": [], "vary_split": True, "jobs": jobs}
+    (folder / "sweep.json").write_text(json.dumps(plan))
+    return folder
+
+
+def test_the_sweep_counts_what_exploration_found_and_what_the_best_skills_kept(
+    sweep: Path,
+) -> None:
+    (config,) = build_sweep_summary(sweep)["configs"]
+    record = config["exploration"]
+    history = [json.loads((sweep / f"seed{i}/history.json").read_text()) for i in (0, 1)]
+    attempts = [sum(r["explore_attempts"] for r in h) for h in history]
+    assert attempts[0] == 2 and attempts[1] >= 2  # both failed episodes explored, in each run
+    assert [r["found"] for r in record["per_seed"]] == [2, 0]
+    assert [r["self_found_in_best"] for r in record["per_seed"]] == [True, False]
+    assert record["attempts"] == sum(attempts) and record["items"] == 4
+    assert (record["found"], record["runs"], record["seeds_without_a_find"]) == (2, 2, [1])
+    assert record["best_skills_with_self_found"] == 1
+    text = render_sweep_text(build_sweep_summary(sweep))
+    assert (
+        f"exploration: 2 of 4 failed train items solved in {sum(attempts)} attempts; runs with "
+        "a success: 1 of 2 (none found: seed 1); best skills holding a self-found example: 1"
+    ) in text
+
+
+def test_a_damaged_history_is_a_located_error_and_a_damaged_record_prints_nothing(
+    sweep: Path, tmp_path: Path
+) -> None:
+    assert exploration_text(None) is None
+    assert exploration_text({"attempts": "2", "items": 4, "found": 2, "runs": 2}) is None
+    good = build_sweep_summary(sweep)["configs"][0]["exploration"]
+    assert exploration_text({**good, "found": True}) is None
+    assert exploration_text({**good, "seeds_without_a_find": "1"}) is None
+    copy = tmp_path / "copy"
+    (copy / "seed0").mkdir(parents=True)
+    for name in ("config.json", "summary.json", "sweep.json"):
+        source = sweep / ("seed0/" + name if name != "sweep.json" else name)
+        (copy / ("seed0/" + name if name != "sweep.json" else name)).write_bytes(
+            source.read_bytes()
+        )
+    (copy / "seed0/history.json").write_text('[{"step": "one"}]')
+    with pytest.raises(RunDirError, match=r"seed0/history\.json: entry 0"):
+        build_sweep_summary(copy)
