@@ -169,6 +169,12 @@ class EpisodeError:
         return out | ({"source": self.source} if self.source is not None else {})
 
 
+def short_path(records: Sequence[Any]) -> tuple[list[str], list[str]] | None:
+    """A passing episode's path without its detours (its ``EnvShort`` record's
+    ``path()``), when one is recorded whole; else None."""
+    return next((r.path() for r in records if isinstance(r, EnvShort)), None)
+
+
 EpisodeStep = EnvReset | EnvStep | EnvGold | EnvShort | EpisodeError
 _RECORDS: dict[str, type[EpisodeStep]] = {
     "env_reset": EnvReset,
@@ -433,7 +439,7 @@ def episode_view(
     if passed and len(_shown(runs, None)) < runs:  # the view cut some of its steps
         commands = _clip(" | ".join(s.action for s in played), LIST_CHARS)
         lines.append(f"Every command, in order: {commands}")
-    short = next((s.path() for s in records if isinstance(s, EnvShort)), None)
+    short = short_path(records)
     if passed and short is not None:
         commands = _clip(" | ".join(short[0]), LIST_CHARS)
         lines.append(f"The same without its detours (replayed, it still solves): {commands}")
@@ -471,4 +477,5 @@ __all__ = [
     "failing_step",
     "is_episode",
     "score_changes",
+    "short_path",
 ]

@@ -19,12 +19,12 @@ from skillgrad.tasks.episode import (
     MAX_DEMO_ACTIONS,
     EnvGold,
     EnvReset,
-    EnvShort,
     EnvStep,
     Vocabulary,
     episode_steps,
     episode_view,
     is_episode,
+    short_path,
 )
 from skillgrad.types import Trajectory
 
@@ -85,7 +85,7 @@ def episode_observations(t: Trajectory, n_actions: int) -> list[str] | None:
     if reset is None:
         return None
     if t.score.passed:
-        short = _short_path(records)
+        short = short_path(records)
         after = (
             short[1] if short else [str(s.observation) for s in records if isinstance(s, EnvStep)]
         )
@@ -98,11 +98,6 @@ def episode_observations(t: Trajectory, n_actions: int) -> list[str] | None:
     if len(after) != n_actions:
         return None
     return [str(reset.observation), *after[:-1]]
-
-
-def _short_path(records: Sequence[Any]) -> tuple[list[str], list[str]] | None:
-    """A passing episode's path without its detours (``EnvShort``), when recorded whole."""
-    return next((r.path() for r in records if isinstance(r, EnvShort)), None)
 
 
 def render_observed_episode(t: Trajectory, reply: str, limit: int) -> str:
@@ -128,7 +123,7 @@ def episode_actions(t: Trajectory) -> str | None:
     train episodes only); None when neither exists or the sequence is too long."""
     records = episode_steps(t.steps)
     if t.score.passed:
-        short = _short_path(records)
+        short = short_path(records)
         actions = short[0] if short else [str(s.action) for s in records if isinstance(s, EnvStep)]
     elif isinstance(t.reference, list) and all(isinstance(a, str) for a in t.reference):
         actions = list(t.reference)
