@@ -23,6 +23,18 @@ def play(observation: str) -> str:
     return "unlock door"
 
 
+def explorer(request: ChatRequest) -> str:
+    """Plays TinyEnv right when the valid actions are listed (exploration) or when its skill
+    shows a worked episode; else looks around (fails)."""
+    user = user_text(request)
+    if "Valid actions:" in user:
+        listed = user.split("Valid actions:", 1)[1].strip().split(" | ")
+        return next((a for a in listed if a != "look"), "look")
+    if "Action: open" in system_text(request):
+        return play(user)
+    return "look"
+
+
 def env_target_reply(request: ChatRequest) -> str:
     if "UPPERCASE" not in system_text(request) or "lowercase" in system_text(request):
         return "look"

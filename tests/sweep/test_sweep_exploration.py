@@ -21,25 +21,11 @@ from skillgrad.testing import (
     FunctionBackend,
     optimizer_call_kind,
     rules_reply,
-    system_text,
-    user_text,
 )
 from skillgrad.types import ChatRequest
 
 sys.path.insert(0, str(Path(__file__).parents[1]))
-from fakes_env import play
-
-
-def finder(request: ChatRequest) -> str:
-    """Solves TinyEnv's next task when the valid actions are listed (exploration) or its skill
-    shows a worked episode; else looks."""
-    user = user_text(request)
-    if "Valid actions:" in user:
-        listed = user.split("Valid actions:", 1)[1].strip().split(" | ")
-        return next((a for a in listed if a != "look"), "look")
-    if "Action: open" in system_text(request):
-        return play(user)
-    return "look"
+from fakes_env import explorer as finder
 
 
 def optimizer(request: ChatRequest) -> Any:

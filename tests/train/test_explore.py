@@ -31,7 +31,7 @@ from skillgrad.train.explore import exploration_seed
 from skillgrad.types import ChatRequest, Item, Message, Score, Trajectory
 
 sys.path.insert(0, str(Path(__file__).parents[1]))
-from fakes_env import play
+from fakes_env import explorer as env_player
 
 RETRY = "## Your previous attempt at this task"
 CONTRAST_RULE = "Open what is closed first, then take what is inside it, then use it."
@@ -52,18 +52,6 @@ class Recorder:
 
     def stages(self, pred: Callable[[ChatRequest], bool]) -> set[str]:
         return {stage for stage, r in self.calls if pred(r)}
-
-
-def env_player(request: ChatRequest) -> str:
-    """Plays TinyEnv right when the valid actions are listed, or when its skill shows a worked
-    episode; else looks around (fails)."""
-    user = user_text(request)
-    if "Valid actions:" in user:
-        listed = user.split("Valid actions:", 1)[1].strip().split(" | ")
-        return next((a for a in listed if a != "look"), "look")
-    if "Action: open" in system_text(request):
-        return play(user)
-    return "look"
 
 
 def optimizer_reply(request: ChatRequest) -> Any:
