@@ -13,9 +13,8 @@ import pytest
 
 from skillgrad.config import load_config
 from skillgrad.errors import RunDirError
-from skillgrad.report.sweep import render_sweep_text
+from skillgrad.report.sweep import exploration_text, render_sweep_text
 from skillgrad.session import run_training
-from skillgrad.sweep.exploration import exploration_text
 from skillgrad.sweep.summary import build_sweep_summary
 from skillgrad.testing import (
     FunctionBackend,

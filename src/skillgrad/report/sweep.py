@@ -10,7 +10,6 @@ from typing import Any
 from skillgrad.errors import RunDirError
 from skillgrad.report.text import fmt, p_text
 from skillgrad.runs.provenance import describe
-from skillgrad.sweep.exploration import exploration_text
 from skillgrad.sweep.worker import COMPLETE
 
 SHOWN = ("val_best", "test_initial", "test_best", "test_gain", "skill_tokens", "calls", "cost_usd")
@@ -84,6 +83,25 @@ def render_sweep_text(summary: dict[str, Any]) -> str:
             lines.append("not finished: " + ", ".join(f"{k} ({v})" for k, v in unfinished.items()))
     lines += arm_lines(s.get("arms") or [])
     return "\n".join(lines) + "\n"
+
+
+def exploration_text(record: Any) -> str | None:
+    """One line for the sweep report; None without a record, or with one whose counts are not
+    whole numbers (a summary is read as stored)."""
+    if not isinstance(record, dict):
+        return None
+    keys = ("attempts", "items", "found", "runs", "best_skills_with_self_found")
+    counts = {k: v for k in keys if type(v := record.get(k)) is int}
+    none = record.get("seeds_without_a_find")
+    if len(counts) < len(keys) or not isinstance(none, list):
+        return None
+    missed = f" (none found: seed {', '.join(map(str, none))})" if none else ""
+    return (
+        f"exploration: {counts['found']} of {counts['items']} failed train items solved in "
+        f"{counts['attempts']} attempts; runs with a success: "
+        f"{counts['runs'] - len(none)} of {counts['runs']}{missed}; best skills holding a "
+        f"self-found example: {counts['best_skills_with_self_found']}"
+    )
 
 
 def arm_lines(arms: list[dict[str, Any]]) -> list[str]:
@@ -177,6 +195,7 @@ def load_summary_or_fail(sweep_dir: Path) -> dict[str, Any]:
 __all__ = [
     "TRANSFER_COLUMNS",
     "arm_lines",
+    "exploration_text",
     "interval_text",
     "load_summary_or_fail",
     "paired_text",

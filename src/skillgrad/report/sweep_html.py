@@ -18,6 +18,7 @@ from skillgrad.report.plots import _png
 from skillgrad.report.sweep import (
     SHOWN,
     TRANSFER_COLUMNS,
+    exploration_text,
     interval_text,
     load_summary_or_fail,
     paired_text,
@@ -25,7 +26,6 @@ from skillgrad.report.sweep import (
     transfer_rows,
 )
 from skillgrad.runs.io import atomic_write_bytes, atomic_write_text
-from skillgrad.sweep.exploration import exploration_text
 from skillgrad.sweep.transfer_matrix import load_transfer_summary
 
 

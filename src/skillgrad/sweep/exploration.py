@@ -7,7 +7,8 @@ with a success. So each configuration's summary counts, over its finished runs, 
 attempts, the failed train items they were made at and those an attempt solved, which runs
 found no success at all, and how many best skills hold a self-found worked example (what the
 gate kept of it). Read from each run's ``history.json`` (``explore_*`` of its step records) and
-``summary.json`` (``examples``), so sweeps run before this existed are counted too.
+``summary.json`` (``examples``), so sweeps run before this existed are counted too; the report
+prints it as one line (``report/sweep.exploration_text``).
 """
 
 from __future__ import annotations
@@ -60,23 +61,4 @@ def exploration_record(runs: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
     }
 
 
-def exploration_text(record: Any) -> str | None:
-    """One line for the sweep report; None without a record, or with one whose counts are not
-    whole numbers (a summary is read as stored)."""
-    if not isinstance(record, dict):
-        return None
-    keys = ("attempts", "items", "found", "runs", "best_skills_with_self_found")
-    counts = {k: v for k in keys if type(v := record.get(k)) is int}
-    none = record.get("seeds_without_a_find")
-    if len(counts) < len(keys) or not isinstance(none, list):
-        return None
-    missed = f" (none found: seed {', '.join(map(str, none))})" if none else ""
-    return (
-        f"exploration: {counts['found']} of {counts['items']} failed train items solved in "
-        f"{counts['attempts']} attempts; runs with a success: "
-        f"{counts['runs'] - len(none)} of {counts['runs']}{missed}; best skills holding a "
-        f"self-found example: {counts['best_skills_with_self_found']}"
-    )
-
-
-__all__ = ["exploration_record", "exploration_text", "run_exploration"]
+__all__ = ["exploration_record", "run_exploration"]
