@@ -25,6 +25,7 @@ from skillgrad.tasks.environment import (
     parse_action,
     shortcuts,
 )
+from skillgrad.tasks.episode import env_steps, episode_steps, peak_route
 from skillgrad.tasks.episode_view import episode_actions, render_observed_episode
 from skillgrad.tasks.views import view_of
 from skillgrad.testing import FunctionBackend, user_text
@@ -523,3 +524,92 @@ def test_a_gold_sequence_that_does_not_solve_or_breaks_on_replay_leaves_the_epis
         assert t.infra_error is None and t.error is None, t.error
         assert t.score.feedback.startswith("step limit reached after 1 steps")
         assert not any(x["type"] == "env_gold" for x in t.steps)
+
+
+_LADDER = (
+    "ROOMS = ['hall', 'cellar', 'attic', 'roof']\n"
+    "class Ladder:\n"
+    "    # each room further east scores a quarter; the coin on the roof wins; west goes back\n"
+    "    def reset(self, *, seed=None, options=None):\n"
+    "        self.at, self.done = 0, False\n"
+    "        return 'In the hall.', self.info()\n"
+    "    def info(self):\n"
+    "        return {'valid_actions': ['east', 'west', 'look', 'take coin'],\n"
+    "                'score': 1.0 if self.done else self.at / 4, 'success': self.done}\n"
+    "    def step(self, action):\n"
+    "        if action not in ('east', 'west', 'look', 'take coin'):\n"
+    "            return 'You cannot.', 0.0, False, False, {**self.info(), 'invalid_action': 'no'}\n"
+    "        if action == 'east': self.at = min(3, self.at + 1)\n"
+    "        if action == 'west': self.at = max(0, self.at - 1)\n"
+    "        if action == 'take coin' and self.at == 3: self.done = True\n"
+    "        obs = 'You win.' if self.done else 'In the %s.' % ROOMS[self.at]\n"
+    "        return obs, 0.0, self.done, False, self.info()\n"
+)
+
+
+def test_an_unsolved_exploration_attempt_records_its_shorter_route_to_its_highest_score(
+    tmp_path: Path,
+) -> None:
+    """An exploration attempt that climbed and fell back is replayed up to its highest score
+    without the command the environment refused and without its detours; the shortest that
+    still reaches that score is recorded for a resumed attempt to replay. The task's own
+    episodes (not exploring), a val episode and an attempt that never scored record none."""
+    (tmp_path / "ladder.py").write_text(_LADDER, encoding="utf-8")
+    sizes = {"n_train": 1, "n_val": 1, "n_test": 1, "max_steps": 9, "use_gold": False}
+    task = load_task("environment", {"env": "ladder.py:Ladder", **sizes}, base_dir=tmp_path)
+    assert isinstance(task, EnvironmentTask)
+
+    def scripted(*commands: str) -> object:
+        replies = iter(commands)
+        return lambda request: next(replies)
+
+    walk = ["look", "east", "dance", "west", "east", "east", "look", "west", "west"]
+    (climbed,) = asyncio.run(play_all(task.exploration_task(), "train", scripted(*walk)))
+    assert not climbed.score.passed and climbed.score.value == 0.0
+    (route,) = [x for x in climbed.steps if x["type"] == "env_route"]
+    assert route == {
+        "type": "env_route", "actions": ["look", "east", "east"], "score": 0.5, "detours_cut": 3,
+    }  # fmt: skip
+    assert peak_route(episode_steps(climbed.steps)) == ["look", "east", "east"]
+    # the search that first got there, without the refused command only, when no detour is cut
+    straight = ["east", "dance", "east", "west", "west"] + ["look"] * 4
+    (refused,) = asyncio.run(play_all(task.exploration_task(), "train", scripted(*straight)))
+    assert peak_route(episode_steps(refused.steps)) == ["east", "east"]
+    for split, play_task, commands in (
+        ("train", task, walk),  # the task's own episode: no exploration, no route
+        ("val", task.exploration_task(), walk),
+        ("train", task.exploration_task(), ["west", "look"] * 4 + ["west"]),  # never scored
+    ):
+        (t,) = asyncio.run(play_all(play_task, split, scripted(*commands)))
+        assert not any(x["type"] == "env_route" for x in t.steps), (split, commands)
+    for damaged in (
+        {"type": "env_route", "actions": "east", "score": 0.5},
+        {"type": "env_route", "actions": [], "score": 0.5},
+        {"type": "env_route", "actions": ["east", 3]},
+        {"type": "env_route"},
+    ):
+        assert peak_route(episode_steps([damaged])) is None
+
+
+def test_a_resumed_attempts_replayed_turns_go_without_the_list_of_actions(
+    tmp_path: Path,
+) -> None:
+    """An exploration attempt that replays 2 commands shows the valid actions from the turn
+    the target takes over; the replayed turns show only the observations."""
+    (tmp_path / "ladder.py").write_text(_LADDER, encoding="utf-8")
+    sizes = {"n_train": 1, "n_val": 1, "n_test": 1, "max_steps": 2, "use_gold": False}
+    task = load_task("environment", {"env": "ladder.py:Ladder", **sizes}, base_dir=tmp_path)
+    assert isinstance(task, EnvironmentTask)
+    seen: list[ChatRequest] = []
+
+    def player(request: ChatRequest) -> str:
+        seen.append(request)
+        return "east"
+
+    (t,) = asyncio.run(play_all(task.exploration_task(replayed=2), "train", player))
+    assert len(seen) == 4 and len(env_steps(t.steps)) == 4  # 2 replayed + max_steps of its own
+    users = [m.content for m in seen[-1].messages if m.role == "user"]
+    assert ["Valid actions:" in u for u in users] == [False, False, True, True]
+    assert "In the hall." in users[0] and "In the cellar." in users[1]
+    (listed,) = asyncio.run(play_all(task.exploration_task(), "train", player))
+    assert all("Valid actions:" in m.content for m in listed.messages if m.role == "user")

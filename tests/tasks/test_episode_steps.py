@@ -30,7 +30,7 @@ from skillgrad.tasks.episode import (
 ROOT = Path(__file__).resolve().parents[2]
 TINY = json.loads((ROOT / "tests/fixtures/episode_views/tinyenv.json").read_text())
 STEP_KINDS = ("env_reset", "env_step", "env_gold")  # the kinds the fixtures hold
-LATER_STEP_KINDS = ("env_short",)  # written by code newer than the fixtures
+LATER_STEP_KINDS = ("env_short", "env_route")  # written by code newer than the fixtures
 ROLLOUT_STEP_KINDS = ("agent_exit", "tool_call")  # an agent-harness rollout's, a tool call's
 STEP_KEYS = ("type", "action")  # the keys a step's kind is sniffed by
 
@@ -50,6 +50,7 @@ WRITTEN: list[dict[str, Any]] = [
     {"type": "env_gold", "observations": []},
     {"type": "env_short", "actions": ["east", "take coin"], "observations": ["a", "b"],
      "detours_cut": 2},
+    {"type": "env_route", "actions": ["east", "east"], "score": 0.5, "detours_cut": 3},
     {"type": "error", "reason": "the process died", "source": "environment"},
     {"type": "error", "reason": "ModelError: down"},
 ]  # fmt: skip

@@ -4,6 +4,7 @@ shipped fakes. What each fake model received is read back per ledger stage."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import sys
 from collections.abc import Callable
@@ -619,7 +620,7 @@ def test_the_resume_point_is_where_an_attempts_score_first_reached_the_highest_p
     fell back to 0; ``up_to_peak`` cuts its steps there); nothing when no attempt made
     progress or for a reply without steps; a stored score that is no finite number (a
     malformed cache) is no peak and raises nothing."""
-    from skillgrad.tasks.episode import EnvStep
+    from skillgrad.tasks.episode import EnvRoute, EnvStep
     from skillgrad.train.explore import progress_commands, resume_point, up_to_peak
 
     def episode(scores: list[float], tag: str) -> Trajectory:
@@ -646,6 +647,14 @@ def test_the_resume_point_is_where_an_attempts_score_first_reached_the_highest_p
     assert up_to_peak(episode([0, 0], "e")).steps == episode([0, 0], "e").steps
     hostile = episode([0.25, "0.9", float("nan"), True, 0.5], "g")  # type: ignore[list-item]
     assert progress_commands(hostile) == ["g1", "g2", "g3", "g4", "g5"]  # a cache read as it is
+    # an environment's recorded route there (replayed without detours) is what is replayed;
+    # a damaged one is ignored
+    route = EnvRoute(actions=["f1", "f3"], score=0.75, detours_cut=1).to_json()
+    routed = dataclasses.replace(lost, steps=(*lost.steps, route))
+    assert resume_point([rose_twice, routed]) == ["f1", "f3"]
+    assert progress_commands(routed) == ["f1", "f2", "f3"]  # what was played stays as played
+    damaged = dataclasses.replace(lost, steps=(*lost.steps, {**route, "actions": "f1 f3"}))
+    assert resume_point([damaged]) == ["f1", "f2", "f3"]
 
 
 def test_exploration_never_runs_on_a_val_or_test_item() -> None:

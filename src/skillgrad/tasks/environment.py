@@ -48,6 +48,7 @@ from skillgrad.tasks.episode import (
     MAX_DEMO_ACTIONS,
     EnvGold,
     EnvReset,
+    EnvRoute,
     EnvShort,
     EnvStep,
     EpisodeError,
@@ -139,6 +140,8 @@ class EnvironmentTask:
         self.base_dir = str(base_dir) if base_dir is not None else None
         self.pass_env = tuple(pass_env)
         self.use_gold = use_gold
+        self.replayed = 0  # an exploration attempt's first turns, replayed: no list of actions
+        self.exploring = False  # the exploration variant: an unsolved episode records its route
         self._pool: EnvPool | None = None
         self._seeds: dict[str, list[int]] = {}
 
@@ -214,10 +217,15 @@ class EnvironmentTask:
         """The task train-time exploration plays (``train/explore.py``): the same episodes
         with the valid actions listed each turn, on the same environment processes; an attempt
         that first replays ``replayed`` earlier commands (``train.explore_resume``) has as many
-        more steps, so the target still gets ``max_steps`` turns of its own."""
+        more steps, so the target still gets ``max_steps`` turns of its own, and the turns it
+        replays go without their list of actions (the target reads its own commands there, and
+        a list per turn took a quarter of the context window: measured on Pecking Order, every
+        resumed attempt ran out of context 2 to 3 turns after its replay). An unsolved train
+        episode of this variant records its way to its highest score (``shorten_route``)."""
         listed = copy.copy(self)
         listed.actions = "listed"
         listed.max_steps = self.max_steps + replayed
+        listed.replayed, listed.exploring = replayed, True
         listed._pool = self.pool  # one pool: the session closes it once
         return listed
 
@@ -285,7 +293,7 @@ class _Episode:
             valid_actions=self.info.get("valid_actions"),
         )
         self.steps.append(reset.to_json())
-        self.messages.append(Message("user", _turn(first["obs"], self.info, task.actions, True)))
+        self.messages.append(Message("user", _turn(first["obs"], self.info, self.mode(0), True)))
         for number in range(1, task.max_steps + 1):
             request = ChatRequest(
                 tuple(self.messages), temperature=task.temperature, max_tokens=task.max_tokens
@@ -306,7 +314,14 @@ class _Episode:
             await self.replay_gold(process, data)
         elif self.solved() and self.failed is None and self.train:
             await self.shorten_pass(process, data)
+        if task.exploring and not self.solved() and self.failed is None and self.train:
+            await self.shorten_route(process, data)
         return self.trajectory()
+
+    def mode(self, played: int) -> str:
+        """How the turn after ``played`` steps shows the commands: a replayed turn
+        (``EnvironmentTask.replayed``) without their list."""
+        return "free" if played < self.task.replayed else self.task.actions
 
     @property
     def train(self) -> bool:
@@ -364,6 +379,32 @@ class _Episode:
                 ).to_json()
             )
 
+    async def shorten_route(self, process: EnvChannel, data: dict[str, Any]) -> None:
+        """An unsolved TRAIN exploration attempt that raised its score is replayed up to its
+        highest score without the commands the environment refused, then also without its
+        detours (``shortcuts``); the shortest that still reaches that score is recorded
+        (``env_route``), and an attempt resumed from here replays it (``train/explore.py``)."""
+        played = env_steps(self.steps)
+        top = max((s.progress for s in played if s.progress is not None), default=0.0)
+        if top <= 0:
+            return
+        upto = played[: next(i for i, s in enumerate(played) if s.progress == top) + 1]
+        kept = [s for s in upto if s.valid is not False]
+        if len(upto) > MAX_DEMO_ACTIONS or not kept:
+            return
+        actions = [s.action for s in kept]
+        tries = shortcuts(actions, [str(s.observation) for s in kept], self.start)
+        if len(kept) < len(upto):
+            tries.append(actions)
+        try:
+            for route in tries:
+                if (await self._replay(process, data, route))[1] >= top - 1e-9:
+                    cut = len(upto) - len(route)
+                    self.steps.append(EnvRoute(route, top, cut).to_json())
+                    return
+        except (EnvFailure, EnvStepFailure):  # the episode stands; its process is not reused
+            self.replay_broke = True
+
     async def _shortest(
         self, process: EnvChannel, data: dict[str, Any], actions: list[str], seen: list[str]
     ) -> tuple[list[str], list[str]] | None:
@@ -381,6 +422,14 @@ class _Episode:
     ) -> list[str] | None:
         """The reset observation and the answer to each of ``actions`` played from the episode's
         reset; None when they do not solve it."""
+        seen, _, solved = await self._replay(process, data, actions)
+        return seen if solved else None
+
+    async def _replay(
+        self, process: EnvChannel, data: dict[str, Any], actions: Sequence[str]
+    ) -> tuple[list[str], float, bool]:
+        """``actions`` played from the episode's reset: the reset observation and the answer to
+        each, the score they reach and whether they solve it."""
         seen = [str((await self.task.call_env(process, reset_message(data))).get("obs", ""))]
         info: dict[str, Any] = {}
         reward = 0.0
@@ -388,7 +437,8 @@ class _Episode:
             out = await self.task.call_env(process, {"op": "step", "action": action})
             seen.append(str(out.get("obs", "")))
             info, reward = out.get("info") or {}, reward + float(out.get("reward") or 0.0)
-        return seen if outcome(info, reward, self.task.max_reward)[1] else None
+        value, solved = outcome(info, reward, self.task.max_reward)
+        return seen, value, solved
 
     async def act(self, process: EnvChannel, number: int, reply: str) -> bool:
         """Play one reply; True when the episode is over."""
@@ -427,7 +477,7 @@ class _Episode:
         if out.get("terminated") or out.get("truncated"):
             self.end = "terminated" if out.get("terminated") else "truncated"
             return True
-        turn = _turn(out["obs"], self.info, self.task.actions, False)
+        turn = _turn(out["obs"], self.info, self.mode(number), False)
         self.messages.append(Message("user", turn))
         return False
 

@@ -1,19 +1,18 @@
 """An environment episode's steps as typed records, and what the episode says in words.
 
-The rollout (``tasks/environment.py``) builds ``EnvReset``, ``EnvStep``, ``EnvGold``, ``EnvShort``
-and ``EpisodeError`` records, each tagged with its ``kind`` (the ``type`` of its JSON dict), and
-stores their ``to_json()`` in ``Trajectory.steps``; ``episode_steps`` reads them back (old run
-directories included). ``episode_feedback`` sums an episode up (solved, or how it ended, its
-score, actions the environment did not accept, repeated actions; for an unsolved one
+The rollout (``tasks/environment.py``) builds ``EnvReset``, ``EnvStep``, ``EnvGold``, ``EnvShort``,
+``EnvRoute`` and ``EpisodeError`` records, each tagged with its ``kind`` (the ``type`` of its JSON
+dict), and stores their ``to_json()`` in ``Trajectory.steps``; ``episode_steps`` reads them back
+(old run directories included). ``episode_feedback`` sums an episode up (solved, or how it ended,
+its score, actions the environment did not accept, repeated actions; for an unsolved one
 ``episode_trail`` adds a stretch that went back and forth between two actions and where its score
-moved). ``episode_view`` is the compact
-rendering the optimizer reads: the task, the first observation whole (a board game's board), the
-first steps and the steps around where it went wrong, the commands the environment accepted there
-(also in free mode, where the target never saw them), the gold action sequence of a train
-episode, the result. Long episodes are cut, and the cut is said, so the optimizer never mistakes
-a cut for the agent's behaviour; a passing episode whose steps were cut also lists every command
-in order (its procedure is what a rule would teach: a contrast call once read "…[7 steps cut]…"
-where the passing attempt's read-then-act loop was).
+moved). ``episode_view`` is the compact rendering the optimizer reads: the task, the first
+observation whole (a board game's board), the first steps and the steps around where it went wrong,
+the commands the environment accepted there (also in free mode, where the target never saw them),
+the gold action sequence of a train episode, the result. Long episodes are cut, and the cut is
+said, so the optimizer never mistakes a cut for the agent's behaviour; a passing episode whose
+steps were cut also lists every command in order (its procedure is what a rule would teach: a
+contrast call once read "…[7 steps cut]…" where the passing attempt's read-then-act loop was).
 """
 
 from __future__ import annotations
@@ -157,6 +156,36 @@ class EnvShort:
 
 
 @dataclass(frozen=True)
+class EnvRoute:
+    """An unsolved train exploration attempt's way to its highest score, replayed from the
+    same reset without its detours and refused commands: the commands kept and the score they
+    reach (``score``). A resumed attempt (``train.explore_resume``) replays this instead of
+    the search that first got there, and has that much more of the target's context window
+    left for its own turns."""
+
+    actions: list[str] | None = None
+    score: float | None = None
+    detours_cut: int | None = None
+    kind: Literal["env_route"] = "env_route"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "type": self.kind,
+            "actions": self.actions,
+            "score": self.score,
+            "detours_cut": self.detours_cut,
+        }
+
+    def commands(self) -> list[str] | None:
+        """The commands, when the record holds a non-empty list of text (a run directory's
+        steps are read as stored), else None."""
+        acts = self.actions
+        if not isinstance(acts, list) or not acts or not all(isinstance(a, str) for a in acts):
+            return None
+        return list(acts)
+
+
+@dataclass(frozen=True)
 class EpisodeError:
     """Why an episode could not go on (``source``: what failed, e.g. the environment)."""
 
@@ -175,12 +204,19 @@ def short_path(records: Sequence[Any]) -> tuple[list[str], list[str]] | None:
     return next((r.path() for r in records if isinstance(r, EnvShort)), None)
 
 
-EpisodeStep = EnvReset | EnvStep | EnvGold | EnvShort | EpisodeError
+def peak_route(records: Sequence[Any]) -> list[str] | None:
+    """An unsolved episode's shorter way to its highest score (its ``EnvRoute`` record's
+    ``commands()``), when one is recorded whole; else None."""
+    return next((r.commands() for r in records if isinstance(r, EnvRoute)), None)
+
+
+EpisodeStep = EnvReset | EnvStep | EnvGold | EnvShort | EnvRoute | EpisodeError
 _RECORDS: dict[str, type[EpisodeStep]] = {
     "env_reset": EnvReset,
     "env_step": EnvStep,
     "env_gold": EnvGold,
     "env_short": EnvShort,
+    "env_route": EnvRoute,
     "error": EpisodeError,
 }
 
@@ -463,6 +499,7 @@ __all__ = [
     "MAX_DEMO_ACTIONS",
     "EnvGold",
     "EnvReset",
+    "EnvRoute",
     "EnvShort",
     "EnvStep",
     "EpisodeError",
@@ -476,6 +513,7 @@ __all__ = [
     "episode_view",
     "failing_step",
     "is_episode",
+    "peak_route",
     "score_changes",
     "short_path",
 ]

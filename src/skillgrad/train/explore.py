@@ -13,7 +13,8 @@ on Pecking Order with 4 attempts, 11 of one run's 24 retries repeated an earlier
 for command, and that run found nothing to learn from. With ``train.explore_resume`` on, an
 attempt after one that made progress without passing starts where the highest score any
 earlier attempt reached was first reached: its commands up to there are played again without a
-model call (``ResumeBackend``; the target reads them as its own turns) and the target goes on
+model call (``ResumeBackend``; the target reads them as its own turns; an environment replays
+the attempt's shorter route there when it recorded one, ``env_route``) and the target goes on
 from that state (Go-Explore's return-then-explore, on the target's own commands: a pass is
 still entirely the target's doing). A passing attempt is offered as a worked example
 (``train/examples.py``) and shown to the optimizer beside the failed one
@@ -33,7 +34,7 @@ from skillgrad.models.base import ModelBackend
 from skillgrad.prompts import render_prompt
 from skillgrad.skill.package import is_package_text
 from skillgrad.tasks.base import task_abilities
-from skillgrad.tasks.episode import env_steps
+from skillgrad.tasks.episode import env_steps, episode_steps, peak_route
 from skillgrad.tasks.views import view_of
 from skillgrad.train.context import RunContext
 from skillgrad.train.rollout import SampledBackend, rollout_item
@@ -267,12 +268,15 @@ def up_to_peak(t: Trajectory) -> Trajectory:
 
 
 def resume_point(failed: Sequence[Trajectory]) -> list[str]:
-    """The commands a resumed attempt replays: those of the failed attempt whose score reached
-    the highest peak (the latest of equals), up to that peak; [] when none made progress."""
+    """The commands a resumed attempt replays to return to the highest peak any failed attempt
+    reached (the latest of equals): that attempt's recorded route there without its detours
+    and refused commands (``env_route``, checked by replay when it was recorded), else its
+    commands up to that peak; [] when none made progress."""
     top = max((peak(t) for t in failed), default=0.0)
     if top <= 0:
         return []
-    return progress_commands([t for t in failed if peak(t) == top][-1])
+    best = [t for t in failed if peak(t) == top][-1]
+    return peak_route(episode_steps(best.steps)) or progress_commands(best)
 
 
 class ResumeBackend:
