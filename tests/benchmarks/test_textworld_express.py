@@ -27,6 +27,7 @@ from skillgrad.errors import ConfigError
 from skillgrad.tasks.env_pool import EnvProcess, EnvSpec
 from skillgrad.tasks.episode_view import episode_actions
 from skillgrad.testing import FunctionBackend, user_text
+from skillgrad.train.explore import resume_point
 from skillgrad.types import ChatRequest, Trajectory
 
 pytest.importorskip("textworld_express", reason="install with: pip install 'skillgrad[env]'")
@@ -127,6 +128,45 @@ def test_a_searchs_pass_is_replayed_on_the_real_game_without_its_detours() -> No
         assert episode_actions(t) == "\n".join(record["actions"])
         shortened += record["detours_cut"] > 1  # more than the repeated look: a loop went
     assert shortened >= 1
+
+
+def book_reader(request: ChatRequest) -> str:
+    """Pecking Order: looks around, tries a command the game refuses, then reads the book and
+    does the task it names twice (looking around between), then only looks around: an attempt
+    that climbs to 0.50 and stops there unsolved."""
+    turn = sum(m.role == "assistant" for m in request.messages)
+    said = [m.content for m in request.messages if m.role == "user"][-1]
+    done = sum(m.content.startswith("take ") for m in request.messages if m.role == "assistant")
+    task = re.search(r"current task is to (\w+) the (.+?)\.", said)
+    if turn < 2:
+        return ("look around", "dance")[turn]
+    if task and task.group(1) == "take" and done < 2:
+        return f"take {task.group(2)}"
+    return "read instructions book" if done < 2 and "current task" not in said else "look around"
+
+
+def test_an_unsolved_attempts_route_to_its_highest_score_is_replayed_on_the_real_game() -> None:
+    """Pecking Order, exploration's variant (actions listed), gold off: an attempt that reached
+    0.50 through a refused command records its route there without it, checked by the real
+    game; a resumed attempt replays that route."""
+    task = TextWorldExpressTask(game="peckingorder", n_train=2, n_val=1, n_test=1, max_steps=12,
+                                use_gold=False).exploration_task()  # fmt: skip
+
+    async def run() -> list[Trajectory]:
+        items = task.load_split("train")
+        return [await task.rollout(i, "", FunctionBackend(book_reader)) for i in items]
+
+    try:
+        trajs = asyncio.run(run())
+    finally:
+        task.close()
+    for t in trajs:
+        played = [s["action"] for s in t.steps if s["type"] == "env_step"]
+        (route,) = [s for s in t.steps if s["type"] == "env_route"]
+        assert not t.score.passed and route["score"] == 0.5, (played, t.score)
+        assert "dance" in played and "dance" not in route["actions"]
+        assert route["actions"][-1].startswith("take ") and route["detours_cut"] >= 1
+        assert resume_point([t]) == route["actions"]
 
 
 def test_splits_come_from_the_games_own_folds() -> None:
