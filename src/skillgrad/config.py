@@ -219,10 +219,11 @@ class TrainConfig(_Section):
         "off",
         description="with train.explore on, an environment episode's later attempt starts where "
         "the highest score an earlier failed attempt reached was first reached (a lost game may "
-        "fall back to 0 after it): its commands up to there are replayed without a model call "
-        "and the target goes on from that state (train/explore.py); an attempt that raises the "
-        "item's highest score earns one more attempt, up to twice train.explore_attempts. Off "
-        "by default: not yet shown to help in a sweep",
+        "fall back to 0 after it): its route there (its commands up to there without the "
+        "refused ones and its detours, checked by the environment) is replayed without a model "
+        "call and the target goes on from that state (train/explore.py); an attempt that "
+        "raises the item's highest score earns one more attempt, up to twice "
+        "train.explore_attempts. Off by default: not yet shown to help in a sweep",
     )
     explore_attempts: int = Field(
         2,
