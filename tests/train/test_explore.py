@@ -614,6 +614,101 @@ def _turns(request: ChatRequest) -> int:
     return sum(m.role == "assistant" for m in request.messages)
 
 
+_FORK = (
+    "class Fork:\n"
+    "    # go, then right at the fork, then finish; left at the fork loses the point and the game\n"
+    "    def reset(self, *, seed=None, options=None):\n"
+    "        self.done, self.lost = [], False\n"
+    "        return 'A path.', self.info()\n"
+    "    def info(self):\n"
+    "        valid = {0: ['go'], 1: ['left', 'right'], 2: ['finish']}.get(len(self.done), [])\n"
+    "        score = 0.0 if self.lost else len(self.done) / 3\n"
+    "        return {'valid_actions': valid, 'score': score, 'success': len(self.done) == 3,\n"
+    "                'task': 'Reach the end.'}\n"
+    "    def step(self, action):\n"
+    "        want = ['go', 'right', 'finish'][len(self.done)]\n"
+    "        if action == 'left' and len(self.done) == 1:\n"
+    "            self.lost = True\n"
+    "            return 'You fall.', 0.0, True, False, self.info()\n"
+    "        if action == want:\n"
+    "            self.done.append(action)\n"
+    "        return 'Step %d.' % len(self.done), 0.0, len(self.done) == 3, False, self.info()\n"
+)
+
+
+@pytest.mark.parametrize("resume", ["on", "off"])
+def test_a_command_that_lost_points_after_the_same_commands_is_drawn_again(
+    tmp_path: Path, resume: str
+) -> None:
+    """With ``train.explore_resume``: the target's first draw at the fork is always the losing
+    ``left`` (every attempt's own seed), its draw with another seed ``right``. The first
+    attempt loses at the fork; the second, resumed after ``go``, draws ``left`` again, which
+    an earlier attempt lost points with after the same commands, so it is drawn again, and
+    passes. Off: both attempts lose at the fork."""
+    (tmp_path / "fork.py").write_text(_FORK, encoding="utf-8")
+    cfg = _env_cfg(tmp_path, use_gold=False, explore="on")
+    cfg.env.options["env"] = "fork.py:Fork"
+    cfg.base_dir = str(tmp_path)
+    cfg.train.explore_resume, cfg.train.explore_attempts = resume, 2
+    went_left: set[int | None] = set()
+
+    def player(request: ChatRequest) -> str:
+        user = user_text(request)
+        if "Valid actions:" not in user:
+            return "wait"
+        listed = user.split("Valid actions:", 1)[1].strip().split(" | ")
+        if listed != ["left", "right"]:
+            return listed[0]
+        if request.seed is not None and request.seed - 1 in went_left:  # drawn again
+            return "right"
+        went_left.add(request.seed)
+        return "left"
+
+    target = Recorder(player)
+    result = run_training(cfg, optimizer=FunctionBackend(optimizer_reply), target=target.backend)
+    rows = read_jsonl(result.run_dir / "steps/step_0001/exploration.jsonl")
+    assert len({r["item_id"] for r in rows}) == 2
+    for item in {r["item_id"] for r in rows}:
+        tried = [r for r in rows if r["item_id"] == item]
+        if resume == "off":
+            assert [r["passed"] for r in tried] == [False, False]
+            assert [r["redrawn"] for r in tried] == [0, 0]
+            continue
+        assert [r["passed"] for r in tried] == [False, True]
+        assert [r["resumed"] for r in tried] == [0, 1] and [r["redrawn"] for r in tried] == [0, 1]
+        assert _commands(tried[1]) == ["go", "right", "finish"]
+    events = read_jsonl(result.run_dir / "events.jsonl")
+    pre = next(e for e in events if e["event"] == "preflight")
+    assert pre["calls"]["target"] >= result.summary["usage"]["target"]["calls"] > 0
+
+
+def test_known_losses_are_keyed_by_the_commands_before_them_and_by_the_route() -> None:
+    """``known_losses``: each command after which an attempt's score fell, keyed by the
+    commands before it (case, spacing and a final period aside); a loss right after the peak
+    also under the attempt's recorded route there. A damaged score is no loss."""
+    from skillgrad.tasks.episode import EnvRoute, EnvStep
+    from skillgrad.train.explore import known_losses
+
+    def episode(moves: list[tuple[str, Any]], route: list[str] | None = None) -> Trajectory:
+        steps = [EnvStep(step=i + 1, action=a, score=v).to_json() for i, (a, v) in enumerate(moves)]
+        if route is not None:
+            steps.append(EnvRoute(actions=route, score=0.5).to_json())
+        return Trajectory("a", "h", (Message("user", "x"),), "", Score(0.0, False, "no"),
+                          steps=tuple(steps))  # fmt: skip
+
+    looked = episode([("Look", 0.0), ("take A", 0.25), ("look", 0.25), ("take B", 0.5),
+                      ("Take  C.", 0.0)], route=["take A", "take B"])  # fmt: skip
+    assert known_losses([looked]) == {
+        ("look", "take a", "look", "take b"): {"take c"},
+        ("take a", "take b"): {"take c"},
+    }
+    twice = episode([("take A", 0.25), ("take D", 0.0), ("take A", 0.25), ("take E", 0.0)])
+    assert known_losses([twice]) == {("take a",): {"take d"}, ("take a", "take d", "take a"):
+                                     {"take e"}}  # fmt: skip
+    assert known_losses([episode([("x", "0.5"), ("y", float("nan")), ("z", 0.0)])]) == {}
+    assert known_losses([]) == {}
+
+
 def test_the_resume_point_is_where_an_attempts_score_first_reached_the_highest_peak() -> None:
     """``resume_point``: the failed attempt whose score reached the highest peak (the latest
     of equals), cut where it first reached it, also when the game was lost after it (the score

@@ -383,6 +383,18 @@ def _start(observation: Any) -> list[str]:
     return ["Start:", *(f"  {r}" if r else "" for r in kept)]
 
 
+def score_falls(played: Sequence[EnvStep]) -> list[int]:
+    """Indices of the actions after which the episode's score fell (a stored score that is no
+    finite number is skipped)."""
+    out, before = [], 0.0
+    for i, s in enumerate(played):
+        score = s.progress
+        if score is not None and score < before:
+            out.append(i)
+        before = before if score is None else score
+    return out
+
+
 def failing_step(played: Sequence[EnvStep]) -> int | None:
     """Index of where the episode went wrong: the first action the environment did not accept
     (or failed on), else the first action after which its score fell (the environment's own
@@ -391,12 +403,9 @@ def failing_step(played: Sequence[EnvStep]) -> int | None:
     for i, s in enumerate(played):
         if s.valid is False or s.env_error:
             return i
-    before = 0.0
-    for i, s in enumerate(played):
-        score = s.progress
-        if score is not None and score < before:
-            return i
-        before = before if score is None else score
+    fell = score_falls(played)
+    if fell:
+        return fell[0]
     for i in range(1, len(played)):
         same = played[i].action.lower() == played[i - 1].action.lower()
         if same and played[i].observation == played[i - 1].observation:
@@ -515,5 +524,6 @@ __all__ = [
     "is_episode",
     "peak_route",
     "score_changes",
+    "score_falls",
     "short_path",
 ]

@@ -1,24 +1,27 @@
 """Explore (``train.explore: on``): the target tries the step's failed TRAIN items again.
 
-Each failed train item of the batch gets up to ``train.explore_attempts`` attempts, stopping at
-the first pass, with what a trainer may use at train time and never at val/test: its own
-sampling seed per attempt at ``train.explore_temperature`` (past the call cache), the task's
-exploration variant (``Task.exploration_task``: an environment lists its valid actions each
-turn), and from the second attempt on a Reflexion-style retry that sees its earlier failed
-attempts (the ``RETRY_SHOWN`` most recent distinct ones) and the scorer's feedback
-(``prompts/explore_retry.md``, appended to the system prompt of that attempt only; it never
-enters the skill). An attempt that repeats an earlier failed one exactly (``same_attempt``)
-raises the temperature of the attempts after it by ``train.explore_temperature_step``: measured
-on Pecking Order with 4 attempts, 11 of one run's 24 retries repeated an earlier attempt command
-for command, and that run found nothing to learn from. With ``train.explore_resume`` on, an
-attempt after one that made progress without passing starts where the highest score any
-earlier attempt reached was first reached: its commands up to there are played again without a
-model call (``ResumeBackend``; the target reads them as its own turns; an environment replays
-the attempt's shorter route there when it recorded one, ``env_route``) and the target goes on
-from that state (Go-Explore's return-then-explore, on the target's own commands: a pass is
-still entirely the target's doing). A passing attempt is offered as a worked example
-(``train/examples.py``) and shown to the optimizer beside the failed one
-(``train/contrast.py``). Attempts are cached like rollouts: a resumed run pays nothing again.
+Each failed train item of the batch gets up to ``train.explore_attempts`` attempts, stopping at the
+first pass, with what a trainer may use at train time and never at val/test: its own sampling seed
+per attempt at ``train.explore_temperature`` (past the call cache), the task's exploration variant
+(``Task.exploration_task``: an environment lists its valid actions each turn), and from the second
+attempt on a Reflexion-style retry that sees its earlier failed attempts (the ``RETRY_SHOWN`` most
+recent distinct ones) and the scorer's feedback (``prompts/explore_retry.md``, appended to the
+system prompt of that attempt only; it never enters the skill). An attempt that repeats an earlier
+failed one exactly (``same_attempt``) raises the temperature of the attempts after it by
+``train.explore_temperature_step``: measured on Pecking Order with 4 attempts, 11 of one run's 24
+retries repeated an earlier attempt command for command, and that run found nothing to learn from.
+With ``train.explore_resume`` on, an attempt after one that made progress without passing starts
+where the highest score any earlier attempt reached was first reached: its commands up to there are
+played again without a model call (``ResumeBackend``; the target reads them as its own turns; an
+environment replays the attempt's shorter route there when it recorded one, ``env_route``) and the
+target goes on from that state (Go-Explore's return-then-explore, on the target's own commands: a
+pass is still entirely the target's doing), and a reply that repeats a command an earlier attempt
+lost points with after the same commands is drawn again (``RedrawBackend``, at most ``REDRAWS``
+times an attempt: on Pecking Order, 3 of 5 attempts at one episode took the same wrong item right
+after the same two commands, and the retry's "where it went wrong" did not stop them). A passing
+attempt is offered as a worked example (``train/examples.py``) and shown to the optimizer beside
+the failed one (``train/contrast.py``). Attempts are cached like rollouts: a resumed run pays
+nothing again.
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ from skillgrad.models.base import ModelBackend
 from skillgrad.prompts import render_prompt
 from skillgrad.skill.package import is_package_text
 from skillgrad.tasks.base import task_abilities
-from skillgrad.tasks.episode import env_steps, episode_steps, peak_route
+from skillgrad.tasks.episode import env_steps, episode_steps, peak_route, score_falls
 from skillgrad.tasks.views import view_of
 from skillgrad.train.context import RunContext
 from skillgrad.train.rollout import SampledBackend, rollout_item
@@ -45,6 +48,7 @@ VIEW_CHARS = 500  # the input, reply and feedback of a chat attempt as the retry
 RETRY_SHOWN = 3  # the most recent distinct failed attempts a retry shows
 MAX_TEMPERATURE = 2.0  # the bound of train.explore_temperature: a hotter repeat stops there
 EARNED = 2  # with train.explore_resume, attempts that raised the peak extend the budget to this
+REDRAWS = 2  # with train.explore_resume, an attempt's draws past a command known to lose points
 
 
 def attempt_id(item_id: str, step: int, attempt: int) -> str:
@@ -74,6 +78,9 @@ class Attempt:
     resumed: int = 0
     """Commands replayed from an earlier attempt before the target went on
     (``train.explore_resume``); 0: played from the start."""
+    redrawn: int = 0
+    """Replies drawn again because they repeated a command an earlier attempt lost points
+    with after the same commands (``known_losses``)."""
 
     @property
     def passed(self) -> bool:
@@ -84,7 +91,7 @@ class Attempt:
         t = self.trajectory
         row = {"item_id": self.item_id, "attempt": self.number, "cache_id": self.cache_id}
         row |= {"retry": self.retry, "repeat": self.repeat, "temperature": self.temperature}
-        row |= {"resumed": self.resumed}
+        row |= {"resumed": self.resumed, "redrawn": self.redrawn}
         row |= {"passed": self.passed, "score": t.score.value}
         return {**row, "feedback": t.score.feedback, "trajectory": to_json(t)}
 
@@ -215,19 +222,24 @@ async def explore_item(ctx: RunContext, skill: str, step: int, item: Item) -> li
             MAX_TEMPERATURE, t.explore_temperature + t.explore_temperature_step * repeats
         )
         seed = exploration_seed(t.seed, step, item.id, number)
-        backend: ModelBackend = SampledBackend(ctx.target, seed, temperature)
-        prefix = resume_point(failed) if t.explore_resume == "on" else []
-        if prefix:
-            backend = ResumeBackend(backend, prefix)
+        sampled = SampledBackend(ctx.target, seed, temperature)
+        backend: ModelBackend = sampled
+        prefix, redraws = [], None
+        if t.explore_resume == "on":
+            prefix = resume_point(failed)
+            backend = redraws = RedrawBackend(sampled, known_losses(failed))
+            if prefix:
+                backend = ResumeBackend(backend, prefix)
         task = task_abilities(ctx.task).exploration_task(ctx.task, len(prefix))
         cache_id = attempt_id(item.id, step, number)
         traj = await rollout_item(task, item, shown, backend, store=ctx.store, cache_id=cache_id)
         repeat = any(same_attempt(traj, f) for f in failed)
         attempts.append(
             Attempt(
-                item.id, number, cache_id, traj, shown != skill, repeat, temperature, len(prefix)
+                item.id, number, cache_id, traj, shown != skill, repeat, temperature, len(prefix),
+                redraws.redrawn if redraws is not None else 0,
             )
-        )
+        )  # fmt: skip
         if attempts[-1].passed or traj.infra_error is not None:
             break
         failed.append(traj)
@@ -277,6 +289,56 @@ def resume_point(failed: Sequence[Trajectory]) -> list[str]:
         return []
     best = [t for t in failed if peak(t) == top][-1]
     return peak_route(episode_steps(best.steps)) or progress_commands(best)
+
+
+def command_key(text: str) -> str:
+    """A command as ``known_losses`` compares it: case, spacing, quotes and a final period
+    aside."""
+    return " ".join(text.split()).strip("`'\".").casefold()
+
+
+def known_losses(failed: Sequence[Trajectory]) -> dict[tuple[str, ...], set[str]]:
+    """Per sequence of commands played from the reset (``command_key``), the commands that
+    earlier failed attempts lost points with right after it (``score_falls``): the same
+    commands from the same reset reach the same state, so the same command there loses again.
+    A loss right after an attempt's peak is also keyed by its recorded route there
+    (``env_route``), which is what an attempt resumed from it replays."""
+    out: dict[tuple[str, ...], set[str]] = {}
+    for f in failed:
+        played = env_steps(f.steps)
+        acts = [command_key(s.action) for s in played]
+        route = peak_route(episode_steps(f.steps))
+        at_peak = len(progress_commands(f))
+        for i in score_falls(played):
+            out.setdefault(tuple(acts[:i]), set()).add(acts[i])
+            if route and i == at_peak:
+                out.setdefault(tuple(command_key(a) for a in route), set()).add(acts[i])
+    return out
+
+
+class RedrawBackend:
+    """The sampled target, except that a reply repeating a command an earlier attempt lost
+    points with after the same commands (``known_losses``) is drawn again with the next
+    seed, at most ``REDRAWS`` times in the attempt; the last draw stands (a pass is still the
+    target's own reply). ``redrawn`` counts the draws made again."""
+
+    def __init__(
+        self, inner: SampledBackend, losses: dict[tuple[str, ...], set[str]], draws: int = REDRAWS
+    ) -> None:
+        self.inner, self.losses, self.draws, self.redrawn = inner, losses, draws, 0
+        self.name = inner.name
+
+    def __getattr__(self, attr: str) -> object:  # count_tokens, ... of the real backend
+        return getattr(self.inner, attr)
+
+    async def complete(self, request: ChatRequest) -> Completion:
+        done = tuple(command_key(m.content) for m in request.messages if m.role == "assistant")
+        avoid = self.losses.get(done, set())
+        out = await self.inner.complete(request)
+        while command_key(out.text) in avoid and self.redrawn < self.draws:
+            self.redrawn += 1
+            out = await self.inner.reseeded(self.redrawn).complete(request)
+        return out
 
 
 class ResumeBackend:
@@ -362,14 +424,17 @@ def attempt_view(t: Trajectory, show_reference: bool) -> str:
 __all__ = [
     "Attempt",
     "Exploration",
+    "RedrawBackend",
     "ResumeBackend",
     "attempt_id",
     "attempt_view",
+    "command_key",
     "distinct_failures",
     "explorable",
     "exploration_seed",
     "explore",
     "explore_item",
+    "known_losses",
     "peak",
     "progress_commands",
     "resume_point",

@@ -60,6 +60,10 @@ class SampledBackend:
     def __getattr__(self, attr: str) -> object:  # count_tokens, name, ... of the real backend
         return getattr(self.inner, attr)
 
+    def reseeded(self, draw: int) -> SampledBackend:
+        """The same target drawing again: its seed moved on by ``draw`` (within 31 bits)."""
+        return SampledBackend(self.inner, (self.seed + draw) & 0x7FFFFFFF, self.temperature)
+
     async def complete(self, request: ChatRequest) -> Completion:
         changed = replace(request, seed=self.seed)
         if self.temperature is not None and self.temperature > request.temperature:

@@ -15,7 +15,7 @@ from typing import Any
 from skillgrad.models.wrappers.metering import PriceTable
 from skillgrad.tasks.base import task_abilities
 from skillgrad.train.context import CHECK_ROLE, RunContext
-from skillgrad.train.explore import EARNED
+from skillgrad.train.explore import EARNED, REDRAWS
 from skillgrad.train.trust.noise import noise_calls
 from skillgrad.types import Usage
 
@@ -38,7 +38,7 @@ def estimate(ctx: RunContext, skill: str, prices: PriceTable) -> dict[str, Any]:
         + 2 * n_test  # final test: initial and best skill
         + trust_calls(ctx, steps)
         + steps * explore_calls(ctx)
-    )
+    ) + steps * explore_calls(ctx) * explore_redraws(ctx)
     # per check target: the incumbent once (later incumbents were scored as candidates), each
     # gated candidate, the final test
     check_calls = abilities.turns * (n_val * (1 + steps + slow_epochs) + 2 * n_test)
@@ -104,6 +104,12 @@ def explore_calls(ctx: RunContext) -> int:
     return t.batch_size * t.explore_attempts * earned if t.explore == "on" else 0
 
 
+def explore_redraws(ctx: RunContext) -> int:
+    """Target calls an exploration rollout can add past its turns: with
+    ``train.explore_resume``, replies drawn again past a command known to lose points."""
+    return REDRAWS if ctx.cfg.train.explore_resume == "on" else 0
+
+
 def large_skill_warning(skill: str, estimate: dict[str, Any]) -> str | None:
     """The warning for a starting skill above ``LARGE_SKILL_TOKENS``, with what it costs: its
     share of the estimated tokens and of the run directory (a copy per version and per step's
@@ -127,6 +133,7 @@ __all__ = [
     "LARGE_SKILL_TOKENS",
     "estimate",
     "explore_calls",
+    "explore_redraws",
     "large_skill_warning",
     "trust_calls",
 ]
