@@ -643,14 +643,15 @@ def test_a_command_that_lost_points_after_the_same_commands_is_drawn_again(
     """With ``train.explore_resume``: the target's first draw at the fork is always the losing
     ``left`` (every attempt's own seed), its draw with another seed ``right``. The first
     attempt loses at the fork; the second, resumed after ``go``, draws ``left`` again, which
-    an earlier attempt lost points with after the same commands, so it is drawn again, and
-    passes. Off: both attempts lose at the fork."""
+    an earlier attempt lost points with after the same commands, so it is drawn again (with
+    the next seed, hotter), and passes. Off: both attempts lose at the fork."""
     (tmp_path / "fork.py").write_text(_FORK, encoding="utf-8")
     cfg = _env_cfg(tmp_path, use_gold=False, explore="on")
     cfg.env.options["env"] = "fork.py:Fork"
     cfg.base_dir = str(tmp_path)
     cfg.train.explore_resume, cfg.train.explore_attempts = resume, 2
     went_left: set[int | None] = set()
+    redraw_temperatures: list[float] = []
 
     def player(request: ChatRequest) -> str:
         user = user_text(request)
@@ -660,6 +661,7 @@ def test_a_command_that_lost_points_after_the_same_commands_is_drawn_again(
         if listed != ["left", "right"]:
             return listed[0]
         if request.seed is not None and request.seed - 1 in went_left:  # drawn again
+            redraw_temperatures.append(request.temperature)
             return "right"
         went_left.add(request.seed)
         return "left"
@@ -677,6 +679,9 @@ def test_a_command_that_lost_points_after_the_same_commands_is_drawn_again(
         assert [r["passed"] for r in tried] == [False, True]
         assert [r["resumed"] for r in tried] == [0, 1] and [r["redrawn"] for r in tried] == [0, 1]
         assert _commands(tried[1]) == ["go", "right", "finish"]
+    # a draw made again is hotter by train.explore_temperature_step
+    step_up = cfg.train.explore_temperature + cfg.train.explore_temperature_step
+    assert redraw_temperatures == ([pytest.approx(step_up)] * 2 if resume == "on" else [])
     events = read_jsonl(result.run_dir / "events.jsonl")
     pre = next(e for e in events if e["event"] == "preflight")
     assert pre["calls"]["target"] >= result.summary["usage"]["target"]["calls"] > 0

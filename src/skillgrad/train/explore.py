@@ -16,12 +16,12 @@ played again without a model call (``ResumeBackend``; the target reads them as i
 environment replays the attempt's shorter route there when it recorded one, ``env_route``) and the
 target goes on from that state (Go-Explore's return-then-explore, on the target's own commands: a
 pass is still entirely the target's doing), and a reply that repeats a command an earlier attempt
-lost points with after the same commands is drawn again (``RedrawBackend``, at most ``REDRAWS``
-times an attempt: on Pecking Order, 3 of 5 attempts at one episode took the same wrong item right
-after the same two commands, and the retry's "where it went wrong" did not stop them). A passing
-attempt is offered as a worked example (``train/examples.py``) and shown to the optimizer beside
-the failed one (``train/contrast.py``). Attempts are cached like rollouts: a resumed run pays
-nothing again.
+lost points with after the same commands is drawn again, hotter (``RedrawBackend``, at most
+``REDRAWS`` times an attempt: on Pecking Order, 3 of 5 attempts at one episode took the same wrong
+item right after the same two commands, and the retry's "where it went wrong" did not stop them). A
+passing attempt is offered as a worked example (``train/examples.py``) and shown to the optimizer
+beside the failed one (``train/contrast.py``). Attempts are cached like rollouts: a resumed run
+pays nothing again.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ VIEW_CHARS = 500  # the input, reply and feedback of a chat attempt as the retry
 RETRY_SHOWN = 3  # the most recent distinct failed attempts a retry shows
 MAX_TEMPERATURE = 2.0  # the bound of train.explore_temperature: a hotter repeat stops there
 EARNED = 2  # with train.explore_resume, attempts that raised the peak extend the budget to this
-REDRAWS = 2  # with train.explore_resume, an attempt's draws past a command known to lose points
+REDRAWS = 4  # with train.explore_resume, an attempt's draws past a command known to lose points
 
 
 def attempt_id(item_id: str, step: int, attempt: int) -> str:
@@ -227,7 +227,8 @@ async def explore_item(ctx: RunContext, skill: str, step: int, item: Item) -> li
         prefix, redraws = [], None
         if t.explore_resume == "on":
             prefix = resume_point(failed)
-            backend = redraws = RedrawBackend(sampled, known_losses(failed))
+            losses = known_losses(failed)
+            backend = redraws = RedrawBackend(sampled, losses, t.explore_temperature_step)
             if prefix:
                 backend = ResumeBackend(backend, prefix)
         task = task_abilities(ctx.task).exploration_task(ctx.task, len(prefix))
@@ -319,13 +320,20 @@ def known_losses(failed: Sequence[Trajectory]) -> dict[tuple[str, ...], set[str]
 class RedrawBackend:
     """The sampled target, except that a reply repeating a command an earlier attempt lost
     points with after the same commands (``known_losses``) is drawn again with the next
-    seed, at most ``REDRAWS`` times in the attempt; the last draw stands (a pass is still the
-    target's own reply). ``redrawn`` counts the draws made again."""
+    seed and ``hotter`` more temperature each time (up to ``MAX_TEMPERATURE``), at most
+    ``REDRAWS`` times in the attempt; the last draw stands (a pass is still the target's own
+    reply). ``redrawn`` counts the draws made again. Measured on Pecking Order: at the attempt's
+    own temperature, two more draws gave the 1.5B's same losing command again."""
 
     def __init__(
-        self, inner: SampledBackend, losses: dict[tuple[str, ...], set[str]], draws: int = REDRAWS
+        self,
+        inner: SampledBackend,
+        losses: dict[tuple[str, ...], set[str]],
+        hotter: float,
+        draws: int = REDRAWS,
     ) -> None:
-        self.inner, self.losses, self.draws, self.redrawn = inner, losses, draws, 0
+        self.inner, self.losses, self.hotter = inner, losses, hotter
+        self.draws, self.redrawn = draws, 0
         self.name = inner.name
 
     def __getattr__(self, attr: str) -> object:  # count_tokens, ... of the real backend
@@ -337,7 +345,9 @@ class RedrawBackend:
         out = await self.inner.complete(request)
         while command_key(out.text) in avoid and self.redrawn < self.draws:
             self.redrawn += 1
-            out = await self.inner.reseeded(self.redrawn).complete(request)
+            base = self.inner.temperature or request.temperature
+            hot = min(MAX_TEMPERATURE, base + self.hotter * self.redrawn)
+            out = await self.inner.reseeded(self.redrawn, hot).complete(request)
         return out
 
 

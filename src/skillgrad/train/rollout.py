@@ -60,9 +60,11 @@ class SampledBackend:
     def __getattr__(self, attr: str) -> object:  # count_tokens, name, ... of the real backend
         return getattr(self.inner, attr)
 
-    def reseeded(self, draw: int) -> SampledBackend:
-        """The same target drawing again: its seed moved on by ``draw`` (within 31 bits)."""
-        return SampledBackend(self.inner, (self.seed + draw) & 0x7FFFFFFF, self.temperature)
+    def reseeded(self, draw: int, temperature: float | None = None) -> SampledBackend:
+        """The same target drawing again: its seed moved on by ``draw`` (within 31 bits), at
+        ``temperature`` when given."""
+        temp = self.temperature if temperature is None else temperature
+        return SampledBackend(self.inner, (self.seed + draw) & 0x7FFFFFFF, temp)
 
     async def complete(self, request: ChatRequest) -> Completion:
         changed = replace(request, seed=self.seed)
