@@ -591,6 +591,41 @@ def test_an_unsolved_exploration_attempt_records_its_shorter_route_to_its_highes
         assert peak_route(episode_steps([damaged])) is None
 
 
+def test_a_route_replay_that_breaks_leaves_the_attempt_as_played(tmp_path: Path) -> None:
+    """The environment process dies on the route's replay (its second reset): the attempt
+    stands as played, with no route and no error, and the next episode gets a new process."""
+    dying = _LADDER + (
+        "import os\n"
+        "class Dying(Ladder):\n"
+        "    resets = 0\n"
+        "    def reset(self, *, seed=None, options=None):\n"
+        "        Dying.resets += 1\n"
+        "        if Dying.resets > 1:\n"
+        "            os._exit(5)\n"
+        "        return super().reset(seed=seed, options=options)\n"
+    )
+    (tmp_path / "dying.py").write_text(dying, encoding="utf-8")
+    sizes = {"n_train": 2, "n_val": 1, "n_test": 1, "max_steps": 4, "use_gold": False}
+    task = load_task("environment", {"env": "dying.py:Dying", **sizes}, base_dir=tmp_path)
+    assert isinstance(task, EnvironmentTask)
+    walk = ["east", "dance", "east", "west"]
+    trajs = asyncio.run(play_all(task.exploration_task(), "train", lambda r: walk[_turns(r)]))
+    for t in trajs:
+        assert t.error is None and t.infra_error is None, t.error
+        assert t.score.value == 0.25 and not t.score.passed
+        assert [s.action for s in env_steps(t.steps)] == walk
+        assert not any(x["type"] == "env_route" for x in t.steps)
+    # the same walk where the process lives: its route is recorded
+    ladder = load_task("environment", {"env": "dying.py:Ladder", **sizes}, base_dir=tmp_path)
+    assert isinstance(ladder, EnvironmentTask)
+    lived = asyncio.run(play_all(ladder.exploration_task(), "train", lambda r: walk[_turns(r)]))
+    assert all(peak_route(episode_steps(t.steps)) == ["east", "east"] for t in lived)
+
+
+def _turns(request: ChatRequest) -> int:
+    return sum(m.role == "assistant" for m in request.messages)
+
+
 def test_a_resumed_attempts_replayed_turns_go_without_the_list_of_actions(
     tmp_path: Path,
 ) -> None:

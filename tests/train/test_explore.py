@@ -711,6 +711,7 @@ def test_known_losses_are_keyed_by_the_commands_before_them_and_by_the_route() -
     assert known_losses([twice]) == {("take a",): {"take d"}, ("take a", "take d", "take a"):
                                      {"take e"}}  # fmt: skip
     assert known_losses([episode([("x", "0.5"), ("y", float("nan")), ("z", 0.0)])]) == {}
+    assert known_losses([episode([(5, 0.25), (None, 0.0)])]) == {("5",): {"none"}}
     assert known_losses([]) == {}
 
 

@@ -292,10 +292,10 @@ def resume_point(failed: Sequence[Trajectory]) -> list[str]:
     return peak_route(episode_steps(best.steps)) or progress_commands(best)
 
 
-def command_key(text: str) -> str:
+def command_key(text: object) -> str:
     """A command as ``known_losses`` compares it: case, spacing, quotes and a final period
-    aside."""
-    return " ".join(text.split()).strip("`'\".").casefold()
+    aside (a cache is read as stored: a command that is no text is compared as its text)."""
+    return " ".join(str(text).split()).strip("`'\".").casefold()
 
 
 def known_losses(failed: Sequence[Trajectory]) -> dict[tuple[str, ...], set[str]]:
