@@ -150,7 +150,7 @@ def test_an_unsolved_attempts_route_to_its_highest_score_is_replayed_on_the_real
     0.50 through a refused command records its route there without it, checked by the real
     game; a resumed attempt replays that route."""
     task = TextWorldExpressTask(game="peckingorder", n_train=2, n_val=1, n_test=1, max_steps=12,
-                                use_gold=False).exploration_task()  # fmt: skip
+                                use_gold=False).exploration_task(routes=True)  # fmt: skip
 
     async def run() -> list[Trajectory]:
         items = task.load_split("train")

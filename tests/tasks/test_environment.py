@@ -550,10 +550,11 @@ _LADDER = (
 def test_an_unsolved_exploration_attempt_records_its_shorter_route_to_its_highest_score(
     tmp_path: Path,
 ) -> None:
-    """An exploration attempt that climbed and fell back is replayed up to its highest score
-    without the command the environment refused and without its detours; the shortest that
-    still reaches that score is recorded for a resumed attempt to replay. The task's own
-    episodes (not exploring), a val episode and an attempt that never scored record none."""
+    """An exploration attempt (with ``routes``: train.explore_resume on) that climbed and fell
+    back is replayed up to its highest score without the command the environment refused and
+    without its detours; the shortest that still reaches that score is recorded for a resumed
+    attempt to replay. The task's own episodes, exploration without resume, a val episode and
+    an attempt that never scored record none."""
     (tmp_path / "ladder.py").write_text(_LADDER, encoding="utf-8")
     sizes = {"n_train": 1, "n_val": 1, "n_test": 1, "max_steps": 9, "use_gold": False}
     task = load_task("environment", {"env": "ladder.py:Ladder", **sizes}, base_dir=tmp_path)
@@ -564,7 +565,8 @@ def test_an_unsolved_exploration_attempt_records_its_shorter_route_to_its_highes
         return lambda request: next(replies)
 
     walk = ["look", "east", "dance", "west", "east", "east", "look", "west", "west"]
-    (climbed,) = asyncio.run(play_all(task.exploration_task(), "train", scripted(*walk)))
+    explore = task.exploration_task(routes=True)
+    (climbed,) = asyncio.run(play_all(explore, "train", scripted(*walk)))
     assert not climbed.score.passed and climbed.score.value == 0.0
     (route,) = [x for x in climbed.steps if x["type"] == "env_route"]
     assert route == {
@@ -573,12 +575,13 @@ def test_an_unsolved_exploration_attempt_records_its_shorter_route_to_its_highes
     assert peak_route(episode_steps(climbed.steps)) == ["look", "east", "east"]
     # the search that first got there, without the refused command only, when no detour is cut
     straight = ["east", "dance", "east", "west", "west"] + ["look"] * 4
-    (refused,) = asyncio.run(play_all(task.exploration_task(), "train", scripted(*straight)))
+    (refused,) = asyncio.run(play_all(explore, "train", scripted(*straight)))
     assert peak_route(episode_steps(refused.steps)) == ["east", "east"]
     for split, play_task, commands in (
         ("train", task, walk),  # the task's own episode: no exploration, no route
-        ("val", task.exploration_task(), walk),
-        ("train", task.exploration_task(), ["west", "look"] * 4 + ["west"]),  # never scored
+        ("train", task.exploration_task(), walk),  # no resume (no routes): none recorded
+        ("val", explore, walk),
+        ("train", explore, ["west", "look"] * 4 + ["west"]),  # never scored
     ):
         (t,) = asyncio.run(play_all(play_task, split, scripted(*commands)))
         assert not any(x["type"] == "env_route" for x in t.steps), (split, commands)
@@ -609,7 +612,8 @@ def test_a_route_replay_that_breaks_leaves_the_attempt_as_played(tmp_path: Path)
     task = load_task("environment", {"env": "dying.py:Dying", **sizes}, base_dir=tmp_path)
     assert isinstance(task, EnvironmentTask)
     walk = ["east", "dance", "east", "west"]
-    trajs = asyncio.run(play_all(task.exploration_task(), "train", lambda r: walk[_turns(r)]))
+    explore = task.exploration_task(routes=True)
+    trajs = asyncio.run(play_all(explore, "train", lambda r: walk[_turns(r)]))
     for t in trajs:
         assert t.error is None and t.infra_error is None, t.error
         assert t.score.value == 0.25 and not t.score.passed
@@ -618,7 +622,8 @@ def test_a_route_replay_that_breaks_leaves_the_attempt_as_played(tmp_path: Path)
     # the same walk where the process lives: its route is recorded
     ladder = load_task("environment", {"env": "dying.py:Ladder", **sizes}, base_dir=tmp_path)
     assert isinstance(ladder, EnvironmentTask)
-    lived = asyncio.run(play_all(ladder.exploration_task(), "train", lambda r: walk[_turns(r)]))
+    explore = ladder.exploration_task(routes=True)
+    lived = asyncio.run(play_all(explore, "train", lambda r: walk[_turns(r)]))
     assert all(peak_route(episode_steps(t.steps)) == ["east", "east"] for t in lived)
 
 

@@ -129,3 +129,39 @@ def test_the_start_check_builds_the_environment_once_and_names_the_fix(tmp_path:
     (process,) = ready.pool.idle
     assert process.made and process.alive
     assert play(ready, ["[R]"] * 4).score.passed
+
+
+def test_exploration_asks_for_routes_only_of_a_task_that_takes_them() -> None:
+    """``TaskAbilities.exploration_task``: ``routes`` reaches a task whose exploration variant
+    takes the keyword; a task whose variant does not is called as before (a plugin written
+    before it existed keeps working with train.explore_resume on); a task without a variant
+    explores as itself."""
+    seen: list[tuple[int, dict[str, object]]] = []
+
+    class WithRoutes:
+        name = "with"
+
+        def exploration_task(self, replayed: int = 0, routes: bool = False) -> object:
+            seen.append((replayed, {"routes": routes}))
+            return self
+
+    class Older:
+        name = "older"
+
+        def exploration_task(self, replayed: int = 0) -> object:
+            seen.append((replayed, {}))
+            return self
+
+    class Plain:
+        name = "plain"
+
+    new, old, plain = WithRoutes(), Older(), Plain()
+    abilities = task_abilities(new)  # type: ignore[arg-type]
+    assert abilities.exploration_routes
+    assert abilities.exploration_task(new, 2, routes=True) is new  # type: ignore[arg-type]
+    assert abilities.exploration_task(new, 0) is new  # type: ignore[arg-type]
+    older = task_abilities(old)  # type: ignore[arg-type]
+    assert not older.exploration_routes
+    assert older.exploration_task(old, 3, routes=True) is old  # type: ignore[arg-type]
+    assert seen == [(2, {"routes": True}), (0, {"routes": False}), (3, {})]
+    assert task_abilities(plain).exploration_task(plain, 1, routes=True) is plain  # type: ignore[arg-type]

@@ -8,6 +8,7 @@ trajectory (for the optimizer); it is never put into the target's messages.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
@@ -65,7 +66,9 @@ class Task(Protocol):
       may use on train items and never at val/test (an environment shows its valid actions each
       turn). Its rollouts score exactly as the task's own. ``replayed`` (> 0 only with
       ``train.explore_resume``): the attempt's first turns replay that many earlier commands,
-      which do not count against the turns the target gets.
+      which do not count against the turns the target gets. A task that accepts the keyword
+      ``routes`` is given ``routes=True`` with ``train.explore_resume`` on: later attempts may
+      resume from this one (an environment records each unsolved attempt's route to its peak).
     """
 
     name: str
@@ -93,13 +96,17 @@ class TaskAbilities:
     example_context: Callable[[Item], str] | None = None
     ready_check: Callable[[], None] | None = None
     exploration: Callable[..., Task] | None = None
+    exploration_routes: bool = False
+    """The task's ``exploration_task`` takes the keyword ``routes``."""
 
-    def exploration_task(self, task: Task, replayed: int = 0) -> Task:
+    def exploration_task(self, task: Task, replayed: int = 0, routes: bool = False) -> Task:
         """The task exploration runs: the task's ``exploration_task()`` (given ``replayed`` when
-        an attempt replays commands first), else ``task`` itself."""
+        an attempt replays commands first, and ``routes=True`` when asked and it takes it),
+        else ``task`` itself."""
         if self.exploration is None:
             return task
-        return self.exploration(replayed) if replayed else self.exploration()
+        given: dict[str, Any] = {"routes": True} if routes and self.exploration_routes else {}
+        return self.exploration(replayed, **given) if replayed else self.exploration(**given)
 
     def bind_judge(self, backend: ModelBackend) -> None:
         """Hand ``backend`` to the task's judge; a no-op when it has none."""
@@ -150,7 +157,16 @@ def task_abilities(task: Task) -> TaskAbilities:
         example_context=context if callable(context) else None,
         ready_check=ready if callable(ready) else None,
         exploration=exploration if callable(exploration) else None,
+        exploration_routes=callable(exploration) and _takes(exploration, "routes"),
     )
+
+
+def _takes(function: Callable[..., Any], keyword: str) -> bool:
+    """``function`` accepts ``keyword`` (False when its signature cannot be read)."""
+    try:
+        return keyword in inspect.signature(function).parameters
+    except (TypeError, ValueError):
+        return False
 
 
 def _turns(max_steps: object) -> int:

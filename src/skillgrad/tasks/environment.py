@@ -141,7 +141,7 @@ class EnvironmentTask:
         self.pass_env = tuple(pass_env)
         self.use_gold = use_gold
         self.replayed = 0  # an exploration attempt's first turns, replayed: no list of actions
-        self.exploring = False  # the exploration variant: an unsolved episode records its route
+        self.routes = False  # exploration with resume: an unsolved episode records its route
         self._pool: EnvPool | None = None
         self._seeds: dict[str, list[int]] = {}
 
@@ -213,19 +213,20 @@ class EnvironmentTask:
         if self._pool is not None:
             self._pool.close()
 
-    def exploration_task(self, replayed: int = 0) -> EnvironmentTask:
+    def exploration_task(self, replayed: int = 0, routes: bool = False) -> EnvironmentTask:
         """The task train-time exploration plays (``train/explore.py``): the same episodes
         with the valid actions listed each turn, on the same environment processes; an attempt
         that first replays ``replayed`` earlier commands (``train.explore_resume``) has as many
         more steps, so the target still gets ``max_steps`` turns of its own, and the turns it
         replays go without their list of actions (the target reads its own commands there, and
         a list per turn took a quarter of the context window: measured on Pecking Order, every
-        resumed attempt ran out of context 2 to 3 turns after its replay). An unsolved train
-        episode of this variant records its way to its highest score (``shorten_route``)."""
+        resumed attempt ran out of context 2 to 3 turns after its replay). With ``routes``
+        (``train.explore_resume`` on), an unsolved train episode of this variant records its way
+        to its highest score (``shorten_route``), which a later attempt replays."""
         listed = copy.copy(self)
         listed.actions = "listed"
         listed.max_steps = self.max_steps + replayed
-        listed.replayed, listed.exploring = replayed, True
+        listed.replayed, listed.routes = replayed, routes
         listed._pool = self.pool  # one pool: the session closes it once
         return listed
 
@@ -314,7 +315,7 @@ class _Episode:
             await self.replay_gold(process, data)
         elif self.solved() and self.failed is None and self.train:
             await self.shorten_pass(process, data)
-        if task.exploring and not self.solved() and self.failed is None and self.train:
+        if task.routes and not self.solved() and self.failed is None and self.train:
             await self.shorten_route(process, data)
         return self.trajectory()
 

@@ -231,7 +231,8 @@ async def explore_item(ctx: RunContext, skill: str, step: int, item: Item) -> li
             backend = redraws = RedrawBackend(sampled, losses, t.explore_temperature_step)
             if prefix:
                 backend = ResumeBackend(backend, prefix)
-        task = task_abilities(ctx.task).exploration_task(ctx.task, len(prefix))
+        resume = t.explore_resume == "on"
+        task = task_abilities(ctx.task).exploration_task(ctx.task, len(prefix), routes=resume)
         cache_id = attempt_id(item.id, step, number)
         traj = await rollout_item(task, item, shown, backend, store=ctx.store, cache_id=cache_id)
         repeat = any(same_attempt(traj, f) for f in failed)
