@@ -679,6 +679,13 @@ def test_a_command_that_lost_points_after_the_same_commands_is_drawn_again(
         assert [r["passed"] for r in tried] == [False, True]
         assert [r["resumed"] for r in tried] == [0, 1] and [r["redrawn"] for r in tried] == [0, 1]
         assert _commands(tried[1]) == ["go", "right", "finish"]
+    report = (result.run_dir / "report.md").read_text(encoding="utf-8")
+    counted = "2 resumed where an earlier attempt peaked, 2 replies drawn again past a command"
+    assert (counted in report) == (resume == "on")
+    record = read_json(result.run_dir / "history.json")[0]
+    assert (record["explore_resumed"], record["explore_redrawn"]) == (
+        (2, 2) if resume == "on" else (0, 0)
+    )
     # a draw made again is hotter by train.explore_temperature_step
     step_up = cfg.train.explore_temperature + cfg.train.explore_temperature_step
     assert redraw_temperatures == ([pytest.approx(step_up)] * 2 if resume == "on" else [])

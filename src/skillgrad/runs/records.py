@@ -294,6 +294,12 @@ class StepRecord:
     explore_better: int = 0
     """Failed train items of the step no attempt solved but one scored higher than the failure
     (with ``train.contrast_partial`` on, shown to the optimizer beside it)."""
+    explore_resumed: int = 0
+    """Exploration attempts that replayed an earlier attempt's commands first
+    (``train.explore_resume``)."""
+    explore_redrawn: int = 0
+    """Exploration replies drawn again past a command an earlier attempt lost points with
+    (``train.explore_resume``)."""
 
     @property
     def verdict(self) -> str:

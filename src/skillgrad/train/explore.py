@@ -153,6 +153,16 @@ class Exploration:
         """Attempts that repeated an earlier failed attempt at their item exactly."""
         return sum(a.repeat for a in self.attempts)
 
+    @property
+    def resumed(self) -> int:
+        """Attempts that replayed an earlier attempt's commands first (``train.explore_resume``)."""
+        return sum(a.resumed > 0 for a in self.attempts)
+
+    @property
+    def redrawn(self) -> int:
+        """Replies drawn again past a command known to lose points (``RedrawBackend``)."""
+        return sum(a.redrawn for a in self.attempts)
+
 
 def _clean(t: Trajectory) -> bool:
     """The attempt ended on the target's own replies: no error, no infrastructure failure."""
@@ -197,7 +207,7 @@ async def explore(
     n_items, n_attempts, n_found = out.counts()
     ctx.emit(
         "explore", step=step, items=n_items, attempts=n_attempts, found=n_found,
-        repeats=out.repeats,
+        repeats=out.repeats, resumed=out.resumed, redrawn=out.redrawn,
     )  # fmt: skip
     return out
 

@@ -444,6 +444,11 @@ def _exploration_row(r: StepRecord) -> str:
         row += f" ({r.explore_repeats} repeated an earlier attempt exactly)"
     if r.explore_better:
         row += f"; {r.explore_better} more scored higher than their failure without passing"
+    if r.explore_resumed or r.explore_redrawn:
+        row += (
+            f"; {r.explore_resumed} resumed where an earlier attempt peaked, "
+            f"{r.explore_redrawn} replies drawn again past a command known to lose points"
+        )
     return row
 
 

@@ -147,6 +147,10 @@ class StepOutcome:
     explore_better: int = 0
     """Failed train items no attempt solved but one scored higher than the failure
     (``Exploration.improved``)."""
+    explore_resumed: int = 0
+    """Exploration attempts that replayed an earlier attempt's commands first."""
+    explore_redrawn: int = 0
+    """Exploration replies drawn again past a command known to lose points."""
 
 
 def advance(state: TrainState, out: StepOutcome, *, patience: int, buffer_size: int) -> TrainState:
@@ -313,6 +317,8 @@ def _record(
         explore_found=out.explore_found,
         explore_repeats=out.explore_repeats,
         explore_better=out.explore_better,
+        explore_resumed=out.explore_resumed,
+        explore_redrawn=out.explore_redrawn,
     )
 
 

@@ -105,6 +105,8 @@ async def training_step(ctx: RunContext, state: TrainState) -> StepOutcome:
         explore_found=solved,
         explore_repeats=explored.repeats if explored else 0,
         explore_better=len(explored.improved(trajs)) if explored else 0,
+        explore_resumed=explored.resumed if explored else 0,
+        explore_redrawn=explored.redrawn if explored else 0,
     )
 
 
