@@ -39,6 +39,8 @@ NEW_RECORD_KEYS = {
     "explore_found",
     "explore_repeats",
     "explore_better",
+    "explore_resumed",
+    "explore_redrawn",
 }
 NEW_SUMMARY_KEYS = {
     "noise_floor",
@@ -132,6 +134,8 @@ ENV_NEW_RECORD_KEYS = {
     "explore_found",
     "explore_repeats",
     "explore_better",
+    "explore_resumed",
+    "explore_redrawn",
 }
 ENV_NEW_SUMMARY_KEYS = {"code"}
 

@@ -27,7 +27,7 @@ from skillgrad.errors import ConfigError
 from skillgrad.tasks.env_pool import EnvProcess, EnvSpec
 from skillgrad.tasks.episode_view import episode_actions
 from skillgrad.testing import FunctionBackend, user_text
-from skillgrad.train.explore import resume_point
+from skillgrad.train.revisit import resume_point
 from skillgrad.types import ChatRequest, Trajectory
 
 pytest.importorskip("textworld_express", reason="install with: pip install 'skillgrad[env]'")

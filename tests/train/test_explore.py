@@ -699,7 +699,7 @@ def test_known_losses_are_keyed_by_the_commands_before_them_and_by_the_route() -
     commands before it (case, spacing and a final period aside); a loss right after the peak
     also under the attempt's recorded route there. A damaged score is no loss."""
     from skillgrad.tasks.episode import EnvRoute, EnvStep
-    from skillgrad.train.explore import known_losses
+    from skillgrad.train.revisit import known_losses
 
     def episode(moves: list[tuple[str, Any]], route: list[str] | None = None) -> Trajectory:
         steps = [EnvStep(step=i + 1, action=a, score=v).to_json() for i, (a, v) in enumerate(moves)]
@@ -729,7 +729,7 @@ def test_the_resume_point_is_where_an_attempts_score_first_reached_the_highest_p
     progress or for a reply without steps; a stored score that is no finite number (a
     malformed cache) is no peak and raises nothing."""
     from skillgrad.tasks.episode import EnvRoute, EnvStep
-    from skillgrad.train.explore import progress_commands, resume_point, up_to_peak
+    from skillgrad.train.revisit import progress_commands, resume_point, up_to_peak
 
     def episode(scores: list[float], tag: str) -> Trajectory:
         steps = tuple(

@@ -27,11 +27,12 @@ from skillgrad.train.command_forms import forms_edit
 from skillgrad.train.context import RunContext
 from skillgrad.train.contrast import contrast
 from skillgrad.train.examples import ExampleChoice, choose_example
-from skillgrad.train.explore import Exploration, up_to_peak
+from skillgrad.train.explore import Exploration
 from skillgrad.train.gate import GateOutcome
 from skillgrad.train.merge import semantic_merge
 from skillgrad.train.reflect import ReflectConfig, ReflectResult, feedback_summary, reflect
 from skillgrad.train.revise import Revision, built_revision, revise
+from skillgrad.train.revisit import up_to_peak
 from skillgrad.train.rules import rule_key
 from skillgrad.train.screens.dedup import edit_key, screen, skill_contradictions
 from skillgrad.train.screens.guard import ExampleGuard

@@ -10,24 +10,18 @@ system prompt of that attempt only; it never enters the skill). An attempt that 
 failed one exactly (``same_attempt``) raises the temperature of the attempts after it by
 ``train.explore_temperature_step``: measured on Pecking Order with 4 attempts, 11 of one run's 24
 retries repeated an earlier attempt command for command, and that run found nothing to learn from.
-With ``train.explore_resume`` on, an attempt after one that made progress without passing starts
-where the highest score any earlier attempt reached was first reached: its commands up to there are
-played again without a model call (``ResumeBackend``; the target reads them as its own turns; an
-environment replays the attempt's shorter route there when it recorded one, ``env_route``) and the
-target goes on from that state (Go-Explore's return-then-explore, on the target's own commands: a
-pass is still entirely the target's doing), and a reply that repeats a command an earlier attempt
-lost points with after the same commands is drawn again, hotter (``RedrawBackend``, at most
-``REDRAWS`` times an attempt: on Pecking Order, 3 of 5 attempts at one episode took the same wrong
-item right after the same two commands, and the retry's "where it went wrong" did not stop them). A
-passing attempt is offered as a worked example (``train/examples.py``) and shown to the optimizer
-beside the failed one (``train/contrast.py``). Attempts are cached like rollouts: a resumed run
-pays nothing again.
+With ``train.explore_resume`` on (``train/revisit.py``), an attempt after one that made progress
+without passing starts where the highest score any earlier attempt reached was first reached (its
+commands, or the environment's shorter route there, replayed without a model call), and a reply
+that repeats a command an earlier attempt lost points with after the same commands is drawn again,
+hotter. A passing attempt is offered as a worked example (``train/examples.py``) and shown to the
+optimizer beside the failed one (``train/contrast.py``). Attempts are cached like rollouts: a
+resumed run pays nothing again.
 """
 
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -37,18 +31,23 @@ from skillgrad.models.base import ModelBackend
 from skillgrad.prompts import render_prompt
 from skillgrad.skill.package import is_package_text
 from skillgrad.tasks.base import task_abilities
-from skillgrad.tasks.episode import env_steps, episode_steps, peak_route, score_falls
 from skillgrad.tasks.views import view_of
 from skillgrad.train.context import RunContext
+from skillgrad.train.revisit import (
+    RedrawBackend,
+    ResumeBackend,
+    known_losses,
+    peak,
+    resume_point,
+)
 from skillgrad.train.rollout import SampledBackend, rollout_item
 from skillgrad.train.state import TrainState
-from skillgrad.types import ChatRequest, Completion, Item, Trajectory, to_json
+from skillgrad.types import Item, Trajectory, to_json
 
 VIEW_CHARS = 500  # the input, reply and feedback of a chat attempt as the retry shows them
 RETRY_SHOWN = 3  # the most recent distinct failed attempts a retry shows
 MAX_TEMPERATURE = 2.0  # the bound of train.explore_temperature: a hotter repeat stops there
 EARNED = 2  # with train.explore_resume, attempts that raised the peak extend the budget to this
-REDRAWS = 4  # with train.explore_resume, an attempt's draws past a command known to lose points
 
 
 def attempt_id(item_id: str, step: int, attempt: int) -> str:
@@ -238,7 +237,8 @@ async def explore_item(ctx: RunContext, skill: str, step: int, item: Item) -> li
         if t.explore_resume == "on":
             prefix = resume_point(failed)
             losses = known_losses(failed)
-            backend = redraws = RedrawBackend(sampled, losses, t.explore_temperature_step)
+            hotter = t.explore_temperature_step
+            backend = redraws = RedrawBackend(sampled, losses, hotter, MAX_TEMPERATURE)
             if prefix:
                 backend = ResumeBackend(backend, prefix)
         resume = t.explore_resume == "on"
@@ -258,127 +258,6 @@ async def explore_item(ctx: RunContext, skill: str, step: int, item: Item) -> li
         if t.explore_resume == "on" and (reached := peak(traj)) > best:
             best, budget = reached, min(budget + 1, EARNED * t.explore_attempts)
     return attempts
-
-
-def peak(t: Trajectory) -> float:
-    """The highest score an episode reached at any step (a game that is lost can fall back to
-    0 after it: measured on Pecking Order, every resumed attempt ended at 0.00)."""
-    return max((s.progress for s in env_steps(t.steps) if s.progress is not None), default=0.0)
-
-
-def progress_commands(t: Trajectory) -> list[str]:
-    """An episode's commands up to the first step where it reached its peak score; [] when
-    the score never rose above 0 (or ``t`` is not an episode)."""
-    played, top = env_steps(t.steps), peak(t)
-    if top <= 0:
-        return []
-    first = next(i for i, s in enumerate(played) if s.progress == top)
-    return [s.action for s in played[: first + 1]]
-
-
-def up_to_peak(t: Trajectory) -> Trajectory:
-    """``t`` with its steps cut after the one where its score first reached its peak (what an
-    attempt that later lost the game did right: ``progress_commands``); ``t`` itself when its
-    score never rose."""
-    n = len(progress_commands(t))
-    if n == 0:
-        return t
-    played = 0
-    for cut, s in enumerate(t.steps):
-        played += len(env_steps([s]))
-        if played == n:
-            return dataclasses.replace(t, steps=tuple(t.steps[: cut + 1]))
-    return t
-
-
-def resume_point(failed: Sequence[Trajectory]) -> list[str]:
-    """The commands a resumed attempt replays to return to the highest peak any failed attempt
-    reached (the latest of equals): that attempt's recorded route there without its detours
-    and refused commands (``env_route``, checked by replay when it was recorded), else its
-    commands up to that peak; [] when none made progress."""
-    top = max((peak(t) for t in failed), default=0.0)
-    if top <= 0:
-        return []
-    best = [t for t in failed if peak(t) == top][-1]
-    return peak_route(episode_steps(best.steps)) or progress_commands(best)
-
-
-def command_key(text: object) -> str:
-    """A command as ``known_losses`` compares it: case, spacing, quotes and a final period
-    aside (a cache is read as stored: a command that is no text is compared as its text)."""
-    return " ".join(str(text).split()).strip("`'\".").casefold()
-
-
-def known_losses(failed: Sequence[Trajectory]) -> dict[tuple[str, ...], set[str]]:
-    """Per sequence of commands played from the reset (``command_key``), the commands that
-    earlier failed attempts lost points with right after it (``score_falls``): the same
-    commands from the same reset reach the same state, so the same command there loses again.
-    A loss right after an attempt's peak is also keyed by its recorded route there
-    (``env_route``), which is what an attempt resumed from it replays."""
-    out: dict[tuple[str, ...], set[str]] = {}
-    for f in failed:
-        played = env_steps(f.steps)
-        acts = [command_key(s.action) for s in played]
-        route = peak_route(episode_steps(f.steps))
-        at_peak = len(progress_commands(f))
-        for i in score_falls(played):
-            out.setdefault(tuple(acts[:i]), set()).add(acts[i])
-            if route and i == at_peak:
-                out.setdefault(tuple(command_key(a) for a in route), set()).add(acts[i])
-    return out
-
-
-class RedrawBackend:
-    """The sampled target, except that a reply repeating a command an earlier attempt lost
-    points with after the same commands (``known_losses``) is drawn again with the next
-    seed and ``hotter`` more temperature each time (up to ``MAX_TEMPERATURE``), at most
-    ``REDRAWS`` times in the attempt; the last draw stands (a pass is still the target's own
-    reply). ``redrawn`` counts the draws made again. Measured on Pecking Order: at the attempt's
-    own temperature, two more draws gave the 1.5B's same losing command again."""
-
-    def __init__(
-        self,
-        inner: SampledBackend,
-        losses: dict[tuple[str, ...], set[str]],
-        hotter: float,
-        draws: int = REDRAWS,
-    ) -> None:
-        self.inner, self.losses, self.hotter = inner, losses, hotter
-        self.draws, self.redrawn = draws, 0
-        self.name = inner.name
-
-    def __getattr__(self, attr: str) -> object:  # count_tokens, ... of the real backend
-        return getattr(self.inner, attr)
-
-    async def complete(self, request: ChatRequest) -> Completion:
-        done = tuple(command_key(m.content) for m in request.messages if m.role == "assistant")
-        avoid = self.losses.get(done, set())
-        out = await self.inner.complete(request)
-        while command_key(out.text) in avoid and self.redrawn < self.draws:
-            self.redrawn += 1
-            base = self.inner.temperature or request.temperature
-            hot = min(MAX_TEMPERATURE, base + self.hotter * self.redrawn)
-            out = await self.inner.reseeded(self.redrawn, hot).complete(request)
-        return out
-
-
-class ResumeBackend:
-    """The target, except that an episode's first ``len(prefix)`` turns are answered with
-    ``prefix`` (no model call, no tokens): the attempt resumes from the state they reach.
-    The turn is the number of assistant messages the request already holds."""
-
-    def __init__(self, inner: ModelBackend, prefix: Sequence[str]) -> None:
-        self.inner, self.prefix = inner, list(prefix)
-        self.name = getattr(inner, "name", type(inner).__name__)
-
-    def __getattr__(self, attr: str) -> object:  # count_tokens, ... of the real backend
-        return getattr(self.inner, attr)
-
-    async def complete(self, request: ChatRequest) -> Completion:
-        turn = sum(m.role == "assistant" for m in request.messages)
-        if turn < len(self.prefix):
-            return Completion(text=self.prefix[turn], model="replayed")
-        return await self.inner.complete(request)
 
 
 def same_attempt(a: Trajectory, b: Trajectory) -> bool:
@@ -445,21 +324,13 @@ def attempt_view(t: Trajectory, show_reference: bool) -> str:
 __all__ = [
     "Attempt",
     "Exploration",
-    "RedrawBackend",
-    "ResumeBackend",
     "attempt_id",
     "attempt_view",
-    "command_key",
     "distinct_failures",
     "explorable",
     "exploration_seed",
     "explore",
     "explore_item",
-    "known_losses",
-    "peak",
-    "progress_commands",
-    "resume_point",
     "retry_skill",
     "same_attempt",
-    "up_to_peak",
 ]

@@ -15,7 +15,8 @@ from typing import Any
 from skillgrad.models.wrappers.metering import PriceTable
 from skillgrad.tasks.base import task_abilities
 from skillgrad.train.context import CHECK_ROLE, RunContext
-from skillgrad.train.explore import EARNED, REDRAWS
+from skillgrad.train.explore import EARNED
+from skillgrad.train.revisit import REDRAWS
 from skillgrad.train.trust.noise import noise_calls
 from skillgrad.types import Usage
 
