@@ -218,8 +218,10 @@ async def explore_item(ctx: RunContext, skill: str, step: int, item: Item) -> li
     With ``train.explore_resume`` on, an attempt that raises the item's highest score so far
     earns one more attempt, resumed from there, up to ``EARNED`` times the budget (measured on
     Map Reader with 2 attempts: second attempts that took the coin, 0.5, were never resumed
-    from, so the walk back to the box was never tried from there)."""
+    from, so the walk back to the box was never tried from there), and replies that repeat a
+    known loss are drawn again (``train/revisit.py``)."""
     t = ctx.cfg.train
+    resume = t.explore_resume == "on"
     attempts: list[Attempt] = []
     failed: list[Trajectory] = []
     budget, number, best = t.explore_attempts, 0, 0.0
@@ -233,15 +235,13 @@ async def explore_item(ctx: RunContext, skill: str, step: int, item: Item) -> li
         seed = exploration_seed(t.seed, step, item.id, number)
         sampled = SampledBackend(ctx.target, seed, temperature)
         backend: ModelBackend = sampled
-        prefix, redraws = [], None
-        if t.explore_resume == "on":
-            prefix = resume_point(failed)
-            losses = known_losses(failed)
-            hotter = t.explore_temperature_step
+        redraws = None
+        if resume:  # past a known loss, hotter
+            hotter, losses = t.explore_temperature_step, known_losses(failed)
             backend = redraws = RedrawBackend(sampled, losses, hotter, MAX_TEMPERATURE)
-            if prefix:
-                backend = ResumeBackend(backend, prefix)
-        resume = t.explore_resume == "on"
+        prefix = resume_point(failed) if resume else []
+        if prefix:
+            backend = ResumeBackend(backend, prefix)
         task = task_abilities(ctx.task).exploration_task(ctx.task, len(prefix), routes=resume)
         cache_id = attempt_id(item.id, step, number)
         traj = await rollout_item(task, item, shown, backend, store=ctx.store, cache_id=cache_id)
@@ -255,7 +255,7 @@ async def explore_item(ctx: RunContext, skill: str, step: int, item: Item) -> li
         if attempts[-1].passed or traj.infra_error is not None:
             break
         failed.append(traj)
-        if t.explore_resume == "on" and (reached := peak(traj)) > best:
+        if resume and (reached := peak(traj)) > best:
             best, budget = reached, min(budget + 1, EARNED * t.explore_attempts)
     return attempts
 
