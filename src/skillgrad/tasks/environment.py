@@ -342,7 +342,8 @@ class _Episode:
             return
         try:
             played = await self._play(process, data, gold)
-            found = await self._shortest(process, data, gold, played) if played else None
+            tries = shortcuts(gold, played[1:], played[0]) if played else []
+            found = await self._first_replaying(process, data, tries)
         except (EnvFailure, EnvStepFailure):  # the episode stands; its process is not reused
             self.replay_broke = True
             return
@@ -364,9 +365,9 @@ class _Episode:
         actions = [s.action for s in played]
         if len(actions) > MAX_DEMO_ACTIONS:
             return
-        seen = [self.start, *(str(s.observation) for s in played)]
+        tries = shortcuts(actions, [str(s.observation) for s in played], self.start)
         try:
-            found = await self._shortest(process, data, actions, seen)
+            found = await self._first_replaying(process, data, tries)
         except (EnvFailure, EnvStepFailure):  # the episode stands; its process is not reused
             self.replay_broke = True
             return
@@ -398,24 +399,28 @@ class _Episode:
         if len(kept) < len(upto):
             tries.append(actions)
         try:
-            for route in tries:
-                if (await self._replay(process, data, route))[1] >= top - 1e-9:
-                    cut = len(upto) - len(route)
-                    self.steps.append(EnvRoute(route, top, cut).to_json())
-                    return
+            found = await self._first_replaying(process, data, tries, score=top)
         except (EnvFailure, EnvStepFailure):  # the episode stands; its process is not reused
             self.replay_broke = True
+            return
+        if found is not None:
+            route = found[0]
+            self.steps.append(EnvRoute(route, top, len(upto) - len(route)).to_json())
 
-    async def _shortest(
-        self, process: EnvChannel, data: dict[str, Any], actions: list[str], seen: list[str]
+    async def _first_replaying(
+        self,
+        process: EnvChannel,
+        data: dict[str, Any],
+        tries: Sequence[list[str]],
+        score: float | None = None,
     ) -> tuple[list[str], list[str]] | None:
-        """The shortest of ``shortcuts`` of ``actions`` (answered by ``seen[1:]`` from
-        ``seen[0]``) that still solves the episode when played from its reset, with what the
-        environment answered (reset first); None when none is shorter or none solves."""
-        for short in shortcuts(actions, seen[1:], seen[0]):
-            replayed = await self._play(process, data, short)
-            if replayed is not None:
-                return short, replayed
+        """The first of ``tries`` (shortest first: ``shortcuts``) that, played from the
+        episode's reset, still solves it (``score`` None) or reaches ``score``, with what the
+        environment answered (reset first); None when none does."""
+        for actions in tries:
+            seen, value, solved = await self._replay(process, data, actions)
+            if solved if score is None else value >= score - 1e-9:
+                return actions, seen
         return None
 
     async def _play(
