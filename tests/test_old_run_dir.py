@@ -41,6 +41,8 @@ NEW_RECORD_KEYS = {
     "explore_better",
     "explore_resumed",
     "explore_redrawn",
+    "explore_ends",
+    "explore_fell",
 }
 NEW_SUMMARY_KEYS = {
     "noise_floor",
@@ -136,6 +138,8 @@ ENV_NEW_RECORD_KEYS = {
     "explore_better",
     "explore_resumed",
     "explore_redrawn",
+    "explore_ends",
+    "explore_fell",
 }
 ENV_NEW_SUMMARY_KEYS = {"code"}
 

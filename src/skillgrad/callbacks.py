@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from skillgrad.runs.records import PowerCheck
+from skillgrad.tasks.episode import ends_text
 
 
 @dataclass
@@ -76,6 +77,7 @@ def describe_event(event: dict[str, Any]) -> tuple[int, str] | None:
             f"step {event['step']} exploration: {event['found']} of {event['items']} failed "
             f"train items solved in {event['attempts']} attempts"
             + (f", {event['repeats']} repeating an earlier one" if event.get("repeats") else "")
+            + (f"; ended: {ends}" if (ends := ends_text(event.get("ends"))) else "")
         )
     if name == "warning":
         return logging.WARNING, str(event["message"])

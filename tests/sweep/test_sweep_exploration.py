@@ -67,10 +67,13 @@ def test_the_sweep_counts_what_exploration_found_and_what_the_best_skills_kept(
     assert record["attempts"] == sum(attempts) and record["items"] == 4
     assert (record["found"], record["runs"], record["seeds_without_a_find"]) == (2, 2, [1])
     assert record["best_skills_with_self_found"] == 1
+    assert record["ends"] == {"step_limit": sum(attempts) - 2, "solved": 2}  # how they ended
+    assert [sum(r["ends"].values()) for r in record["per_seed"]] == attempts
     text = render_sweep_text(build_sweep_summary(sweep))
     assert (
         f"exploration: 2 of 4 failed train items solved in {sum(attempts)} attempts; runs with "
-        "a success: 1 of 2 (none found: seed 1); best skills holding a self-found example: 1"
+        "a success: 1 of 2 (none found: seed 1); best skills holding a self-found example: 1; "
+        f"the attempts ended: {sum(attempts) - 2} ran out of steps, 2 solved"
     ) in text
 
 
@@ -82,6 +85,10 @@ def test_a_damaged_history_is_a_located_error_and_a_damaged_record_prints_nothin
     good = build_sweep_summary(sweep)["configs"][0]["exploration"]
     assert exploration_text({**good, "found": True}) is None
     assert exploration_text({**good, "seeds_without_a_find": "1"}) is None
+    for ends in ("many", {"step_limit": "3"}, {"step_limit": 2.5}):  # damaged: no ends said
+        said = exploration_text({**good, "ends": ends})
+        assert said is not None and "ended" not in said
+    assert "ended" not in (exploration_text({**good, "ends": {"solved": 2}}) or "ended")
     copy = tmp_path / "copy"
     (copy / "seed0").mkdir(parents=True)
     for name in ("config.json", "summary.json", "sweep.json"):

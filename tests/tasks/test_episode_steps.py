@@ -13,12 +13,16 @@ from typing import Any
 import pytest
 
 from skillgrad.tasks.episode import (
+    Ending,
+    EnvEnd,
     EnvGold,
     EnvReset,
     EnvStep,
     EpisodeError,
     back_and_forth,
+    ends_text,
     env_steps,
+    episode_ending,
     episode_steps,
     episode_trail,
     episode_view,
@@ -30,7 +34,7 @@ from skillgrad.tasks.episode import (
 ROOT = Path(__file__).resolve().parents[2]
 TINY = json.loads((ROOT / "tests/fixtures/episode_views/tinyenv.json").read_text())
 STEP_KINDS = ("env_reset", "env_step", "env_gold")  # the kinds the fixtures hold
-LATER_STEP_KINDS = ("env_short", "env_route")  # written by code newer than the fixtures
+LATER_STEP_KINDS = ("env_short", "env_route", "env_end")  # written by code newer than the fixtures
 ROLLOUT_STEP_KINDS = ("agent_exit", "tool_call")  # an agent-harness rollout's, a tool call's
 STEP_KEYS = ("type", "action")  # the keys a step's kind is sniffed by
 
@@ -51,6 +55,7 @@ WRITTEN: list[dict[str, Any]] = [
     {"type": "env_short", "actions": ["east", "take coin"], "observations": ["a", "b"],
      "detours_cut": 2},
     {"type": "env_route", "actions": ["east", "east"], "score": 0.5, "detours_cut": 3},
+    {"type": "env_end", "end": "context_full"},
     {"type": "error", "reason": "the process died", "source": "environment"},
     {"type": "error", "reason": "ModelError: down"},
 ]  # fmt: skip
@@ -115,6 +120,39 @@ def test_steps_of_other_kinds_and_non_dicts_are_skipped() -> None:
     assert episode_steps(steps) == [EnvStep(step=1, action="look")]
     assert env_steps(steps) == [EnvStep(step=1, action="look")]
     assert not is_episode(steps) and is_episode([{"type": "env_reset"}])
+
+
+def test_how_an_episode_ended_is_read_from_its_last_end_record_as_stored() -> None:
+    """``episode_ending``: the last ``env_end`` record's end, ``solved`` when it passed,
+    ``error`` when it could not be scored; no record, or one a run directory damaged (an end
+    that is no known one, not text, or a pass claimed by a failed episode): ``unrecorded``.
+    ``fell``: it ended below a score it had reached (a damaged score is no score)."""
+
+    def steps(*scores: Any, end: Any = "step_limit") -> list[dict[str, Any]]:
+        played = [EnvStep(step=i + 1, action="a", score=v).to_json() for i, v in enumerate(scores)]
+        return [*played, EnvEnd(end).to_json()] if end is not None else played
+
+    assert episode_ending(steps(0.0, 0.5, 0.5), False, False) == Ending("step_limit", False)
+    assert episode_ending(steps(0.5, 0.0, end="terminated"), False, False) == Ending(
+        "terminated", True
+    )
+    assert episode_ending(steps(0.0, 1.0, end="terminated"), True, False) == Ending("solved", False)
+    assert episode_ending(steps(0.5, 0.0), False, True) == Ending("error", False)
+    for damaged in (None, "solved", "unsolved", "gone", 5, ["context_full"]):
+        assert episode_ending(steps(0.0, end=damaged), False, False).end == "unrecorded"
+    last = [*steps(0.0), EnvEnd("context_full").to_json()]
+    assert episode_ending(last, False, False).end == "context_full"
+    assert not episode_ending(steps(0.5, "0.9", float("nan"), 0.5), False, False).fell
+    assert not episode_ending([], False, False).fell
+
+
+def test_the_ends_are_said_in_words_only_when_they_say_more_than_pass_or_fail() -> None:
+    assert ends_text({"step_limit": 3, "context_full": 1, "solved": 1}) == (
+        "3 ran out of steps, 1 filled the target's context window, 1 solved"
+    )
+    assert ends_text({"unsolved": 4, "solved": 1}) == ""  # a chat task's attempts
+    assert ends_text({"surprise": 2}) == "2 surprise"  # a later version's end, as stored
+    assert ends_text(None) == ends_text(["step_limit"]) == ends_text({}) == ""
 
 
 def test_train_names_no_step_kind() -> None:

@@ -82,13 +82,22 @@ def test_the_optimizers_view_of_all_episodes_together_is_unchanged() -> None:
     assert render_trajectories(every) == EXPECTED["all_together"]["reflect"]
 
 
+ENDED = {"solved": "terminated", "crash": "failed"}
+"""How the TinyEnv episodes ended (``env_end``); the others ran out of steps."""
+
+
 def test_the_rollout_writes_the_steps_it_wrote_before() -> None:
+    """The same steps in the same key order, then one record the old code did not write: how
+    the episode ended (``env_end``, last); every rendering of the episode is unchanged by it."""
     played = maker().played()
     assert set(played) <= set(TINY)
     for name, t in played.items():
-        assert to_json(t) == TINY[name], name
-        for new, old in zip(to_json(t)["steps"], TINY[name]["steps"], strict=True):
+        *steps, end = to_json(t)["steps"]
+        assert end == {"type": "env_end", "end": ENDED.get(name, "step_limit")}, name
+        assert {**to_json(t), "steps": steps} == TINY[name], name
+        for new, old in zip(steps, TINY[name]["steps"], strict=True):
             assert list(new) == list(old), (name, new)  # the keys in the same order
+        assert views(t) == EXPECTED[f"tinyenv:{name}"], name
 
 
 @pytest.mark.parametrize("name", [k for k in ROLLOUTS if k != "all_together"])

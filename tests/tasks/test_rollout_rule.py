@@ -25,6 +25,7 @@ from skillgrad.tasks.code import CodeTask
 from skillgrad.tasks.environment import EnvironmentTask
 from skillgrad.tasks.toolkit import Tool, make_tool
 from skillgrad.tasks.tools import ToolTask
+from skillgrad.tasks.views import view_of
 from skillgrad.testing import FunctionBackend, ToyTask
 from skillgrad.types import ChatRequest, Item, Score
 
@@ -134,6 +135,7 @@ async def test_a_prompt_too_long_for_the_context_is_the_items_zero_not_the_runs_
         traj = await _rollout(_task(kind), FunctionBackend(reply))
         assert traj.infra_error is None and traj.error is None and traj.score.value == 0.0
         assert "no longer fit the target's context window after 1 steps" in traj.score.feedback
+        assert view_of(traj).ending(traj, False).end == "context_full"  # counted as such
         return
     traj = await _rollout(_task(kind), _failing(too_long))
     assert traj.infra_error is None and traj.score.value == 0.0

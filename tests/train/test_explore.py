@@ -675,14 +675,24 @@ def test_a_command_that_lost_points_after_the_same_commands_is_drawn_again(
         if resume == "off":
             assert [r["passed"] for r in tried] == [False, False]
             assert [r["redrawn"] for r in tried] == [0, 0]
+            assert [(r["end"], r["fell"]) for r in tried] == [("terminated", True)] * 2
             continue
         assert [r["passed"] for r in tried] == [False, True]
+        assert [(r["end"], r["fell"]) for r in tried] == [("terminated", True), ("solved", False)]
         assert [r["resumed"] for r in tried] == [0, 1] and [r["redrawn"] for r in tried] == [0, 1]
         assert _commands(tried[1]) == ["go", "right", "finish"]
     report = (result.run_dir / "report.md").read_text(encoding="utf-8")
     counted = "2 resumed where an earlier attempt peaked, 2 replies drawn again past a command"
     assert (counted in report) == (resume == "on")
+    ended = {
+        "on": "2 ended by the game unsolved, 2 solved (2 below a score they had reached)",
+        "off": "4 ended by the game unsolved (4 below a score they had reached)",
+    }[resume]
+    assert f"the attempts ended: {ended}" in report  # fmt: skip
     record = read_json(result.run_dir / "history.json")[0]
+    assert record["explore_ends"] == ({"terminated": 2, "solved": 2} if resume == "on" else
+                                      {"terminated": 4})  # fmt: skip
+    assert record["explore_fell"] == (2 if resume == "on" else 4)
     assert (record["explore_resumed"], record["explore_redrawn"]) == (
         (2, 2) if resume == "on" else (0, 0)
     )

@@ -11,6 +11,7 @@ from skillgrad.errors import RunDirError
 from skillgrad.report.text import fmt, p_text
 from skillgrad.runs.provenance import describe
 from skillgrad.sweep.worker import COMPLETE
+from skillgrad.tasks.episode import ends_text
 
 SHOWN = ("val_best", "test_initial", "test_best", "test_gain", "skill_tokens", "calls", "cost_usd")
 
@@ -96,11 +97,14 @@ def exploration_text(record: Any) -> str | None:
     if len(counts) < len(keys) or not isinstance(none, list):
         return None
     missed = f" (none found: seed {', '.join(map(str, none))})" if none else ""
+    ends = record.get("ends")
+    counted = isinstance(ends, dict) and all(type(n) is int for n in ends.values())
+    ended = f"; the attempts ended: {text}" if counted and (text := ends_text(ends)) else ""
     return (
         f"exploration: {counts['found']} of {counts['items']} failed train items solved in "
         f"{counts['attempts']} attempts; runs with a success: "
         f"{counts['runs'] - len(none)} of {counts['runs']}{missed}; best skills holding a "
-        f"self-found example: {counts['best_skills_with_self_found']}"
+        f"self-found example: {counts['best_skills_with_self_found']}{ended}"
     )
 
 

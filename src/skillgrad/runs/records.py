@@ -300,6 +300,13 @@ class StepRecord:
     explore_redrawn: int = 0
     """Exploration replies drawn again past a command an earlier attempt lost points with
     (``train.explore_resume``)."""
+    explore_ends: dict[str, int] = field(default_factory=dict)
+    """How many exploration attempts ended each way: solved, out of steps, the context window
+    full, … (keys of ``tasks.episode.ENDS``; a chat task's: ``solved``, ``unsolved``,
+    ``error``)."""
+    explore_fell: int = 0
+    """Unsolved exploration attempts that ended below a score they had reached (they lost
+    points they had won)."""
 
     @property
     def verdict(self) -> str:

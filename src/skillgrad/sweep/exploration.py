@@ -13,6 +13,7 @@ prints it as one line (``report/sweep.exploration_text``).
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -32,16 +33,21 @@ def _holds_self_found(summary: dict[str, Any]) -> bool:
 def run_exploration(seed: int, run_dir: Path, summary: dict[str, Any]) -> dict[str, Any]:
     """One finished run: its exploration attempts, the failed train items they were made at
     (summed over steps: an item failing at two steps counts twice), those an attempt solved,
-    and whether its best skill holds a self-found example. A damaged history is a
-    ``RunDirError`` naming the file."""
+    whether its best skill holds a self-found example, and how its attempts ended (``ends``:
+    counts by ``tasks.episode.ENDS``; none for a run written before they were recorded). A
+    damaged history is a ``RunDirError`` naming the file."""
     steps = [r for r in read_history(run_dir) if r.kind == "step"]
     explored = [r for r in steps if r.explore_attempts > 0]
+    ends: Counter[str] = Counter()
+    for r in explored:
+        ends.update(r.explore_ends)
     return {
         "seed": seed,
         "attempts": sum(r.explore_attempts for r in explored),
         "items": sum(r.n_failures for r in explored),
         "found": sum(r.explore_found for r in explored),
         "self_found_in_best": _holds_self_found(summary),
+        "ends": dict(ends.most_common()),
     }
 
 
@@ -57,6 +63,7 @@ def exploration_record(runs: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
         "runs": len(runs),
         "seeds_without_a_find": [r["seed"] for r in runs if not r["found"]],
         "best_skills_with_self_found": sum(bool(r["self_found_in_best"]) for r in runs),
+        "ends": dict(sum((Counter(r.get("ends", {})) for r in runs), Counter()).most_common()),
         "per_seed": list(runs),
     }
 

@@ -46,6 +46,7 @@ from skillgrad.tasks.env_pool import (
 from skillgrad.tasks.env_remote import env_opener
 from skillgrad.tasks.episode import (
     MAX_DEMO_ACTIONS,
+    EnvEnd,
     EnvGold,
     EnvReset,
     EnvRoute,
@@ -504,6 +505,7 @@ class _Episode:
             score = Score(0.0, False, f"error: {error}")
         else:
             value, passed = outcome(self.info, self.reward, self.task.max_reward)
+            self.steps.append(EnvEnd(self.end).to_json())
             said = episode_feedback(self.steps, value, passed, self.end)
             trail = [] if passed else episode_trail(self.steps)
             score = Score(value, passed, "; ".join([said, *trail]))

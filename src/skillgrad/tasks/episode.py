@@ -1,18 +1,19 @@
 """An environment episode's steps as typed records, and what the episode says in words.
 
 The rollout (``tasks/environment.py``) builds ``EnvReset``, ``EnvStep``, ``EnvGold``, ``EnvShort``,
-``EnvRoute`` and ``EpisodeError`` records, each tagged with its ``kind`` (the ``type`` of its JSON
-dict), and stores their ``to_json()`` in ``Trajectory.steps``; ``episode_steps`` reads them back
-(old run directories included). ``episode_feedback`` sums an episode up (solved, or how it ended,
-its score, actions the environment did not accept, repeated actions; for an unsolved one
-``episode_trail`` adds a stretch that went back and forth between two actions and where its score
-moved). ``episode_view`` is the compact rendering the optimizer reads: the task, the first
-observation whole (a board game's board), the first steps and the steps around where it went wrong,
-the commands the environment accepted there (also in free mode, where the target never saw them),
-the gold action sequence of a train episode, the result. Long episodes are cut, and the cut is
-said, so the optimizer never mistakes a cut for the agent's behaviour; a passing episode whose
-steps were cut also lists every command in order (its procedure is what a rule would teach: a
-contrast call once read "…[7 steps cut]…" where the passing attempt's read-then-act loop was).
+``EnvRoute``, ``EnvEnd`` and ``EpisodeError`` records, each tagged with its ``kind`` (the ``type``
+of its JSON dict), and stores their ``to_json()`` in ``Trajectory.steps``; ``episode_steps`` reads
+them back (old run directories included; ``episode_ending`` names the end). ``episode_feedback``
+sums an episode up (solved, or how it ended, its score, actions the environment did not accept,
+repeated actions; for an unsolved one ``episode_trail`` adds a stretch that went back and forth
+between two actions and where its score moved). ``episode_view`` is the compact rendering the
+optimizer reads: the task, the first observation whole (a board game's board), the first steps and
+the steps around where it went wrong, the commands the environment accepted there (also in free
+mode, where the target never saw them), the gold action sequence of a train episode, the result.
+Long episodes are cut, and the cut is said, so the optimizer never mistakes a cut for the agent's
+behaviour; a passing episode whose steps were cut also lists every command in order (its procedure
+is what a rule would teach: a contrast call once read "…[7 steps cut]…" where the passing attempt's
+read-then-act loop was).
 """
 
 from __future__ import annotations
@@ -185,6 +186,68 @@ class EnvRoute:
         return list(acts)
 
 
+ENDS: dict[str, str] = {
+    "solved": "solved",
+    "terminated": "ended by the game unsolved",
+    "truncated": "cut by the environment",
+    "failed": "broke the environment",
+    "context_full": "filled the target's context window",
+    "step_limit": "ran out of steps",
+    "unsolved": "unsolved",
+    "error": "failed on the infrastructure",
+    "unrecorded": "ended in a way not recorded (an earlier version's cache)",
+}
+"""How an attempt ends, each in words: an episode's ``EnvEnd.end``; ``solved`` when it passed;
+``unsolved``, a failed attempt of a kind without ends of its own (a chat reply); ``error`` when it
+could not be scored; ``unrecorded``, an episode stored before the record existed."""
+
+
+def ends_text(ends: Any) -> str:
+    """How many attempts ended each way, in words ("4 ran out of steps, 1 solved"); "" when
+    nothing but solved or unsolved is counted (a chat task's attempts say no more than that)
+    or ``ends`` is no mapping of counts (an event or record is read as stored)."""
+    if not isinstance(ends, dict) or not set(map(str, ends)) - {"solved", "unsolved"}:
+        return ""
+    return ", ".join(f"{n} {ENDS.get(str(end), str(end))}" for end, n in ends.items())
+
+
+@dataclass(frozen=True)
+class EnvEnd:
+    """How the episode ended, as the rollout saw it: a key of ``ENDS`` (the game ended it,
+    the environment cut it, the reply broke the environment, the conversation outgrew the
+    target's context window, or the task's step limit)."""
+
+    end: str = ""
+    kind: Literal["env_end"] = "env_end"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"type": self.kind, "end": self.end}
+
+
+@dataclass(frozen=True)
+class Ending:
+    """How one attempt ended (``TrajectoryView.ending``): ``end``, a key of ``ENDS``; ``fell``,
+    it ended unsolved below a score it had reached (it lost points it had won)."""
+
+    end: str
+    fell: bool = False
+
+
+def episode_ending(steps: Sequence[Any], passed: bool, infra: bool) -> Ending:
+    """How an episode ended, from its steps as stored (its last ``EnvEnd``; an ``end`` that is
+    no key of ``ENDS``, or none recorded: ``unrecorded``)."""
+    if infra:
+        return Ending("error")
+    if passed:
+        return Ending("solved")
+    ends = [r.end for r in episode_steps(steps) if isinstance(r, EnvEnd)]
+    end = ends[-1] if ends else None
+    known = isinstance(end, str) and end in ENDS and end not in ("solved", "unsolved")
+    scores = [p for s in env_steps(steps) if (p := s.progress) is not None]
+    fell = bool(scores) and scores[-1] < max(scores)
+    return Ending(end if known and isinstance(end, str) else "unrecorded", fell)
+
+
 @dataclass(frozen=True)
 class EpisodeError:
     """Why an episode could not go on (``source``: what failed, e.g. the environment)."""
@@ -210,13 +273,14 @@ def peak_route(records: Sequence[Any]) -> list[str] | None:
     return next((r.commands() for r in records if isinstance(r, EnvRoute)), None)
 
 
-EpisodeStep = EnvReset | EnvStep | EnvGold | EnvShort | EnvRoute | EpisodeError
+EpisodeStep = EnvReset | EnvStep | EnvGold | EnvShort | EnvRoute | EnvEnd | EpisodeError
 _RECORDS: dict[str, type[EpisodeStep]] = {
     "env_reset": EnvReset,
     "env_step": EnvStep,
     "env_gold": EnvGold,
     "env_short": EnvShort,
     "env_route": EnvRoute,
+    "env_end": EnvEnd,
     "error": EpisodeError,
 }
 
@@ -505,7 +569,10 @@ def episode_view(
 
 
 __all__ = [
+    "ENDS",
     "MAX_DEMO_ACTIONS",
+    "Ending",
+    "EnvEnd",
     "EnvGold",
     "EnvReset",
     "EnvRoute",
@@ -515,7 +582,9 @@ __all__ = [
     "EpisodeStep",
     "Vocabulary",
     "back_and_forth",
+    "ends_text",
     "env_steps",
+    "episode_ending",
     "episode_feedback",
     "episode_steps",
     "episode_trail",

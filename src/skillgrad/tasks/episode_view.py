@@ -17,10 +17,12 @@ from skillgrad.prompts import render_prompt
 from skillgrad.skill.text import FUNCTION_WORDS, cut, sentences, words
 from skillgrad.tasks.episode import (
     MAX_DEMO_ACTIONS,
+    Ending,
     EnvGold,
     EnvReset,
     EnvStep,
     Vocabulary,
+    episode_ending,
     episode_steps,
     episode_view,
     is_episode,
@@ -169,6 +171,9 @@ class EpisodeView:
     def example_reply(self, t: Trajectory, generic: str | None) -> str | None:
         """The episode's commands (``episode_actions``), never a reply or a reference."""
         return episode_actions(t)
+
+    def ending(self, t: Trajectory, passed: bool) -> Ending:
+        return episode_ending(t.steps, passed, t.infra_error is not None)
 
     def vocabulary(self, t: Trajectory) -> Vocabulary | None:
         """The words of the episode's task and observations, the commands the environment

@@ -10,7 +10,7 @@ from typing import Any
 
 from skillgrad.harnesses.transcript import transcript_view
 from skillgrad.prompts import render_prompt
-from skillgrad.tasks.episode import Vocabulary
+from skillgrad.tasks.episode import Ending, Vocabulary
 from skillgrad.tasks.reply_view import ExampleRenderer, ReplyView
 from skillgrad.types import Trajectory
 
@@ -52,6 +52,9 @@ class AgentView:
 
     def example_reply(self, t: Trajectory, generic: str | None) -> str | None:
         return self.inner.example_reply(t, generic)
+
+    def ending(self, t: Trajectory, passed: bool) -> Ending:
+        return self.inner.ending(t, passed)
 
     def vocabulary(self, t: Trajectory) -> Vocabulary | None:
         return self.inner.vocabulary(t)

@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from skillgrad.skill.text import cut, fence_for
-from skillgrad.tasks.episode import Vocabulary
+from skillgrad.tasks.episode import Ending, Vocabulary
 from skillgrad.types import Trajectory
 
 ExampleRenderer = Callable[[Trajectory, str, int], str]
@@ -59,6 +59,9 @@ class ReplyView:
 
     def example_reply(self, t: Trajectory, generic: str | None) -> str | None:
         return generic
+
+    def ending(self, t: Trajectory, passed: bool) -> Ending:
+        return Ending("error" if t.infra_error else "solved" if passed else "unsolved")
 
     def vocabulary(self, t: Trajectory) -> Vocabulary | None:
         return None

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from skillgrad.tasks.episode import Vocabulary
+from skillgrad.tasks.episode import Ending, Vocabulary
 from skillgrad.tasks.episode_view import EpisodeView
 from skillgrad.tasks.harness_view import AgentView
 from skillgrad.tasks.reply_view import ExampleRenderer, ReplyView
@@ -62,6 +62,12 @@ class TrajectoryView(Protocol):
     def example_reply(self, t: Trajectory, generic: str | None) -> str | None:
         """What a demonstration of ``t`` shows as the reply, None when it gives none;
         ``generic`` is a passing reply or a reference the task's scorer passes."""
+        ...
+
+    def ending(self, t: Trajectory, passed: bool) -> Ending:
+        """How ``t`` ended (``passed``: its score passed and it ended on the target's own
+        replies): a key of ``tasks.episode.ENDS`` (a kind without ends of its own: solved,
+        unsolved or error), and whether it fell below a score it had reached."""
         ...
 
     def vocabulary(self, t: Trajectory) -> Vocabulary | None:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -31,6 +32,7 @@ from skillgrad.models.base import ModelBackend
 from skillgrad.prompts import render_prompt
 from skillgrad.skill.package import is_package_text
 from skillgrad.tasks.base import task_abilities
+from skillgrad.tasks.episode import Ending
 from skillgrad.tasks.views import view_of
 from skillgrad.train.context import RunContext
 from skillgrad.train.revisit import (
@@ -85,6 +87,11 @@ class Attempt:
     def passed(self) -> bool:
         return self.trajectory.score.passed and _clean(self.trajectory)
 
+    @property
+    def ending(self) -> Ending:
+        """How the attempt ended (its view's ``ending``: solved, out of steps, …)."""
+        return view_of(self.trajectory).ending(self.trajectory, self.passed)
+
     def to_json(self) -> dict[str, Any]:
         """One row of the step's ``exploration.jsonl``."""
         t = self.trajectory
@@ -92,6 +99,7 @@ class Attempt:
         row |= {"retry": self.retry, "repeat": self.repeat, "temperature": self.temperature}
         row |= {"resumed": self.resumed, "redrawn": self.redrawn}
         row |= {"passed": self.passed, "score": t.score.value}
+        row |= {"end": self.ending.end, "fell": self.ending.fell}
         return {**row, "feedback": t.score.feedback, "trajectory": to_json(t)}
 
 
@@ -162,6 +170,15 @@ class Exploration:
         """Replies drawn again past a command known to lose points (``RedrawBackend``)."""
         return sum(a.redrawn for a in self.attempts)
 
+    def ends(self) -> dict[str, int]:
+        """How many attempts ended each way (``Attempt.ending``), most frequent first."""
+        return dict(Counter(a.ending.end for a in self.attempts).most_common())
+
+    @property
+    def fell(self) -> int:
+        """Unsolved attempts that ended below a score they had reached."""
+        return sum(a.ending.fell for a in self.attempts)
+
 
 def _clean(t: Trajectory) -> bool:
     """The attempt ended on the target's own replies: no error, no infrastructure failure."""
@@ -206,7 +223,8 @@ async def explore(
     n_items, n_attempts, n_found = out.counts()
     ctx.emit(
         "explore", step=step, items=n_items, attempts=n_attempts, found=n_found,
-        repeats=out.repeats, resumed=out.resumed, redrawn=out.redrawn,
+        repeats=out.repeats, resumed=out.resumed, redrawn=out.redrawn, ends=out.ends(),
+        fell=out.fell,
     )  # fmt: skip
     return out
 

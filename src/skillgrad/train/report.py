@@ -12,6 +12,7 @@ from typing import Any
 from skillgrad.runs.provenance import describe
 from skillgrad.runs.records import StepRecord
 from skillgrad.skill.text import fence_for
+from skillgrad.tasks.episode import ends_text
 
 
 def excerpt_lines(excerpt: dict[str, Any] | None) -> list[str]:
@@ -449,6 +450,9 @@ def _exploration_row(r: StepRecord) -> str:
             f"; {r.explore_resumed} resumed where an earlier attempt peaked, "
             f"{r.explore_redrawn} replies drawn again past a command known to lose points"
         )
+    if ends := ends_text(r.explore_ends):
+        fell = f" ({r.explore_fell} below a score they had reached)" if r.explore_fell else ""
+        row += f"; the attempts ended: {ends}{fell}"
     return row
 
 

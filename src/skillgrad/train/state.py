@@ -151,6 +151,10 @@ class StepOutcome:
     """Exploration attempts that replayed an earlier attempt's commands first."""
     explore_redrawn: int = 0
     """Exploration replies drawn again past a command known to lose points."""
+    explore_ends: dict[str, int] = field(default_factory=dict)
+    """How many exploration attempts ended each way (``Exploration.ends``)."""
+    explore_fell: int = 0
+    """Unsolved exploration attempts that ended below a score they had reached."""
 
 
 def advance(state: TrainState, out: StepOutcome, *, patience: int, buffer_size: int) -> TrainState:
@@ -319,6 +323,8 @@ def _record(
         explore_better=out.explore_better,
         explore_resumed=out.explore_resumed,
         explore_redrawn=out.explore_redrawn,
+        explore_ends=out.explore_ends,
+        explore_fell=out.explore_fell,
     )
 
 

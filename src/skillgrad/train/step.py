@@ -107,6 +107,8 @@ async def training_step(ctx: RunContext, state: TrainState) -> StepOutcome:
         explore_better=len(explored.improved(trajs)) if explored else 0,
         explore_resumed=explored.resumed if explored else 0,
         explore_redrawn=explored.redrawn if explored else 0,
+        explore_ends=explored.ends() if explored else {},
+        explore_fell=explored.fell if explored else 0,
     )
 
 
