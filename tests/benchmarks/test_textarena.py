@@ -51,10 +51,11 @@ def play(task: TextArenaTask, moves: list[str], split: str = "val") -> Trajector
 def test_a_scripted_player_solves_tower_of_hanoi_with_the_action_on_line_two() -> None:
     t = play(TextArenaTask(game="TowerOfHanoi", n_train=1, n_val=1, n_test=1), HANOI)
     assert t.infra_error is None and t.score.value == 1.0 and t.score.passed, t.score
-    actions = [s["action"] for s in t.steps if s["type"] == "env_step"]
-    assert actions == [f"[{m}]" for m in HANOI]
+    played = [s for s in t.steps if s["type"] == "env_step"]
+    assert [s["action"] for s in played] == [f"[{m}]" for m in HANOI]
     assert "solved in 7 steps" in t.score.feedback
-    assert t.steps[-1]["observation"].startswith("Game over: Congratulations! You solved")
+    assert played[-1]["observation"].startswith("Game over: Congratulations! You solved")
+    assert t.steps[-1] == {"type": "env_end", "end": "terminated"}  # the game ended it
 
 
 def test_an_episode_cut_by_max_steps_keeps_the_games_partial_credit() -> None:
