@@ -588,6 +588,9 @@ def test_a_resumed_attempt_starts_where_the_best_attempt_progressed(
     events = read_jsonl(result.run_dir / "events.jsonl")
     pre = next(e for e in events if e["event"] == "preflight")
     assert pre["calls"]["target"] >= result.summary["usage"]["target"]["calls"] > 0
+    bounds[resume] = pre["calls"]["target"]
+    if len(bounds) == 2:  # an episode's earned attempts and redraws raise the bound
+        assert bounds["on"] > bounds["off"]
 
 
 def test_an_attempt_earns_another_only_by_raising_the_score(tmp_path: Path) -> None:
@@ -634,6 +637,9 @@ _FORK = (
     "            self.done.append(action)\n"
     "        return 'Step %d.' % len(self.done), 0.0, len(self.done) == 3, False, self.info()\n"
 )
+
+
+bounds: dict[str, int] = {}  # the fork runs' preflight bounds, by train.explore_resume
 
 
 @pytest.mark.parametrize("resume", ["on", "off"])

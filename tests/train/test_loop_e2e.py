@@ -165,6 +165,20 @@ def test_preflight_estimate_bounds_the_real_usage(tmp_path: Path) -> None:
         assert pre["tokens"][role] > 0
 
 
+def test_resume_adds_nothing_to_the_preflight_bound_of_a_one_call_task(tmp_path: Path) -> None:
+    """``train.explore_resume`` (on by default) acts on episodes only: for a task whose rollout
+    is one call, the bound and the calls made are the same with it on and off (the environment
+    case, where it raises the bound: ``test_explore.py``'s fork runs)."""
+    pre, used = {}, {}
+    for resume in ("on", "off"):
+        cfg = _cfg(tmp_path / resume, explore="on", explore_resume=resume, num_epochs=1)
+        result = run_training(cfg, optimizer=make_optimizer(), target=make_target())
+        events = read_jsonl(result.run_dir / "events.jsonl")
+        pre[resume] = next(e for e in events if e["event"] == "preflight")["calls"]["target"]
+        used[resume] = result.summary["usage"]["target"]["calls"]
+    assert pre["on"] == pre["off"] >= used["on"] == used["off"] > 0
+
+
 MARKERS = {  # a phrase of each call kind's user template -> the kind
     "## Failed tasks": "reflect",
     "with the same feedback": "deep_reflect",

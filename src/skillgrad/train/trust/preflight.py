@@ -97,18 +97,25 @@ def trust_calls(ctx: RunContext, steps: int) -> int:
     )
 
 
+def _resumes(ctx: RunContext) -> bool:
+    """``train.explore_resume`` can act: it is on and the task's rollouts take turns (an
+    episode has a score that rises and commands that lose points; a one-call reply has
+    neither, so nothing is resumed or drawn again)."""
+    return ctx.cfg.train.explore_resume == "on" and task_abilities(ctx.task).turns > 1
+
+
 def explore_calls(ctx: RunContext) -> int:
     """Target rollouts of one step's exploration (``train.explore``): at worst every batch item
     fails and every attempt is made, those earned by progress too (``train.explore_resume``)."""
     t = ctx.cfg.train
-    earned = EARNED if t.explore_resume == "on" else 1
+    earned = EARNED if _resumes(ctx) else 1
     return t.batch_size * t.explore_attempts * earned if t.explore == "on" else 0
 
 
 def explore_redraws(ctx: RunContext) -> int:
     """Target calls an exploration rollout can add past its turns: with
     ``train.explore_resume``, replies drawn again past a command known to lose points."""
-    return REDRAWS if ctx.cfg.train.explore_resume == "on" else 0
+    return REDRAWS if _resumes(ctx) else 0
 
 
 def large_skill_warning(skill: str, estimate: dict[str, Any]) -> str | None:
