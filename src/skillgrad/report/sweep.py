@@ -97,9 +97,8 @@ def exploration_text(record: Any) -> str | None:
     if len(counts) < len(keys) or not isinstance(none, list):
         return None
     missed = f" (none found: seed {', '.join(map(str, none))})" if none else ""
-    ends = record.get("ends")
-    counted = isinstance(ends, dict) and all(type(n) is int for n in ends.values())
-    ended = f"; the attempts ended: {text}" if counted and (text := ends_text(ends)) else ""
+    text = ends_text(record.get("ends"))
+    ended = f"; the attempts ended: {text}" if text else ""
     return (
         f"exploration: {counts['found']} of {counts['items']} failed train items solved in "
         f"{counts['attempts']} attempts; runs with a success: "

@@ -205,8 +205,10 @@ could not be scored; ``unrecorded``, an episode stored before the record existed
 def ends_text(ends: Any) -> str:
     """How many attempts ended each way, in words ("4 ran out of steps, 1 solved"); "" when
     nothing but solved or unsolved is counted (a chat task's attempts say no more than that)
-    or ``ends`` is no mapping of counts (an event or record is read as stored)."""
-    if not isinstance(ends, dict) or not set(map(str, ends)) - {"solved", "unsolved"}:
+    or ``ends`` is no mapping of whole-number counts (an event or record is read as stored)."""
+    if not isinstance(ends, dict) or not all(type(n) is int for n in ends.values()):
+        return ""
+    if not set(map(str, ends)) - {"solved", "unsolved"}:
         return ""
     return ", ".join(f"{n} {ENDS.get(str(end), str(end))}" for end, n in ends.items())
 
@@ -242,10 +244,11 @@ def episode_ending(steps: Sequence[Any], passed: bool, infra: bool) -> Ending:
         return Ending("solved")
     ends = [r.end for r in episode_steps(steps) if isinstance(r, EnvEnd)]
     end = ends[-1] if ends else None
-    known = isinstance(end, str) and end in ENDS and end not in ("solved", "unsolved")
     scores = [p for s in env_steps(steps) if (p := s.progress) is not None]
     fell = bool(scores) and scores[-1] < max(scores)
-    return Ending(end if known and isinstance(end, str) else "unrecorded", fell)
+    if isinstance(end, str) and end in ENDS and end not in ("solved", "unsolved"):
+        return Ending(end, fell)
+    return Ending("unrecorded", fell)
 
 
 @dataclass(frozen=True)
