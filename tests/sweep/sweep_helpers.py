@@ -69,9 +69,14 @@ def holder_pid(run: Path) -> int:
 
 
 def comparable_summary(sweep: Path) -> list[dict[str, object]]:
-    """sweep_summary.json configs without what legitimately differs (none of the numbers)."""
+    """sweep_summary.json configs without what legitimately differs (none of the numbers but
+    the minutes each run took)."""
     data = json.loads((sweep / "sweep_summary.json").read_text())
-    return [{k: v for k, v in c.items() if k != "status"} for c in data["configs"]]
+    out = []
+    for c in data["configs"]:
+        rows = [{k: v for k, v in r.items() if k != "minutes"} for r in c["per_run"]]
+        out.append({**{k: v for k, v in c.items() if k != "status"}, "per_run": rows})
+    return out
 
 
 IN_FLIGHT = 2  # calls a killed run may have had answered but not cached (rollout/analyst workers)

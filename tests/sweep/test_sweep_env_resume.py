@@ -139,6 +139,9 @@ def comparable(sweep_dir: Path) -> dict[str, Any]:
     summary = json.loads((sweep_dir / "sweep_summary.json").read_text())
     for differs in ("sweep_dir", "config_path", "updated"):  # the folder, a timestamp
         summary.pop(differs)
+    for config in summary["configs"]:  # how long each run took
+        for row in config["per_run"]:
+            row.pop("minutes")
     seeds: dict[str, Any] = {}
     for name in SEEDS:
         run = sweep_dir / name

@@ -13,8 +13,10 @@ import pytest
 
 from skillgrad.config import load_config
 from skillgrad.errors import RunDirError
-from skillgrad.report.sweep import exploration_text, render_sweep_text
+from skillgrad.report.sweep import exploration_text, render_sweep_text, run_lines
+from skillgrad.report.sweep_html import render_sweep_html
 from skillgrad.session import run_training
+from skillgrad.sweep.run_rows import active_minutes
 from skillgrad.sweep.summary import build_sweep_summary
 from skillgrad.testing import (
     FunctionBackend,
@@ -99,3 +101,73 @@ def test_a_damaged_history_is_a_located_error_and_a_damaged_record_prints_nothin
     (copy / "seed0/history.json").write_text('[{"step": "one"}]')
     with pytest.raises(RunDirError, match=r"seed0/history\.json: entry 0"):
         build_sweep_summary(copy)
+
+
+def test_each_finished_run_has_its_row_read_from_its_own_files(sweep: Path) -> None:
+    (config,) = build_sweep_summary(sweep)["configs"]
+    rows = config["per_run"]
+    assert [(r["seed"], r["split"]) for r in rows] == [(0, 0), (1, 1)]
+    for r in rows:
+        run = sweep / f"seed{r['seed']}"
+        summary = json.loads((run / "summary.json").read_text())
+        steps = json.loads((run / "history.json").read_text())
+        assert r["explore"] == [
+            {"step": s["step"], "found": s["explore_found"], "items": s["n_failures"],
+             "attempts": s["explore_attempts"]}
+            for s in steps
+        ]  # fmt: skip
+        assert r["accepted"] == [s["step"] for s in steps if s["accepted"]]
+        assert r["val"] == [summary["val_initial"], summary["val_best"]]
+        assert r["test"] == [summary["test_initial"], summary["test_best"]]
+        roles = {k: int(v["calls"]) for k, v in summary["usage"].items() if k != "all"}
+        assert r["calls"] == roles and roles["target"] > 0
+        assert r["checks"] == {} and r["vs_placebo"] is None  # no check targets, no controls
+        assert 0 < r["minutes"] < 10
+    assert [sum(s["found"] for s in r["explore"]) for r in rows] == [2, 0]
+    text = render_sweep_text(build_sweep_summary(sweep))
+    header = "| seed (split) | exploration: failed train items solved, per step | steps accepted"
+    assert header in text
+    found = rows[0]["explore"][0]
+    first = f"| 0 (0) | {found['found']} of {found['items']} in {found['attempts']} | "
+    assert any(line.startswith(first) for line in text.splitlines())
+    page = render_sweep_html(build_sweep_summary(sweep), {})  # the HTML report's table
+    assert '<table class="runs">' in page and '<td class="l">0 (0)</td>' in page
+
+
+def test_a_run_row_as_stored_prints_what_it_can_and_dashes_for_the_rest() -> None:
+    assert run_lines(None) == [] and run_lines("rows") == [] and run_lines([1, "x"]) == []
+    rows = [
+        {"seed": 3, "split": 903, "explore": [{"step": 1, "found": 1, "items": 4,
+         "attempts": 14}, {"step": 2, "items": 0}], "accepted": [1], "val": [0.0, 0.625],
+         "test": [0.0, 0.96], "vs_placebo": 0.96,
+         "checks": {"llamacpp:qwen2.5-coder-0.5b": [0.0, 0.25]},
+         "calls": {"target": 640, "optimizer": 6}, "minutes": 31.6},
+        {"seed": 4, "explore": "x", "accepted": "1", "val": [0.0], "test": [None, "1"],
+         "vs_placebo": True, "checks": [], "calls": 7, "minutes": "long"},
+    ]  # fmt: skip
+    lines = run_lines(rows)
+    assert lines[3] == (
+        "| 3 (903) | 1 of 4 in 14; nothing failed | 1 | 0.00 → 0.62 | 0.00 → 0.96 | +0.96 | "
+        "qwen2.5-coder-0.5b 0.00 → 0.25 | target 640, optimizer 6 | 32 |"
+    )
+    assert lines[4] == "| 4 | – | none | – | – → – | – | – | – | – |"
+
+
+def test_the_minutes_of_a_run_sum_its_sessions_and_skip_what_is_not_a_timed_event(
+    tmp_path: Path,
+) -> None:
+    events = tmp_path / "events.jsonl"
+    assert active_minutes(events) is None  # no file
+    rows = [
+        {"t": "2026-11-29T10:00:00+00:00", "event": "run_start"},
+        {"t": "2026-11-29T10:30:00+00:00", "event": "step"},
+        {"t": "not a time", "event": "step"},
+        {"t": "2026-11-29T23:00:00", "event": "step"},  # no zone: not read
+        {"t": "2026-11-30T08:00:00+00:00", "event": "run_start"},  # resumed next day
+        {"t": "2026-11-30T08:10:00+00:00", "event": "run_end"},
+    ]
+    text = "\n".join(json.dumps(r) for r in rows)
+    events.write_text(f'{text}\n[1, 2]\n"t"\n{{broken\n' + "[" * 100_000 + "\n")
+    assert active_minutes(events) == 40.0
+    events.write_text("garbage\n")
+    assert active_minutes(events) is None

@@ -79,6 +79,7 @@ def render_sweep_text(summary: dict[str, Any]) -> str:
         explored = exploration_text(c.get("exploration"))  # absent from older summaries
         if explored:
             lines.append(explored)
+        lines += run_lines(c.get("per_run"))  # absent from older summaries
         unfinished = {k: v for k, v in (c.get("status") or {}).items() if v not in COMPLETE}
         if unfinished:
             lines.append("not finished: " + ", ".join(f"{k} ({v})" for k, v in unfinished.items()))
@@ -105,6 +106,84 @@ def exploration_text(record: Any) -> str | None:
         f"{counts['runs'] - len(none)} of {counts['runs']}{missed}; best skills holding a "
         f"self-found example: {counts['best_skills_with_self_found']}{ended}"
     )
+
+
+RUN_COLUMNS = ("seed (split)", "exploration: failed train items solved, per step",
+               "steps accepted", "val initial → best", "test initial → best", "test vs placebo",
+               "check targets, test initial → best", "calls", "minutes")  # fmt: skip
+
+
+def run_cells(rows: Any) -> list[tuple[str, ...]]:
+    """The configuration's finished runs (``sweep/run_rows.py``), a row of ``RUN_COLUMNS``
+    cells each; none for a summary without them. A summary is read as stored: a row or value of
+    the wrong type prints as missing (an en dash), never as an error."""
+    out = []
+    for r in rows if isinstance(rows, list) else ():
+        if not isinstance(r, dict):
+            continue
+        split = f" ({fmt(r.get('split'))})" if r.get("split") is not None else ""
+        checks = r.get("checks") if isinstance(r.get("checks"), dict) else {}
+        calls = r.get("calls") if isinstance(r.get("calls"), dict) else {}
+        out.append((
+            f"{fmt(r.get('seed'))}{split}",
+            _explore_cell(r.get("explore")),
+            ", ".join(fmt(x) for x in _list(r.get("accepted"))) or "none",
+            _pair(r.get("val")),
+            _pair(r.get("test")),
+            _signed(r.get("vs_placebo")),
+            "; ".join(f"{_short(t)} {_pair(v)}" for t, v in checks.items()) or "–",
+            ", ".join(f"{fmt(role)} {fmt(n)}" for role, n in calls.items()) or "–",
+            _number(r.get("minutes"), "{:.0f}"),
+        ))  # fmt: skip
+    return out
+
+
+def run_lines(rows: Any) -> list[str]:
+    """``run_cells`` as a Markdown table (nothing when there are no rows)."""
+    cells = run_cells(rows)
+    if not cells:
+        return []
+    head = ["", "| " + " | ".join(RUN_COLUMNS) + " |", "|" + "---|" * len(RUN_COLUMNS)]
+    return head + ["| " + " | ".join(row) + " |" for row in cells]
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _number(value: Any, form: str = "{:.2f}") -> str:
+    ok = isinstance(value, int | float) and not isinstance(value, bool)
+    return form.format(value) if ok else "–"
+
+
+def _signed(value: Any) -> str:
+    return _number(value, "{:+.2f}")
+
+
+def _pair(value: Any) -> str:
+    """``[initial, best]`` as "0.00 → 0.96"."""
+    pair = _list(value)
+    return f"{_number(pair[0])} → {_number(pair[1])}" if len(pair) == 2 else "–"
+
+
+def _short(target: Any) -> str:
+    """A check target's name without its provider (``llamacpp:qwen2.5-coder-0.5b``)."""
+    return str(target).rsplit(":", 1)[-1]
+
+
+def _explore_cell(steps: Any) -> str:
+    """Per step: "1 of 4 in 14" (solved of the failed train items, in so many attempts); a step
+    with no failed item: "nothing failed"; none explored at all: "–"."""
+    out = []
+    for s in _list(steps):
+        if not isinstance(s, dict):
+            continue
+        if s.get("items") == 0:
+            out.append("nothing failed")
+        else:
+            found, items, attempts = (fmt(s.get(k)) for k in ("found", "items", "attempts"))
+            out.append(f"{found} of {items} in {attempts}")
+    return "; ".join(out) or "–"
 
 
 def arm_lines(arms: list[dict[str, Any]]) -> list[str]:

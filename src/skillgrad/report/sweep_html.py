@@ -16,6 +16,7 @@ from matplotlib.figure import Figure
 from skillgrad.report.html import environment
 from skillgrad.report.plots import _png
 from skillgrad.report.sweep import (
+    RUN_COLUMNS,
     SHOWN,
     TRANSFER_COLUMNS,
     exploration_text,
@@ -23,6 +24,7 @@ from skillgrad.report.sweep import (
     load_summary_or_fail,
     paired_text,
     params_label,
+    run_cells,
     transfer_rows,
 )
 from skillgrad.runs.io import atomic_write_bytes, atomic_write_text
@@ -93,6 +95,8 @@ def render_sweep_html(
             paired_text=paired_text,
             params_label=params_label,
             exploration_text=exploration_text,
+            run_columns=RUN_COLUMNS,
+            run_cells=run_cells,
         )
     )
 

@@ -2,7 +2,8 @@
 seeds, the per-seed values, and a paired test of the best vs the initial skill on the test split
 pooled over seeds; with check targets, the same intervals of each one's test scores; with a
 grid or ``--ablate``, each configuration after the first against the first, paired by seed and
-by test item (``arms``: ``sweep/arms.py``).
+by test item (``arms``: ``sweep/arms.py``); what exploration found (``sweep/exploration.py``)
+and one row per finished run (``per_run``: ``sweep/run_rows.py``).
 
 Only finished runs count; ``runs_finished`` / ``runs_total`` say how many that is. The per-item
 test scores of the initial and the best skill come from each run's result cache (calls.sqlite,
@@ -32,6 +33,7 @@ from skillgrad.sweep.arms import arm_records
 from skillgrad.sweep.attribution import repeated_edits
 from skillgrad.sweep.exploration import exploration_record, run_exploration
 from skillgrad.sweep.plan import SUMMARY_FILE, load_plan_record
+from skillgrad.sweep.run_rows import run_row
 from skillgrad.sweep.worker import COMPLETE
 
 METRICS = (
@@ -184,6 +186,7 @@ def _config_summary(sweep_dir: Path, params: dict[str, Any], runs: list[dict[str
     finished_runs: list[tuple[int, Path]] = []  # for the edits accepted in several seeds
     runs_code: list[dict[str, Any] | None] = []  # None: a run that did not record its code
     explored: list[dict[str, Any]] = []
+    rows: list[dict[str, Any]] = []  # one per finished run (sweep/run_rows.py)
     for job in runs:
         run_dir = sweep_dir / job["name"]
         summary = read_summary(run_dir)
@@ -193,6 +196,7 @@ def _config_summary(sweep_dir: Path, params: dict[str, Any], runs: list[dict[str
         seeds.append(job["seed"])
         finished_runs.append((job["seed"], run_dir))
         explored.append(run_exploration(job["seed"], run_dir, summary))
+        rows.append(run_row(job["seed"], run_dir, summary))
         if (code := read_code(summary.get("code"))) not in runs_code:
             runs_code.append(code)
         for key, value in run_metrics(summary).items():
@@ -219,6 +223,7 @@ def _config_summary(sweep_dir: Path, params: dict[str, Any], runs: list[dict[str
         "repeated_edits": repeated_edits(finished_runs),
         "made_worse": made_worse,
         "exploration": exploration_record(explored),
+        "per_run": rows,
         "check_targets": {
             target: {m: metric_stats(v, m) for m, v in stats.items()}
             for target, stats in checks.items()
