@@ -117,7 +117,7 @@ def run_cells(rows: Any) -> list[tuple[str, ...]]:
     """The configuration's finished runs (``sweep/run_rows.py``), a row of ``RUN_COLUMNS``
     cells each; none for a summary without them. A summary is read as stored: a row or value of
     the wrong type prints as missing (an en dash), never as an error."""
-    out = []
+    out: list[tuple[str, ...]] = []
     for r in rows if isinstance(rows, list) else ():
         if not isinstance(r, dict):
             continue
