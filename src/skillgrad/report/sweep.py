@@ -122,8 +122,7 @@ def run_cells(rows: Any) -> list[tuple[str, ...]]:
         if not isinstance(r, dict):
             continue
         split = f" ({fmt(r.get('split'))})" if r.get("split") is not None else ""
-        checks = r.get("checks") if isinstance(r.get("checks"), dict) else {}
-        calls = r.get("calls") if isinstance(r.get("calls"), dict) else {}
+        checks, calls = (_dict(r.get(k)) for k in ("checks", "calls"))
         out.append((
             f"{fmt(r.get('seed'))}{split}",
             _explore_cell(r.get("explore")),
@@ -145,6 +144,10 @@ def run_lines(rows: Any) -> list[str]:
         return []
     head = ["", "| " + " | ".join(RUN_COLUMNS) + " |", "|" + "---|" * len(RUN_COLUMNS)]
     return head + ["| " + " | ".join(row) + " |" for row in cells]
+
+
+def _dict(value: Any) -> dict[Any, Any]:
+    return value if isinstance(value, dict) else {}
 
 
 def _list(value: Any) -> list[Any]:
