@@ -35,6 +35,7 @@ NEW_RECORD_KEYS = {
     "stall_reason",
     "example_alone",
     "pruned",
+    "prune_kept",
     "explore_attempts",
     "explore_found",
     "explore_repeats",
@@ -132,6 +133,7 @@ ENV_EXPECTED = ENV_FIXTURE / "expected"
 # What later versions add to a run's records and summary: c28278c did not write them.
 ENV_NEW_RECORD_KEYS = {
     "pruned",
+    "prune_kept",
     "explore_attempts",
     "explore_found",
     "explore_repeats",

@@ -15,8 +15,8 @@ from skillgrad.config import load_config
 from skillgrad.errors import RunDirError
 from skillgrad.report.sweep import exploration_text, render_sweep_text, run_lines
 from skillgrad.report.sweep_html import render_sweep_html
+from skillgrad.runs.view import run_minutes
 from skillgrad.session import run_training
-from skillgrad.sweep.run_rows import active_minutes
 from skillgrad.sweep.summary import build_sweep_summary
 from skillgrad.testing import (
     FunctionBackend,
@@ -157,7 +157,7 @@ def test_the_minutes_of_a_run_sum_its_sessions_and_skip_what_is_not_a_timed_even
     tmp_path: Path,
 ) -> None:
     events = tmp_path / "events.jsonl"
-    assert active_minutes(events) is None  # no file
+    assert run_minutes(tmp_path) is None  # no file
     rows = [
         {"t": "2026-11-29T10:00:00+00:00", "event": "run_start"},
         {"t": "2026-11-29T10:30:00+00:00", "event": "step"},
@@ -168,6 +168,6 @@ def test_the_minutes_of_a_run_sum_its_sessions_and_skip_what_is_not_a_timed_even
     ]
     text = "\n".join(json.dumps(r) for r in rows)
     events.write_text(f'{text}\n[1, 2]\n"t"\n{{broken\n' + "[" * 100_000 + "\n")
-    assert active_minutes(events) == 40.0
+    assert run_minutes(tmp_path) == 40.0
     events.write_text("garbage\n")
-    assert active_minutes(events) is None
+    assert run_minutes(tmp_path) is None

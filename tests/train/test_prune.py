@@ -75,6 +75,7 @@ def test_a_line_no_fixed_item_needs_is_dropped_before_the_commit(tmp_path: Path)
     assert [r["edit"]["anchor"] for r in pruned] == [f"- {RIDER}"] and pruned[0]["match"] == REASON
     report = (run / "report.md").read_text()
     assert "Lines removed after the gate" in report and RIDER in report
+    assert first["prune_kept"] == []  # the one new line left is never tried
     # off: the rider stays
     off = _run(tmp_path, "off", prune="off")
     assert RIDER in (off.run_dir / "best_skill.md").read_text()
@@ -99,6 +100,20 @@ def test_a_line_only_a_check_target_needs_stays(tmp_path: Path) -> None:
     assert set(rider["check_targets"][name].values()) == {0.0}  # ... the check target does not
     assert good["removed"] is False and "check_targets" not in good  # main first: it fails
     assert result.summary["check_targets"]["targets"][0]["test_best"] == 1.0
+    # each kept line names the target that needs it, in the history and the report
+    fixed = len(read_json(run / "steps/step_0001/prune.json")["fixed"])
+    assert first["prune_kept"] == [
+        {"line": f"- {RIDER}", "target": name, "lowered": len(rider["check_targets"][name]),
+         "fixed": len(rider["check_targets"][name]), "check_target": True},
+        {"line": f"- {GOOD}", "target": result.summary["target_model"], "lowered": fixed,
+         "fixed": fixed, "check_target": False},
+    ]  # fmt: skip
+    report = (run / "report.md").read_text()
+    assert "## Lines kept after the gate, and the target that needs each" in report
+    assert (
+        f"- step 1: `- {RIDER}` — {name} (check target): {len(rider['check_targets'][name])} of "
+        f"the {len(rider['check_targets'][name])} val items it fixed there score lower without it"
+    ) in report
 
 
 class _StopAfterFirstStep:

@@ -94,6 +94,25 @@ CheckVerdict = Literal["passed", "refused", "not evaluated"]
 
 
 @dataclass(frozen=True)
+class KeptLine:
+    """A new line of an accepted candidate that the prune kept (``train/prune.py``): without it
+    ``lowered`` of the ``fixed`` val items the candidate fixed on ``target`` (the run's target or
+    a check target, ``provider:model``) scored lower. The first target that needs it is named:
+    the run's target is asked first, then each check target in order."""
+
+    line: str
+    target: str
+    lowered: int = 0
+    fixed: int = 0
+    check_target: bool = False
+    """Whether ``target`` is one of ``train.check_targets`` (not the run's own target)."""
+
+    @classmethod
+    def from_json(cls, data: Any) -> KeptLine:
+        return parse_record(cls, "kept-line record", data)
+
+
+@dataclass(frozen=True)
 class CheckResult:
     """A candidate on one check target (``train.check_targets``) against the incumbent on that
     target, over the val items (``train/check_targets.py``)."""
@@ -285,6 +304,9 @@ class StepRecord:
     pruned: tuple[str, ...] = ()
     """Lines of the accepted candidate removed after the gate because no val item it fixed
     depends on them (``train/prune.py``); the skill in force is the candidate without them."""
+    prune_kept: tuple[KeptLine, ...] = ()
+    """New lines of the accepted candidate the prune tried to remove and kept, each with the
+    target whose fixed val items needed it (empty for a run written before it was recorded)."""
     explore_attempts: int = 0
     """Exploration attempts at the step's failed train items (``train.explore``)."""
     explore_found: int = 0

@@ -8,6 +8,8 @@ The sweep and the trackers read single files of a finished run through the small
 
 from __future__ import annotations
 
+import datetime as _dt
+import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -193,6 +195,46 @@ def read_splits(run_dir: Path) -> dict[str, Any]:
     return splits if isinstance(splits, dict) else {}
 
 
+def read_config(run_dir: Path) -> dict[str, Any]:
+    """``config.json``: the run's resolved config ({} when absent or not an object)."""
+    config = read_json(RunPaths(run_dir).config)
+    return config if isinstance(config, dict) else {}
+
+
+_MAX_EVENT_LINE = 1 << 20
+"""An events line longer than this is not read for its time (a run's config event is ~10 kB)."""
+
+
+def run_minutes(run_dir: Path) -> float | None:
+    """Minutes the run ran (``events.jsonl``): per session (each ``run_start`` begins one), its
+    last event's time minus its first, summed, so a run resumed later does not count the time
+    it lay stopped. None when the file is missing or holds no timed event; lines that are not a
+    JSON object with an ISO time ``t`` (with its zone) are skipped."""
+    try:
+        fh = RunPaths(run_dir).events.open("rb")
+    except OSError:
+        return None
+    sessions: list[list[_dt.datetime]] = []
+    with fh:
+        for raw in fh:
+            if len(raw) > _MAX_EVENT_LINE:
+                continue
+            try:
+                row = json.loads(raw)
+                when = _dt.datetime.fromisoformat(row["t"])
+            except (ValueError, TypeError, KeyError, RecursionError):
+                continue
+            if when.tzinfo is None:
+                continue
+            if row.get("event") == "run_start" or not sessions:
+                sessions.append([when, when])
+            else:
+                sessions[-1][1] = max(sessions[-1][1], when)
+    if not sessions:
+        return None
+    return sum((end - start).total_seconds() for start, end in sessions) / 60.0
+
+
 def committed_skills(run_dir: Path) -> tuple[str, str]:
     """The initial and best skill texts the run committed (``runtime_state.json``; a package:
     its bundle). RunDirError when the file is missing or damaged: a finished run has it."""
@@ -233,10 +275,12 @@ __all__ = [
     "load_skills",
     "load_slow_categories",
     "parse_history",
+    "read_config",
     "read_history",
     "read_patch_log",
     "read_splits",
     "read_summary",
     "read_transfer",
+    "run_minutes",
     "step_details",
 ]

@@ -13,18 +13,11 @@ a run resumed in a later session does not count the time it lay stopped).
 
 from __future__ import annotations
 
-import datetime as _dt
-import json
 import math
 from pathlib import Path
 from typing import Any
 
-from skillgrad.runs.io import read_json
-from skillgrad.runs.layout import RunPaths
-from skillgrad.runs.view import read_history
-
-_MAX_EVENT_LINE = 1 << 20
-"""An events line longer than this is not read for its time (a run's config event is ~10 kB)."""
+from skillgrad.runs.view import read_config, read_history, run_minutes
 
 
 def run_row(seed: int, run_dir: Path, summary: dict[str, Any]) -> dict[str, Any]:
@@ -48,7 +41,7 @@ def run_row(seed: int, run_dir: Path, summary: dict[str, Any]) -> dict[str, Any]
         "vs_placebo": _number(placebo),
         "checks": _checks(summary),
         "calls": _calls(summary),
-        "minutes": active_minutes(RunPaths(run_dir).events),
+        "minutes": run_minutes(run_dir),
     }
 
 
@@ -59,8 +52,7 @@ def _number(value: Any) -> float | None:
 
 def _split(run_dir: Path) -> int | None:
     """``env.options.seed`` of the run's resolved config (None: absent or not a whole number)."""
-    config = read_json(RunPaths(run_dir).config)
-    env = config.get("env") if isinstance(config, dict) else None
+    env = read_config(run_dir).get("env")
     options = env.get("options") if isinstance(env, dict) else None
     seed = options.get("seed") if isinstance(options, dict) else None
     return seed if type(seed) is int else None
@@ -88,33 +80,4 @@ def _calls(summary: dict[str, Any]) -> dict[str, int]:
     return out
 
 
-def active_minutes(events: Path) -> float | None:
-    """Minutes the run ran: per session (each ``run_start`` begins one), its last event's time
-    minus its first, summed. None when the file is missing or holds no timed event; lines that
-    are not a JSON object with an ISO time ``t`` are skipped."""
-    try:
-        fh = events.open("rb")
-    except OSError:
-        return None
-    sessions: list[list[_dt.datetime]] = []
-    with fh:
-        for raw in fh:
-            if len(raw) > _MAX_EVENT_LINE:
-                continue
-            try:
-                row = json.loads(raw)
-                when = _dt.datetime.fromisoformat(row["t"])
-            except (ValueError, TypeError, KeyError, RecursionError):
-                continue
-            if when.tzinfo is None:
-                continue
-            if row.get("event") == "run_start" or not sessions:
-                sessions.append([when, when])
-            else:
-                sessions[-1][1] = max(sessions[-1][1], when)
-    if not sessions:
-        return None
-    return sum((end - start).total_seconds() for start, end in sessions) / 60.0
-
-
-__all__ = ["active_minutes", "run_row"]
+__all__ = ["run_row"]

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from skillgrad.models.context import call_context
+from skillgrad.runs.records import KeptLine
 from skillgrad.skill.package import is_package_text
 from skillgrad.train.command_forms import held_line
 from skillgrad.train.context import CheckTarget, RunContext
@@ -46,6 +47,8 @@ class Pruned:
     removed: tuple[str, ...] = ()
     fixed: tuple[str, ...] = ()
     trials: tuple[dict[str, Any], ...] = ()
+    kept: tuple[KeptLine, ...] = ()
+    """The lines it tried to remove and kept, each with the target that needs it."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -96,6 +99,13 @@ class _Fixed:
     scores: dict[str, float]
     target: CheckTarget | None = None
 
+    def lowered(self, values: dict[str, float | None]) -> int:
+        """How many of these items a trial's ``values`` score below the candidate (an item the
+        trial did not score counts as lower: it does not hold)."""
+        return sum(
+            (v := values.get(i)) is None or v < score - EPS for i, score in self.scores.items()
+        )
+
 
 async def _fixed_on_checks(
     ctx: RunContext, step: int, incumbent: str, candidate: str
@@ -130,10 +140,7 @@ async def _holds(
             progress=ctx.progress, stage=STAGE, seed=t.seed, temperature=temperature,
         )  # fmt: skip
     values = {s.item_id: s.value for s in scores}
-    holds = all(
-        (v := values.get(i)) is not None and v >= score - EPS for i, score in fixed.scores.items()
-    )
-    return holds, values
+    return fixed.lowered(values) == 0, values
 
 
 async def prune(
@@ -150,26 +157,32 @@ async def prune(
     if not fixed or len(new) < 2 or is_package_text(candidate):
         return Pruned(candidate, fixed=tuple(fixed))
     items = [i for i in ctx.items["val"] if i.id in set(fixed)]
-    own = _Fixed("", items, {i: outcome.candidate[i].value or 0.0 for i in fixed})
+    scores = {i: outcome.candidate[i].value or 0.0 for i in fixed}
+    own = _Fixed(ctx.model_names[1], items, scores)
     checks = await _fixed_on_checks(ctx, step, incumbent, candidate)
-    keep, removed, trials = set(range(len(lines))), [], []
+    keep, removed, trials, kept = set(range(len(lines))), [], [], []
     for j in new:
         if len([k for k in new if k in keep]) < 2:
             break  # one new line stays: what was accepted is never reduced to the incumbent
         trial = "\n".join(lines[k] for k in sorted(keep - {j}))
         holds, values = await _holds(ctx, step, trial, own)
         record: dict[str, Any] = {"line": lines[j], "scores": values}
+        needed_by, lowered = (None, 0) if holds else (own, own.lowered(values))
         for check in checks if holds else ():  # asked only when the main target holds
             holds, on_check = await _holds(ctx, step, trial, check)
             record.setdefault("check_targets", {})[check.name] = on_check
             if not holds:
+                needed_by, lowered = check, check.lowered(on_check)
                 break
         trials.append(record | {"removed": holds})
-        if holds:
+        if needed_by is None:
             keep.discard(j)
             removed.append(lines[j])
+        else:
+            kept.append(KeptLine(lines[j], needed_by.name, lowered, len(needed_by.scores),
+                                 check_target=needed_by.target is not None))  # fmt: skip
     text = "\n".join(lines[k] for k in sorted(keep))
-    return Pruned(text, tuple(removed), tuple(fixed), tuple(trials))
+    return Pruned(text, tuple(removed), tuple(fixed), tuple(trials), tuple(kept))
 
 
 __all__ = ["REASON", "STAGE", "Pruned", "added_lines", "fixed_items", "prune"]

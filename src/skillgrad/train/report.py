@@ -92,6 +92,7 @@ def render_report(
     lines += leak_lines(s)
     lines += stall_lines(s)
     lines += prune_lines(history)
+    lines += kept_lines(history)
     lines += adherence_lines(s)
     lines += control_lines(s.get("controls"))
     lines += example_report_lines(s)
@@ -348,6 +349,29 @@ def prune_lines(history: Sequence[StepRecord]) -> list[str]:
     ]
 
 
+def kept_lines(history: Sequence[StepRecord]) -> list[str]:
+    """The report's "Lines kept after the gate" section: each line the prune tried to remove
+    and kept, with the target that needs it (absent when none were kept)."""
+    rows = [(r.step, k) for r in history for k in r.prune_kept]
+    if not rows:
+        return []
+    return [
+        "",
+        "## Lines kept after the gate, and the target that needs each",
+        "",
+        "New lines of accepted candidates that val items the candidate fixed depend on: without "
+        "the line they score lower on the target named (the run's target is asked first, then "
+        "each check target; steps/step_NNNN/prune.json):",
+        "",
+        *(
+            f"- step {step}: `{k.line.strip()}` — {k.target}"
+            f"{' (check target)' if k.check_target else ''}: {k.lowered} of the {k.fixed} val "
+            "items it fixed there score lower without it"
+            for step, k in rows
+        ),
+    ]
+
+
 def adherence_lines(summary: Mapping[str, Any]) -> list[str]:
     """The report's "What the target ignores" table (absent with train.adherence off)."""
     rows = summary.get("adherence") or []
@@ -464,6 +488,7 @@ __all__ = [
     "excerpt_lines",
     "exploration_lines",
     "gate_lines",
+    "kept_lines",
     "leak_lines",
     "noise_lines",
     "persistent_failures_text",

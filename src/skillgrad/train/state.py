@@ -17,6 +17,7 @@ from skillgrad.runs.records import (
     CheckResult,
     Conflict,
     GateResult,
+    KeptLine,
     Leak,
     RejectedEdit,
     StepKind,
@@ -135,6 +136,8 @@ class StepOutcome:
     pruned: tuple[str, ...] = ()
     """Lines of the accepted candidate removed after the gate (``train/prune.py``): no val
     item it fixed depends on them; ``candidate`` is the skill without them."""
+    prune_kept: tuple[KeptLine, ...] = ()
+    """New lines of the accepted candidate the prune kept, each with the target that needs it."""
     adherence: tuple[dict[str, Any], ...] = ()
     """Each rule's applications and breaks on the step's train trajectories
     (``train/adherence.py``; empty with ``train.adherence`` off)."""
@@ -317,6 +320,7 @@ def _record(
         stall_reason=out.stall,
         example_alone=out.split is not None,
         pruned=out.pruned,
+        prune_kept=out.prune_kept,
         explore_attempts=out.explore_attempts,
         explore_found=out.explore_found,
         explore_repeats=out.explore_repeats,

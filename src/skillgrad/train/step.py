@@ -100,6 +100,7 @@ async def training_step(ctx: RunContext, state: TrainState) -> StepOutcome:
         stall=shown.stall,
         split=_split_entry(step, shown.split, state.current_score),
         pruned=pruned.removed,
+        prune_kept=pruned.kept,
         adherence=tuple(kept_to.rows) if kept_to else (),
         explore_attempts=attempts,
         explore_found=solved,
