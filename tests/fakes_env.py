@@ -51,3 +51,18 @@ class HangingEnvTarget(FunctionBackend):
 
     def __init__(self) -> None:
         super().__init__(lambda request: "hang", "function:fake-hanging-env-target")
+
+
+def containers(seed: int) -> list[str]:
+    """The containers TinyEnv's two train episodes hold at data seed ``seed``."""
+    from skillgrad.tasks.environment import EnvironmentTask
+    from skillgrad.testing import TinyEnv
+
+    task = EnvironmentTask("skillgrad.testing:TinyEnv", n_train=2, n_val=2, seed=seed)
+    starts = [TinyEnv().reset(seed=i.input["seed"])[0] for i in task.load_split("train")]
+    return [start.split("closed ")[1].split()[0] for start in starts]
+
+
+def mixed_seed() -> int:
+    """The first data seed whose two train episodes hold different containers."""
+    return next(s for s in range(50) if len(set(containers(s))) == 2)

@@ -174,6 +174,16 @@ class TrainConfig(_Section):
         "differs between episodes as <object>; it joins the candidate beside the worked example "
         "and is gated with it (train/command_forms.py)",
     )
+    parting: Literal["off", "on"] = Field(
+        "off",
+        description="with train.explore on, where a failed train episode and the attempt that "
+        "solved it parted (after the commands both typed, the first each typed differently, as "
+        "command forms) becomes one skill line by code, 'After `<command>`, type `<command>` "
+        "(solved episodes did; failed ones typed `<command>`)', at most two per step, joining "
+        "the candidate beside the worked example; screened, gated and pruned like any line "
+        "(train/parting.py). Off by default: measured on one probe, no sweep yet "
+        "(docs/results.md)",
+    )
     max_examples: int = Field(
         3, ge=1, le=32, description="most worked examples the skill may hold (train.examples)"
     )

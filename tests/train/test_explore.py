@@ -32,6 +32,7 @@ from skillgrad.train.explore import exploration_seed
 from skillgrad.types import ChatRequest, Item, Message, Score, Trajectory
 
 sys.path.insert(0, str(Path(__file__).parents[1]))
+from fakes_env import containers, mixed_seed
 from fakes_env import explorer as env_player
 
 RETRY = "## Your previous attempt at this task"
@@ -188,24 +189,9 @@ def test_contrast_off_leaves_successes_to_examples_and_forms(tmp_path: Path) -> 
     assert estimates[1]["calls"]["optimizer"] - estimates[0]["calls"]["optimizer"] == 2
 
 
-def _containers(seed: int) -> list[str]:
-    """The containers TinyEnv's two train episodes hold at data seed ``seed``."""
-    from skillgrad.tasks.environment import EnvironmentTask
-    from skillgrad.testing import TinyEnv
-
-    task = EnvironmentTask("skillgrad.testing:TinyEnv", n_train=2, n_val=2, seed=seed)
-    starts = [TinyEnv().reset(seed=i.input["seed"])[0] for i in task.load_split("train")]
-    return [start.split("closed ")[1].split()[0] for start in starts]
-
-
-def _mixed_seed() -> int:
-    """The first data seed whose two train episodes hold different containers."""
-    return next(s for s in range(50) if len(set(_containers(s))) == 2)
-
-
 def test_a_contrast_rule_naming_one_episodes_object_is_refused(tmp_path: Path) -> None:
-    seed = _mixed_seed()
-    first = _containers(seed)[0]
+    seed = mixed_seed()
+    first = containers(seed)[0]
     one = f"Open the {first} first, then take what is inside it."
 
     def optimizer(request: ChatRequest) -> Any:
@@ -227,14 +213,14 @@ def test_a_contrast_rule_naming_one_episodes_object_is_refused(tmp_path: Path) -
 
 
 def test_solved_episodes_become_a_gated_line_of_command_forms(tmp_path: Path) -> None:
-    seed = _mixed_seed()
+    seed = mixed_seed()
     result, _, _ = _run_env_seed(tmp_path, seed)
     candidate = (result.run_dir / "steps/step_0001/candidate.md").read_text()
     line = next(x for x in candidate.splitlines() if x.startswith("- Commands that solved"))
     # the container differs between the episodes: a placeholder; the door is every episode's
     assert "`open <object>`" in line and "`unlock door`" in line
     assert "<object> stands for a word that differs from episode to episode" in line
-    assert not any(c in line for c in _containers(seed))
+    assert not any(c in line for c in containers(seed))
     applied = read_json(result.run_dir / "steps/step_0001/apply_report.json")
     forms = [r for r in applied if r["edit"]["source"] == "commands"]
     assert len(forms) == 1 and forms[0]["status"] == "applied"

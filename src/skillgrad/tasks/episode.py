@@ -43,11 +43,13 @@ class Vocabulary:
     """What an episode names and does, as the line screen and the command forms read it:
     ``seen``, the normalised words of its task and every observation; ``commands``, the
     commands the environment accepted, in order; ``acted``, the words those commands act on
-    (after the verb: ``take apple`` acts on ``apple``)."""
+    (after the verb: ``take apple`` acts on ``apple``); ``typed``, every command typed."""
 
     seen: frozenset[str]
     commands: tuple[str, ...]
     acted: frozenset[str]
+    typed: tuple[str, ...] = ()
+    """Every command the target typed, accepted or not, in order (``train/parting.py``)."""
 
 
 @dataclass(frozen=True)

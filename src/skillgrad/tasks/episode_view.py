@@ -185,9 +185,10 @@ class EpisodeView:
             return None
         played = [r for r in records if isinstance(r, EnvStep)]
         seen = " ".join([start.task, start.observation, *(s.observation for s in played)])
+        typed = tuple(" ".join(s.action.split()) for s in played if s.action)
         commands = tuple(" ".join(s.action.split()) for s in played if s.valid and s.action)
         acted = frozenset(w for c in commands for w in _object_words(c)) - FUNCTION_WORDS
-        return Vocabulary(frozenset(words(seen)), commands, acted)
+        return Vocabulary(frozenset(words(seen)), commands, acted, typed)
 
 
 __all__ = [

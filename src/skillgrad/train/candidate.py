@@ -30,6 +30,7 @@ from skillgrad.train.examples import ExampleChoice, choose_example
 from skillgrad.train.explore import Exploration
 from skillgrad.train.gate import GateOutcome
 from skillgrad.train.merge import semantic_merge
+from skillgrad.train.parting import parting_edits
 from skillgrad.train.reflect import ReflectConfig, ReflectResult, feedback_summary, reflect
 from skillgrad.train.revise import Revision, built_revision, revise
 from skillgrad.train.revisit import up_to_peak
@@ -250,6 +251,7 @@ async def propose_candidate(
     advanced = [up_to_peak(best.trajectory) for _, best in better]
     if (forms := _command_forms(ctx, state, step, shown, advanced)) is not None:
         sel.selected.append(forms)
+    sel.selected += _parting(ctx, state, step, shown, trajs, explored)
     skill, report = Skill(state.skill).apply(sel.selected)
     copied = [e for e in refl.edits if not any(e is k for k in kept)]
     proposal = Proposal(refl, agg, sel, len(copied), revision, example, copied, lines.dropped)
@@ -396,6 +398,25 @@ def _example(
         context=task_abilities(ctx.task).example_context,
         found=[(a.trajectory, a.cache_id) for a in explored.found] if explored else (),
     )
+
+
+def _parting(
+    ctx: RunContext,
+    state: TrainState,
+    step: int,
+    shown: list[Trajectory],
+    trajs: list[Trajectory],
+    explored: Exploration | None,
+) -> list[Edit]:
+    """Where each failed train episode parted from the attempt that solved it, as lines
+    (``train.parting: on``, ``train/parting.py``), through the line screen; a line the skill
+    already holds is not added again."""
+    if ctx.cfg.train.parting != "on" or explored is None or is_package_text(state.skill):
+        return []
+    pairs = [(failed, found.trajectory) for failed, found in explored.pairs(trajs)]
+    held = {ln.strip() for ln in state.skill.splitlines()}
+    edits = [e for e in parting_edits(pairs, shown, step) if e.content.strip() not in held]
+    return screen_specific(ctx, state, step, edits, rewrite=False, shown=shown).kept
 
 
 def _command_forms(
