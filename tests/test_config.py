@@ -129,3 +129,23 @@ def test_every_shipped_config_loads_and_names_a_task_that_accepts_its_options(pa
     cfg = load_config(path)
     task = load_task(cfg.env.task, cfg.env.options)
     assert task.name == cfg.env.task
+
+
+def test_every_off_on_switch_takes_a_bare_on_or_off_from_set() -> None:
+    """YAML reads ``on`` / ``off`` as booleans: ``--set train.<switch>=on`` must work for every
+    switch (train.parting and train.command_forms once refused it)."""
+    from typing import get_args
+
+    from skillgrad.config import TrainConfig
+
+    switches = [
+        n for n, f in TrainConfig.model_fields.items() if get_args(f.annotation) == ("off", "on")
+    ]
+    assert {"parting", "command_forms", "explore", "examples"} <= set(switches)
+    for name in switches:
+        on = load_config(overrides=[f"train.{name}=on"])
+        off = load_config(overrides=[f"train.{name}=off"])
+        assert (getattr(on.train, name), getattr(off.train, name)) == ("on", "off"), name
+    with pytest.raises(ConfigError, match=r"train\.parting"):
+        load_config(overrides=["train.parting=maybe"])
+    assert load_config(overrides=["train.batch_size=3"]).train.batch_size == 3  # not a switch

@@ -10,7 +10,7 @@ import difflib
 import json
 import re
 from pathlib import Path
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal, NamedTuple, get_args
 
 from pydantic import (
     BaseModel,
@@ -18,6 +18,7 @@ from pydantic import (
     Field,
     TypeAdapter,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -348,20 +349,14 @@ class TrainConfig(_Section):
         "default: it costs one optimizer call per step",
     )
 
-    @field_validator(
-        "examples",
-        "prune",
-        "adherence",
-        "explore",
-        "contrast",
-        "contrast_partial",
-        "explore_resume",
-        mode="before",
-    )
+    @field_validator("*", mode="before")
     @classmethod
-    def _on_off(cls, v: Any) -> Any:
-        # YAML reads a bare on / off as a boolean
-        return ("on" if v else "off") if isinstance(v, bool) else v
+    def _on_off(cls, v: Any, info: ValidationInfo) -> Any:
+        # YAML reads a bare on / off as a boolean: every off/on switch takes it back
+        name = info.field_name
+        field = cls.model_fields.get(name) if name else None
+        switch = field is not None and get_args(field.annotation) == ("off", "on")
+        return ("on" if v else "off") if switch and isinstance(v, bool) else v
 
     @field_validator("check_targets", mode="before")
     @classmethod
