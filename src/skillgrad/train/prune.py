@@ -126,11 +126,11 @@ async def _fixed_on_checks(
     return out
 
 
-async def _holds(
+async def _lowered(
     ctx: RunContext, step: int, trial: str, fixed: _Fixed
-) -> tuple[bool, dict[str, float | None]]:
-    """Whether ``trial`` keeps every item ``fixed`` names at its candidate score on that
-    target; the trial's scores."""
+) -> tuple[int, dict[str, float | None]]:
+    """How many items ``fixed`` names ``trial`` scores below the candidate on that target
+    (0: it holds them all); the trial's scores."""
     t = ctx.cfg.train
     backend, store, temperature = on_target(ctx, fixed.target)
     with call_context(STAGE, step):
@@ -140,7 +140,7 @@ async def _holds(
             progress=ctx.progress, stage=STAGE, seed=t.seed, temperature=temperature,
         )  # fmt: skip
     values = {s.item_id: s.value for s in scores}
-    return fixed.lowered(values) == 0, values
+    return fixed.lowered(values), values
 
 
 async def prune(
@@ -165,16 +165,16 @@ async def prune(
         if len([k for k in new if k in keep]) < 2:
             break  # one new line stays: what was accepted is never reduced to the incumbent
         trial = "\n".join(lines[k] for k in sorted(keep - {j}))
-        holds, values = await _holds(ctx, step, trial, own)
+        lowered, values = await _lowered(ctx, step, trial, own)
         record: dict[str, Any] = {"line": lines[j], "scores": values}
-        needed_by, lowered = (None, 0) if holds else (own, own.lowered(values))
-        for check in checks if holds else ():  # asked only when the main target holds
-            holds, on_check = await _holds(ctx, step, trial, check)
+        needed_by = own if lowered else None
+        for check in checks if not lowered else ():  # asked only when the main target holds
+            lowered, on_check = await _lowered(ctx, step, trial, check)
             record.setdefault("check_targets", {})[check.name] = on_check
-            if not holds:
-                needed_by, lowered = check, check.lowered(on_check)
+            if lowered:
+                needed_by = check
                 break
-        trials.append(record | {"removed": holds})
+        trials.append(record | {"removed": needed_by is None})
         if needed_by is None:
             keep.discard(j)
             removed.append(lines[j])
