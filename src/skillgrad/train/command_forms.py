@@ -69,12 +69,12 @@ def command_forms(solved: Sequence[Trajectory], objects: EpisodeObjects) -> list
         for command in vocabulary.commands if vocabulary else ():
             if (form := command_form(command, objects)) is not None:
                 out.setdefault(form.casefold(), form)
-    general = [_pattern(f) for f in out.values() if PLACEHOLDER in f]
+    general = [form_pattern(f) for f in out.values() if PLACEHOLDER in f]
     kept = [f for f in out.values() if PLACEHOLDER in f or not any(g.fullmatch(f) for g in general)]
     return kept[:MAX_FORMS]
 
 
-def _pattern(form: str) -> re.Pattern[str]:
+def form_pattern(form: str) -> re.Pattern[str]:
     """A placeholder form as a pattern of its instances (``take <object>`` matches ``take
     banana``: a fruit every played episode showed is no object to ``EpisodeObjects``, yet the
     general form already covers it)."""
@@ -139,4 +139,12 @@ def forms_edit(
                 rationale=why, trajectory_ids=ids, source=SOURCE)  # fmt: skip
 
 
-__all__ = ["MAX_FORMS", "PLACEHOLDER", "SOURCE", "command_form", "command_forms", "forms_edit"]
+__all__ = [
+    "MAX_FORMS",
+    "PLACEHOLDER",
+    "SOURCE",
+    "command_form",
+    "command_forms",
+    "form_pattern",
+    "forms_edit",
+]

@@ -14,7 +14,10 @@ This module writes that difference by code: after the commands both typed, the p
 command and the failure's, each as its command form (``train/command_forms.command_form``: an
 object of one episode as ``<object>``), as "After `take <object>`, type `read instructions
 book` (solved episodes did; failed ones typed `take <object>`)." — or, when they part at the
-first command, "Start with …". Only where the two forms differ: a difference of objects alone
+first command, "Start with …". A command on a word every episode shows (``take grape``) is
+said as the general form it is an instance of (``take <object>``; ``Forms``): the first sweep
+with the switch on wrote "failed ones typed `take grape`" into a line. Only where the two forms
+differ: a difference of objects alone
 (``move <object>`` / ``move <object>``) says nothing in words. One line per distinct moment,
 the one most pairs show first, at most ``MAX_RULES``. The lines (source ``parting``) join the
 candidate beside the worked example outside the learning rate's count, pass the line screen
@@ -26,12 +29,14 @@ line, on 12 fresh val episodes (split 999) with the 0.5B: 0.81 → 1.00 (+3 / �
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from skillgrad.prompts import render_prompt
 from skillgrad.tasks.views import view_of
-from skillgrad.train.command_forms import command_form
+from skillgrad.train.command_forms import PLACEHOLDER, command_form, form_pattern
 from skillgrad.train.reflect import trajectory_id
 from skillgrad.train.screens.specific import EpisodeObjects
 from skillgrad.types import Edit, Trajectory
@@ -50,8 +55,32 @@ def typed(t: Trajectory) -> tuple[str, ...] | None:
     return vocabulary.typed if vocabulary is not None else None
 
 
+@dataclass(frozen=True)
+class Forms:
+    """How a command is said in a parting line: its command form (``command_form``: an object
+    of one episode as ``<object>``), or the general form it is an instance of among the shown
+    episodes' commands (``take grape``, a fruit every episode shows, is one of ``take
+    <object>``), else the command itself."""
+
+    objects: EpisodeObjects
+    general: tuple[tuple[str, re.Pattern[str]], ...] = ()
+
+    @classmethod
+    def build(cls, shown: Sequence[Trajectory]) -> Forms:
+        objects = EpisodeObjects.build([view_of(t).vocabulary(t) for t in shown])
+        found = {f for t in shown for c in typed(t) or () if (f := command_form(c, objects))}
+        general = sorted(f for f in found if PLACEHOLDER in f)
+        return cls(objects, tuple((f, form_pattern(f)) for f in general))
+
+    def __call__(self, command: str) -> str:
+        form = command_form(command, self.objects) or command
+        if PLACEHOLDER in form:
+            return form
+        return next((g for g, pattern in self.general if pattern.fullmatch(command)), form)
+
+
 def parting(
-    failed: Trajectory, solved: Trajectory, objects: EpisodeObjects
+    failed: Trajectory, solved: Trajectory, form: Forms
 ) -> tuple[str | None, str, str] | None:
     """Where ``failed`` and ``solved`` parted: the last command both typed (None when they
     parted at the first), then the solving and the failed attempt's next commands, as forms.
@@ -63,10 +92,6 @@ def parting(
     n = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), None)
     if n is None:
         return None
-
-    def form(command: str) -> str:
-        return command_form(command, objects) or command
-
     did, not_did = form(b[n]), form(a[n])
     if did.casefold() == not_did.casefold():
         return None
@@ -78,25 +103,29 @@ def parting_edits(
 ) -> list[Edit]:
     """The step's parting lines (``pairs``: each failed train episode and the attempt that
     solved it; ``shown``: every episode the step played, whose objects become ``<object>``)."""
-    objects = EpisodeObjects.build([view_of(t).vocabulary(t) for t in shown])
-    found: Counter[tuple[str | None, str, str]] = Counter()
-    ids: dict[tuple[str | None, str, str], list[str]] = {}
+    form = Forms.build(shown)
+    found: Counter[tuple[str | None, str]] = Counter()
+    failed_forms: dict[tuple[str | None, str], Counter[str]] = {}
+    ids: dict[tuple[str | None, str], list[str]] = {}
     for failed, solved in pairs:
-        if (p := parting(failed, solved, objects)) is not None:
-            found[p] += 1
-            ids.setdefault(p, []).append(trajectory_id(step, failed.item_id))
+        if (p := parting(failed, solved, form)) is not None:
+            after, did, not_did = p
+            found[after, did] += 1
+            failed_forms.setdefault((after, did), Counter())[not_did] += 1
+            ids.setdefault((after, did), []).append(trajectory_id(step, failed.item_id))
     out: list[Edit] = []
     moments: set[str | None] = set()
-    for (after, did, not_did), n in found.most_common():
+    for (after, did), n in found.most_common():
         if after in moments:  # one line per moment: the one most pairs show
             continue
         moments.add(after)
+        not_did = failed_forms[after, did].most_common(1)[0][0]
         quoted = len(not_did.split()) <= MAX_QUOTED_WORDS
         said = render_prompt("parting_failed", command=not_did).rstrip("\n") if quoted else ""
         name = "parting_after" if after else "parting_start"
         line = render_prompt(name, after=after or "", did=did, not_did=said).strip()
         why = f"{n} failed train episode(s) of step {step} parted from the attempt that solved it"
-        trail = tuple(ids[(after, did, not_did)])
+        trail = tuple(ids[after, did])
         out.append(Edit(op="add", section="", content=f"- {line}", rationale=why,
                         trajectory_ids=trail, source=SOURCE))  # fmt: skip
         if len(out) == MAX_RULES:
@@ -104,4 +133,4 @@ def parting_edits(
     return out
 
 
-__all__ = ["MAX_RULES", "SOURCE", "parting", "parting_edits", "typed"]
+__all__ = ["MAX_RULES", "SOURCE", "Forms", "parting", "parting_edits", "typed"]
