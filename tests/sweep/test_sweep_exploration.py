@@ -171,3 +171,8 @@ def test_the_minutes_of_a_run_sum_its_sessions_and_skip_what_is_not_a_timed_even
     assert run_minutes(tmp_path) == 40.0
     events.write_text("garbage\n")
     assert run_minutes(tmp_path) is None
+    elsewhere = tmp_path / "elsewhere.jsonl"
+    elsewhere.write_text(text + "\n")
+    events.unlink()
+    events.symlink_to(elsewhere)  # a link is not the run's own file
+    assert run_minutes(tmp_path) is None

@@ -210,8 +210,11 @@ def run_minutes(run_dir: Path) -> float | None:
     last event's time minus its first, summed, so a run resumed later does not count the time
     it lay stopped. None when the file is missing or holds no timed event; lines that are not a
     JSON object with an ISO time ``t`` (with its zone) are skipped."""
+    path = RunPaths(run_dir).events
+    if path.is_symlink():  # a planted link would time a file from elsewhere as the run's
+        return None
     try:
-        fh = RunPaths(run_dir).events.open("rb")
+        fh = path.open("rb")
     except OSError:
         return None
     sessions: list[list[_dt.datetime]] = []
