@@ -17,6 +17,7 @@ from skillgrad.report.sweep import exploration_text, render_sweep_text, run_line
 from skillgrad.report.sweep_html import render_sweep_html
 from skillgrad.runs.view import run_minutes
 from skillgrad.session import run_training
+from skillgrad.sweep.run_rows import run_row
 from skillgrad.sweep.summary import build_sweep_summary
 from skillgrad.testing import (
     FunctionBackend,
@@ -132,6 +133,16 @@ def test_each_finished_run_has_its_row_read_from_its_own_files(sweep: Path) -> N
     assert any(line.startswith(first) for line in text.splitlines())
     page = render_sweep_html(build_sweep_summary(sweep), {})  # the HTML report's table
     assert '<table class="runs">' in page and '<td class="l">0 (0)</td>' in page
+
+
+def test_the_calls_of_every_row_list_the_roles_in_one_order(sweep: Path) -> None:
+    """summary.json keeps the order in which a session first called each role: a run resumed
+    in its check-target phase lists that role first. The row does not."""
+    summary = json.loads((sweep / "seed0/summary.json").read_text())
+    usage = {"judge": {"calls": 2}, "check_target": {"calls": 72}, "all": {"calls": 700},
+             "target": {"calls": "x"}, "optimizer": {"calls": 16}}  # fmt: skip
+    row = run_row(0, sweep / "seed0", summary | {"usage": usage})
+    assert list(row["calls"].items()) == [("optimizer", 16), ("check_target", 72), ("judge", 2)]
 
 
 def test_a_run_row_as_stored_prints_what_it_can_and_dashes_for_the_rest() -> None:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from skillgrad.runs.view import read_config, read_history, run_minutes
+from skillgrad.train.context import CHECK_ROLE, ROLES
 
 
 def run_row(seed: int, run_dir: Path, summary: dict[str, Any]) -> dict[str, Any]:
@@ -70,14 +71,19 @@ def _checks(summary: dict[str, Any]) -> dict[str, list[float | None]]:
 
 
 def _calls(summary: dict[str, Any]) -> dict[str, int]:
-    """Model calls by role (``usage`` of summary.json, its ``all`` left out)."""
+    """Model calls by role (``usage`` of summary.json, its ``all`` left out), in one order for
+    every row: the run's roles (``ROLES``), then the check targets', then any other by name.
+    summary.json keeps the order in which the last session first called each role, so a resumed
+    run would otherwise list its check target first."""
     usage = summary.get("usage")
     out: dict[str, int] = {}
     for role, record in usage.items() if isinstance(usage, dict) else ():
         calls = record.get("calls") if isinstance(record, dict) else None
         if role != "all" and (n := _number(calls)) is not None:
             out[str(role)] = int(n)
-    return out
+    order = (*ROLES, CHECK_ROLE)
+    rank = {role: i for i, role in enumerate(order)}
+    return dict(sorted(out.items(), key=lambda kv: (rank.get(kv[0], len(order)), kv[0])))
 
 
 __all__ = ["run_row"]
