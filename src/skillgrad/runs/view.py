@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import os
 import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -210,17 +212,19 @@ def run_minutes(run_dir: Path) -> float | None:
     last event's time minus its first, summed, so a run resumed later does not count the time
     it lay stopped. None when the file is missing or holds no timed event; lines that are not a
     JSON object with an ISO time ``t`` (with its zone) are skipped."""
-    path = RunPaths(run_dir).events
-    if path.is_symlink():  # a planted link would time a file from elsewhere as the run's
-        return None
-    try:
-        fh = path.open("rb")
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    try:  # a planted link (ELOOP) would time a file from elsewhere as the run's
+        fh = os.fdopen(os.open(RunPaths(run_dir).events, flags), "rb")
     except OSError:
         return None
     sessions: list[list[_dt.datetime]] = []
     with fh:
-        for raw in fh:
+        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):  # a FIFO would block
+            return None
+        while raw := fh.readline(_MAX_EVENT_LINE + 1):  # a line is read this far at most
             if len(raw) > _MAX_EVENT_LINE:
+                while raw and not raw.endswith(b"\n"):  # the rest of the long line
+                    raw = fh.readline(_MAX_EVENT_LINE + 1)
                 continue
             try:
                 row = json.loads(raw)
